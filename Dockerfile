@@ -1,0 +1,18 @@
+# Two binaries, seckill-proxy and seckill-sink, in a small image that runs as a non-root user.
+# Build: docker build -t seckill-proxy .
+# Run:   docker run -e SECKILL_REDIS_ADDRS=... -e SECKILL_KAFKA_BROKERS=... -e SECKILL_MYSQL_DSN=... \
+#          -p 6380:6380 seckill-proxy [-check-config]
+#        docker run ... --entrypoint /seckill-sink seckill-proxy
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/seckill-proxy ./cmd/seckill-sink
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/seckill-proxy /out/seckill-sink /
+USER nonroot:nonroot
+ENV SECKILL_LISTEN=0.0.0.0:6380 SECKILL_ADMIN_LISTEN=0.0.0.0:6381
+EXPOSE 6380 6381
+ENTRYPOINT ["/seckill-proxy"]

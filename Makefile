@@ -1,0 +1,33 @@
+# seckill-proxy. `make run` and `make test` are the README's quick start.
+SHELL := /bin/bash
+STACK := scripts/devstack.sh
+GO_PACKAGES := ./...
+
+.PHONY: run test vet build stack-up stack-down stack-status fuzz clean
+
+# run: bring up the dev stack and start the proxy in the foreground.
+run: stack-up build
+	eval "$$($(STACK) env)"; exec ./bin/seckill-proxy -log.format=console
+
+# test: the dev stack, go vet, then every test with the race detector against real services.
+test: stack-up vet
+	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -timeout 30m $(GO_PACKAGES)
+
+vet:
+	go vet $(GO_PACKAGES)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+build:
+	go build -o bin/ ./cmd/...
+
+stack-up:
+	$(STACK) up
+
+stack-down:
+	$(STACK) down
+
+stack-status:
+	$(STACK) status
+
+clean:
+	rm -rf bin

@@ -1,0 +1,83 @@
+package conf
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// CommandLine is what a binary's command line asked for, with the configuration it loaded.
+type CommandLine struct {
+	Config Config
+	// Migrate asks the binary to apply the MySQL migrations and exit.
+	Migrate bool
+	// Done is set when the command line was fully served here (-check-config, -print-config,
+	// -print-defaults): the binary should exit 0.
+	Done bool
+}
+
+// ParseCommandLine binds the configuration flags plus -check-config, -print-config,
+// -print-defaults and -migrate on a new flag set named name, parses args (without the program
+// name), loads the Config from its layers and validates it. -check-config and the print
+// flags write to out and set Done.
+func ParseCommandLine(name string, args, environ []string, out io.Writer) (*CommandLine, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	BindFlags(fs)
+	check := fs.Bool("check-config", false, "validate the configuration and exit")
+	print := fs.Bool("print-config", false, "print the effective configuration (secrets masked) and exit")
+	printDefaults := fs.Bool("print-defaults", false, "print the default configuration and exit")
+	migrate := fs.Bool("migrate", false, "apply the MySQL migrations and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	if *printDefaults {
+		return &CommandLine{Done: true}, writeYAML(out, Default())
+	}
+	cfg, err := Load(fs, environ)
+	if err != nil {
+		return nil, err
+	}
+	if *print {
+		if err := writeYAML(out, cfg.Masked()); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if *check {
+		_, err = fmt.Fprintln(out, "config OK")
+	}
+	return &CommandLine{Config: cfg, Migrate: *migrate, Done: *check || *print}, err
+}
+
+func writeYAML(out io.Writer, c Config) error {
+	b, err := c.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(b)
+	return err
+}
+
+// NewLogger builds the zap logger that l describes: JSON lines by default, or a console
+// format for people. The caller owns it and should Sync it on exit.
+func (l Log) NewLogger() (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(l.Level)
+	if err != nil {
+		return nil, &FieldError{Field: "log.level", Value: l.Level, Reason: err.Error()}
+	}
+	zc := zap.NewProductionConfig()
+	if l.Format == LogConsole {
+		zc = zap.NewDevelopmentConfig()
+	}
+	zc.Level = zap.NewAtomicLevelAt(level)
+	return zc.Build()
+}

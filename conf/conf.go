@@ -1,0 +1,191 @@
+// Package conf holds the one configuration that seckill-proxy and seckill-sink share: where
+// they listen, how they reach the Redis Cluster, Kafka and MySQL, their timeouts and limits,
+// and when a buy is answered.
+//
+// A Config is loaded in layers: Default(), then a YAML file, then SECKILL_* environment
+// variables, then command-line flags. Every setting has an environment variable named after
+// its path (redis.addrs -> SECKILL_REDIS_ADDRS) and, unless it is a secret, a flag of the same
+// path (-redis.addrs). Validate checks every field and the fields against each other.
+//
+// conf does no I/O beyond reading the named file and the environment it is given.
+package conf
+
+import (
+	"fmt"
+	"time"
+)
+
+// ReplyAfter says when a buyer is answered.
+const (
+	// ReplyAfterLua answers as soon as the atomic Lua call succeeds; the Redis outbox carries
+	// the order to Kafka.
+	ReplyAfterLua = "lua"
+	// ReplyAfterKafka answers only after Kafka has acknowledged the order.
+	ReplyAfterKafka = "kafka"
+)
+
+// Log formats.
+const (
+	LogJSON    = "json"
+	LogConsole = "console"
+)
+
+// Config is the whole configuration of both binaries. Its zero value is not valid: start
+// from Default. A Config is a plain value; copy it freely, but do not change it while the
+// pieces built from it run.
+type Config struct {
+	// Listen is the RESP address the proxy serves.
+	Listen string `koanf:"listen"`
+	// AdminListen is the admin HTTP address (metrics, health). Empty disables it.
+	AdminListen string `koanf:"admin_listen"`
+	// Password, when set, makes clients AUTH before any other command.
+	Password string `koanf:"password" secret:"true"`
+
+	Log    Log    `koanf:"log"`
+	Redis  Redis  `koanf:"redis"`
+	Kafka  Kafka  `koanf:"kafka"`
+	MySQL  MySQL  `koanf:"mysql"`
+	Limits Limits `koanf:"limits"`
+	Buy    Buy    `koanf:"buy"`
+}
+
+// Log configures the zap logger.
+type Log struct {
+	// Format is "json" (the default) or "console".
+	Format string `koanf:"format"`
+	// Level is a zap level: debug, info, warn, error.
+	Level string `koanf:"level"`
+}
+
+// Redis configures the go-redis ClusterClient.
+type Redis struct {
+	// Addrs are the cluster's seed nodes, host:port.
+	Addrs    []string `koanf:"addrs"`
+	Username string   `koanf:"username"`
+	Password string   `koanf:"password" secret:"true"`
+
+	DialTimeout  time.Duration `koanf:"dial_timeout"`
+	ReadTimeout  time.Duration `koanf:"read_timeout"`
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// PoolSize is the connection pool size per node. It must be at least the number of calls
+	// in flight, or calls queue for a connection.
+	PoolSize     int           `koanf:"pool_size"`
+	MinIdleConns int           `koanf:"min_idle_conns"`
+	PoolTimeout  time.Duration `koanf:"pool_timeout"`
+	// StateReloadInterval is how often the client reloads the cluster's slot map. About a
+	// second, or the client stays blind after a failover.
+	StateReloadInterval time.Duration `koanf:"state_reload_interval"`
+	MaxRedirects        int           `koanf:"max_redirects"`
+}
+
+// Kafka configures the Sarama producer (the tee) and consumer group (the sink).
+type Kafka struct {
+	Brokers         []string `koanf:"brokers"`
+	Topic           string   `koanf:"topic"`
+	DeadLetterTopic string   `koanf:"dead_letter_topic"`
+	ClientID        string   `koanf:"client_id"`
+	Group           string   `koanf:"group"`
+	// Version is the Kafka protocol version Sarama speaks, e.g. "3.6.0".
+	Version string `koanf:"version"`
+	// DialTimeout bounds connecting to a broker.
+	DialTimeout time.Duration `koanf:"dial_timeout"`
+}
+
+// MySQL configures the database the sink writes and WARM reads.
+type MySQL struct {
+	// DSN is a go-sql-driver/mysql data source name.
+	DSN             string        `koanf:"dsn" secret:"true"`
+	MaxOpenConns    int           `koanf:"max_open_conns"`
+	MaxIdleConns    int           `koanf:"max_idle_conns"`
+	ConnMaxLifetime time.Duration `koanf:"conn_max_lifetime"`
+}
+
+// Limits bound what one proxy accepts.
+type Limits struct {
+	// MaxClients is the most client connections at once.
+	MaxClients int `koanf:"max_clients"`
+	// MaxPipeline is the most commands one client may have in one read.
+	MaxPipeline int `koanf:"max_pipeline"`
+	// MaxArgBytes is the largest single argument accepted.
+	MaxArgBytes int `koanf:"max_arg_bytes"`
+	// MaxInflight is the most SECKILL calls in flight to Redis at once.
+	MaxInflight int `koanf:"max_inflight"`
+}
+
+// Buy configures the buy path.
+type Buy struct {
+	// ReplyAfter is "lua" (answer after the atomic call; the default) or "kafka" (answer after
+	// Kafka's acknowledgement).
+	ReplyAfter string `koanf:"reply_after"`
+	// CallTimeout bounds one call to Redis; past it the buyer gets -UNAVAILABLE.
+	CallTimeout time.Duration `koanf:"call_timeout"`
+	// WaitReplicas, when above 0, follows the script with WAIT on the same connection.
+	WaitReplicas int `koanf:"wait_replicas"`
+	// WaitTimeout is WAIT's timeout.
+	WaitTimeout time.Duration `koanf:"wait_timeout"`
+	// SoldOutReprobe is how long a local sold-out flag lasts before the next buy asks Redis
+	// again, a backstop in case a re-warm signal is missed.
+	SoldOutReprobe time.Duration `koanf:"sold_out_reprobe"`
+	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
+	CompatReplies bool `koanf:"compat_replies"`
+}
+
+// Default returns the configuration that the dev stack (scripts/devstack.sh) needs no
+// changes to, apart from the addresses its env command prints.
+func Default() Config {
+	return Config{
+		Listen:      "127.0.0.1:6380",
+		AdminListen: "127.0.0.1:6381",
+		Log:         Log{Format: LogJSON, Level: "info"},
+		Redis: Redis{
+			Addrs:               []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+			DialTimeout:         time.Second,
+			ReadTimeout:         500 * time.Millisecond,
+			WriteTimeout:        500 * time.Millisecond,
+			PoolSize:            256,
+			MinIdleConns:        8,
+			PoolTimeout:         time.Second,
+			StateReloadInterval: time.Second,
+			MaxRedirects:        8,
+		},
+		Kafka: Kafka{
+			Brokers:         []string{"127.0.0.1:9092"},
+			Topic:           "seckill.orders",
+			DeadLetterTopic: "seckill.orders.dlq",
+			ClientID:        "seckill-proxy",
+			Group:           "seckill-sink",
+			Version:         "3.6.0",
+			DialTimeout:     3 * time.Second,
+		},
+		MySQL: MySQL{
+			DSN:             "root@tcp(127.0.0.1:3306)/seckill?parseTime=true",
+			MaxOpenConns:    32,
+			MaxIdleConns:    32,
+			ConnMaxLifetime: 5 * time.Minute,
+		},
+		Limits: Limits{
+			MaxClients:  10000,
+			MaxPipeline: 1024,
+			MaxArgBytes: 512 << 20,
+			MaxInflight: 4096,
+		},
+		Buy: Buy{
+			ReplyAfter:     ReplyAfterLua,
+			CallTimeout:    time.Second,
+			WaitReplicas:   0,
+			WaitTimeout:    10 * time.Millisecond,
+			SoldOutReprobe: 2 * time.Second,
+		},
+	}
+}
+
+// FieldError is a validation error: the field's path, the bad value and what is wrong.
+type FieldError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("config: %s=%v: %s", e.Field, e.Value, e.Reason)
+}

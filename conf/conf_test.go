@@ -1,0 +1,301 @@
+package conf
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+	if c.Listen != "127.0.0.1:6380" || c.Buy.ReplyAfter != ReplyAfterLua || c.Redis.StateReloadInterval != time.Second {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestEveryKeyHasAnEnvName(t *testing.T) {
+	want := map[string]string{
+		"listen":          "SECKILL_LISTEN",
+		"redis.addrs":     "SECKILL_REDIS_ADDRS",
+		"kafka.brokers":   "SECKILL_KAFKA_BROKERS",
+		"mysql.dsn":       "SECKILL_MYSQL_DSN",
+		"buy.reply_after": "SECKILL_BUY_REPLY_AFTER",
+	}
+	keys := map[string]bool{}
+	for _, k := range Keys() {
+		keys[k] = true
+	}
+	for key, env := range want {
+		if !keys[key] {
+			t.Errorf("key %q missing from Keys()", key)
+		}
+		if got := EnvName(key); got != env {
+			t.Errorf("EnvName(%q) = %q, want %q", key, got, env)
+		}
+	}
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "seckill.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLayers(t *testing.T) {
+	file := writeFile(t, "listen: 127.0.0.1:1111\nredis:\n  addrs: [10.0.0.1:7000]\n  pool_size: 7\nbuy:\n  call_timeout: 3s\n")
+	tests := []struct {
+		name  string
+		env   []string
+		flags []string
+		check func(t *testing.T, c Config)
+	}{
+		{"defaults only", nil, nil, func(t *testing.T, c Config) {
+			if !reflect.DeepEqual(c, Default()) {
+				t.Errorf("got %+v, want Default()", c)
+			}
+		}},
+		{"file", []string{"SECKILL_CONFIG=" + file}, nil, func(t *testing.T, c Config) {
+			if c.Listen != "127.0.0.1:1111" || c.Redis.PoolSize != 7 || c.Buy.CallTimeout != 3*time.Second {
+				t.Errorf("file not applied: %+v", c)
+			}
+			if !reflect.DeepEqual(c.Redis.Addrs, []string{"10.0.0.1:7000"}) {
+				t.Errorf("addrs = %v", c.Redis.Addrs)
+			}
+			if c.Kafka.Topic != Default().Kafka.Topic {
+				t.Errorf("a key the file lacks lost its default: %q", c.Kafka.Topic)
+			}
+		}},
+		{"env over file", []string{"SECKILL_CONFIG=" + file, "SECKILL_LISTEN=127.0.0.1:2222",
+			"SECKILL_REDIS_ADDRS=127.0.0.1:7000, 127.0.0.1:7001", "SECKILL_BUY_CALL_TIMEOUT=250ms",
+			"SECKILL_MYSQL_DSN=u:p@tcp(db:3306)/x", "SECKILL_BUY_COMPAT_REPLIES=true"}, nil,
+			func(t *testing.T, c Config) {
+				if c.Listen != "127.0.0.1:2222" || c.Buy.CallTimeout != 250*time.Millisecond || !c.Buy.CompatReplies {
+					t.Errorf("env not applied: %+v", c)
+				}
+				if !reflect.DeepEqual(c.Redis.Addrs, []string{"127.0.0.1:7000", "127.0.0.1:7001"}) {
+					t.Errorf("addrs = %q", c.Redis.Addrs)
+				}
+				if c.Redis.PoolSize != 7 {
+					t.Errorf("file value lost under env: pool_size=%d", c.Redis.PoolSize)
+				}
+				if c.MySQL.DSN != "u:p@tcp(db:3306)/x" {
+					t.Errorf("dsn = %q", c.MySQL.DSN)
+				}
+			}},
+		{"flags over env", []string{"SECKILL_CONFIG=" + file, "SECKILL_LISTEN=127.0.0.1:2222", "SECKILL_REQUIRE_SERVICES=1"},
+			[]string{"-listen=127.0.0.1:3333", "-redis.pool_size=9", "-kafka.brokers=a:1,b:2"},
+			func(t *testing.T, c Config) {
+				if c.Listen != "127.0.0.1:3333" || c.Redis.PoolSize != 9 {
+					t.Errorf("flags not applied: %+v", c)
+				}
+				if !reflect.DeepEqual(c.Kafka.Brokers, []string{"a:1", "b:2"}) {
+					t.Errorf("brokers = %q", c.Kafka.Brokers)
+				}
+			}},
+		{"-config flag names the file", nil, []string{"-config=" + file}, func(t *testing.T, c Config) {
+			if c.Listen != "127.0.0.1:1111" {
+				t.Errorf("file from -config not applied: %q", c.Listen)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			BindFlags(fs)
+			if err := fs.Parse(tt.flags); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(fs, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"unknown env", []string{"SECKILL_LISTN=x"}, "unknown environment variable SECKILL_LISTN"},
+		{"bad duration", []string{"SECKILL_BUY_CALL_TIMEOUT=soon"}, "call_timeout"},
+		{"bad int", []string{"SECKILL_REDIS_POOL_SIZE=many"}, "pool_size"},
+		{"missing file", []string{"SECKILL_CONFIG=/nonexistent/seckill.yaml"}, "/nonexistent/seckill.yaml"},
+		{"unknown file key", []string{"SECKILL_CONFIG=" + writeFile(t, "redis:\n  adrs: [x:1]\n")}, "adrs"},
+		{"bad yaml", []string{"SECKILL_CONFIG=" + writeFile(t, "listen: [\n")}, "seckill.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(nil, tt.env)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load() error = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecretsAreNotFlags(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	BindFlags(fs)
+	for key := range secretKeys {
+		if fs.Lookup(key) != nil {
+			t.Errorf("secret %q is a flag", key)
+		}
+	}
+	if fs.Lookup("redis.addrs") == nil {
+		t.Error("redis.addrs has no flag")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		field  string
+		mutate func(c *Config)
+	}{
+		{"listen", func(c *Config) { c.Listen = "" }},
+		{"listen", func(c *Config) { c.Listen = "localhost" }},
+		{"listen", func(c *Config) { c.Listen = "127.0.0.1:99999" }},
+		{"admin_listen", func(c *Config) { c.AdminListen = "nope" }},
+		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
+		{"log.level", func(c *Config) { c.Log.Level = "loud" }},
+		{"redis.addrs", func(c *Config) { c.Redis.Addrs = nil }},
+		{"redis.addrs", func(c *Config) { c.Redis.Addrs = []string{"127.0.0.1:7000", ""} }},
+		{"redis.dial_timeout", func(c *Config) { c.Redis.DialTimeout = 0 }},
+		{"redis.read_timeout", func(c *Config) { c.Redis.ReadTimeout = -time.Second }},
+		{"redis.write_timeout", func(c *Config) { c.Redis.WriteTimeout = 0 }},
+		{"redis.pool_timeout", func(c *Config) { c.Redis.PoolTimeout = 0 }},
+		{"redis.pool_size", func(c *Config) { c.Redis.PoolSize = 0 }},
+		{"redis.min_idle_conns", func(c *Config) { c.Redis.MinIdleConns = -1 }},
+		{"redis.min_idle_conns", func(c *Config) { c.Redis.MinIdleConns = c.Redis.PoolSize + 1 }},
+		{"redis.state_reload_interval", func(c *Config) { c.Redis.StateReloadInterval = time.Millisecond }},
+		{"redis.state_reload_interval", func(c *Config) { c.Redis.StateReloadInterval = time.Hour }},
+		{"redis.max_redirects", func(c *Config) { c.Redis.MaxRedirects = 0 }},
+		{"kafka.brokers", func(c *Config) { c.Kafka.Brokers = []string{"kafka"} }},
+		{"kafka.topic", func(c *Config) { c.Kafka.Topic = "" }},
+		{"kafka.dead_letter_topic", func(c *Config) { c.Kafka.DeadLetterTopic = "" }},
+		{"kafka.dead_letter_topic", func(c *Config) { c.Kafka.DeadLetterTopic = c.Kafka.Topic }},
+		{"kafka.client_id", func(c *Config) { c.Kafka.ClientID = "" }},
+		{"kafka.group", func(c *Config) { c.Kafka.Group = "" }},
+		{"kafka.version", func(c *Config) { c.Kafka.Version = "three" }},
+		{"kafka.version", func(c *Config) { c.Kafka.Version = "0.11.0" }},
+		{"kafka.dial_timeout", func(c *Config) { c.Kafka.DialTimeout = 0 }},
+		{"mysql.dsn", func(c *Config) { c.MySQL.DSN = "" }},
+		{"mysql.dsn", func(c *Config) { c.MySQL.DSN = "root:secret@tcp(db:3306" }},
+		{"mysql.max_open_conns", func(c *Config) { c.MySQL.MaxOpenConns = 0 }},
+		{"mysql.max_idle_conns", func(c *Config) { c.MySQL.MaxIdleConns = -1 }},
+		{"mysql.conn_max_lifetime", func(c *Config) { c.MySQL.ConnMaxLifetime = 0 }},
+		{"limits.max_clients", func(c *Config) { c.Limits.MaxClients = 0 }},
+		{"limits.max_pipeline", func(c *Config) { c.Limits.MaxPipeline = 0 }},
+		{"limits.max_arg_bytes", func(c *Config) { c.Limits.MaxArgBytes = 10 }},
+		{"limits.max_inflight", func(c *Config) { c.Limits.MaxInflight = 0 }},
+		{"limits.max_inflight", func(c *Config) { c.Limits.MaxInflight = 1 << 30 }},
+		{"buy.reply_after", func(c *Config) { c.Buy.ReplyAfter = "never" }},
+		{"buy.call_timeout", func(c *Config) { c.Buy.CallTimeout = 0 }},
+		{"buy.wait_replicas", func(c *Config) { c.Buy.WaitReplicas = -1 }},
+		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 0 }},
+		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 2*c.Buy.CallTimeout }},
+		{"buy.sold_out_reprobe", func(c *Config) { c.Buy.SoldOutReprobe = 0 }},
+	}
+	for _, tt := range tests {
+		c := Default()
+		tt.mutate(&c)
+		err := c.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: Validate() = %v, want a *FieldError", tt.field, err)
+			continue
+		}
+		if fe.Field != tt.field {
+			t.Errorf("Validate() names %q, want %q (%v)", fe.Field, tt.field, err)
+		}
+		if !strings.Contains(err.Error(), tt.field+"=") {
+			t.Errorf("error %q does not show field and value", err)
+		}
+	}
+}
+
+func TestValidateReportsEveryError(t *testing.T) {
+	c := Default()
+	c.Listen, c.Kafka.Topic = "", ""
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "listen=") || !strings.Contains(err.Error(), "kafka.topic=") {
+		t.Fatalf("Validate() = %v, want both listen and kafka.topic", err)
+	}
+}
+
+func TestMaskedHidesSecrets(t *testing.T) {
+	c := Default()
+	c.Password, c.Redis.Password = "app-secret", "redis-secret"
+	c.MySQL.DSN = "seckill:db-secret@tcp(127.0.0.1:3306)/seckill"
+	var out bytes.Buffer
+	if err := writeYAML(&out, c.Masked()); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"app-secret", "redis-secret", "db-secret"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("printed config shows %q:\n%s", secret, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "seckill:***@tcp(127.0.0.1:3306)/seckill") {
+		t.Errorf("masked DSN missing:\n%s", out.String())
+	}
+	if c.Password != "app-secret" {
+		t.Error("Masked changed its receiver")
+	}
+}
+
+func TestPrintedConfigLoadsBack(t *testing.T) {
+	c := Default()
+	c.Listen = "127.0.0.1:4444"
+	c.Buy.WaitTimeout = 25 * time.Millisecond
+	b, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(nil, []string{"SECKILL_CONFIG=" + writeFile(t, string(b))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Fatalf("round trip changed the config:\n got %+v\nwant %+v", got, c)
+	}
+}
+
+func TestParseCommandLine(t *testing.T) {
+	var out bytes.Buffer
+	cl, err := ParseCommandLine("x", []string{"-check-config"}, nil, &out)
+	if err != nil || !cl.Done || !strings.Contains(out.String(), "config OK") {
+		t.Fatalf("-check-config: %v %+v %q", err, cl, out.String())
+	}
+	out.Reset()
+	_, err = ParseCommandLine("x", []string{"-check-config", "-buy.reply_after=later"}, nil, &out)
+	if err == nil || !strings.Contains(err.Error(), `buy.reply_after="later"`) {
+		t.Fatalf("-check-config with a bad value: %v", err)
+	}
+	out.Reset()
+	cl, err = ParseCommandLine("x", []string{"-print-config"}, []string{"SECKILL_PASSWORD=hunter2"}, &out)
+	if err != nil || !cl.Done || strings.Contains(out.String(), "hunter2") || !strings.Contains(out.String(), "password: '***'") {
+		t.Fatalf("-print-config: %v\n%s", err, out.String())
+	}
+	if _, err := ParseCommandLine("x", []string{"-password=x"}, nil, &out); err == nil {
+		t.Fatal("a password flag was accepted")
+	}
+	if _, err := ParseCommandLine("x", []string{"stray"}, nil, &out); err == nil {
+		t.Fatal("a stray argument was accepted")
+	}
+}

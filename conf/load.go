@@ -1,0 +1,192 @@
+package conf
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/structs"
+	"github.com/knadh/koanf/v2"
+)
+
+// EnvPrefix starts every environment variable that conf reads.
+const EnvPrefix = "SECKILL_"
+
+// EnvConfigFile names the YAML file to load when no -config flag is given.
+const EnvConfigFile = EnvPrefix + "CONFIG"
+
+// EnvRequireServices, set to 1, makes integration tests fail rather than skip when a service
+// is missing. It is not a setting, but Load accepts it in the environment.
+const EnvRequireServices = EnvPrefix + "REQUIRE_SERVICES"
+
+// secretKeys are settings that are never flags (a flag shows in ps) and are masked when
+// printed.
+var secretKeys = map[string]bool{"password": true, "redis.password": true, "mysql.dsn": true}
+
+// Keys lists every setting's path, sorted.
+func Keys() []string {
+	k := koanf.New(".")
+	if err := k.Load(structs.Provider(Default(), "koanf"), nil); err != nil {
+		panic(err) // Default is a static value; this cannot fail.
+	}
+	keys := k.Keys()
+	sort.Strings(keys)
+	return keys
+}
+
+// EnvName is the environment variable of a setting: redis.addrs -> SECKILL_REDIS_ADDRS.
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// BindFlags registers on fs a -config flag and one string flag per setting that is not a
+// secret, named after its path (-redis.addrs). Load reads back only the flags that were set.
+func BindFlags(fs *flag.FlagSet) {
+	def := koanf.New(".")
+	_ = def.Load(structs.Provider(Default(), "koanf"), nil)
+	fs.String("config", "", "YAML configuration file (env "+EnvConfigFile+")")
+	for _, key := range Keys() {
+		if secretKeys[key] {
+			continue
+		}
+		fs.String(key, "", fmt.Sprintf("default %v (env %s)", printable(def.Get(key)), EnvName(key)))
+	}
+}
+
+// Load builds a Config from Default, then the YAML file named by fs's -config flag or by
+// SECKILL_CONFIG, then the SECKILL_* variables in environ (as os.Environ gives them), then
+// the flags set on fs (which must have been bound with BindFlags and parsed; nil means none).
+// It does not validate: call Validate.
+func Load(fs *flag.FlagSet, environ []string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(structs.Provider(Default(), "koanf"), nil); err != nil {
+		return Config{}, fmt.Errorf("config: defaults: %w", err)
+	}
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if name, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, EnvPrefix) {
+			env[name] = val
+		}
+	}
+	flags := map[string]any{}
+	path := env[EnvConfigFile]
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "config" {
+				path = f.Value.String()
+			} else if k.Exists(f.Name) {
+				flags[f.Name] = f.Value.String()
+			}
+		})
+	}
+	if path != "" {
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("config: file %s: %w", path, err)
+		}
+	}
+	known := map[string]bool{EnvConfigFile: true, EnvRequireServices: true}
+	envLayer := map[string]any{}
+	for _, key := range Keys() {
+		name := EnvName(key)
+		known[name] = true
+		if val, ok := env[name]; ok {
+			envLayer[key] = val
+		}
+	}
+	for name := range env {
+		if !known[name] {
+			return Config{}, fmt.Errorf("config: unknown environment variable %s", name)
+		}
+	}
+	if err := k.Load(confmap.Provider(envLayer, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("config: environment: %w", err)
+	}
+	if err := k.Load(confmap.Provider(flags, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("config: flags: %w", err)
+	}
+
+	var c Config
+	err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				mapstructure.StringToTimeDurationHookFunc(),
+				mapstructure.StringToSliceHookFunc(","),
+			),
+			WeaklyTypedInput: true,
+			ErrorUnused:      true,
+			Result:           &c,
+			TagName:          "koanf",
+		},
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c.Redis.Addrs = trimAll(c.Redis.Addrs)
+	c.Kafka.Brokers = trimAll(c.Kafka.Brokers)
+	return c, nil
+}
+
+// Masked returns a copy of c with every secret replaced by "***", for printing and logging.
+func (c Config) Masked() Config {
+	if c.Password != "" {
+		c.Password = "***"
+	}
+	if c.Redis.Password != "" {
+		c.Redis.Password = "***"
+	}
+	c.MySQL.DSN = MaskDSN(c.MySQL.DSN)
+	c.Redis.Addrs = append([]string(nil), c.Redis.Addrs...)
+	c.Kafka.Brokers = append([]string(nil), c.Kafka.Brokers...)
+	return c
+}
+
+// YAML renders c (mask it first) as a YAML document that Load reads back.
+func (c Config) YAML() ([]byte, error) {
+	k := koanf.New(".")
+	if err := k.Load(structs.Provider(c, "koanf"), nil); err != nil {
+		return nil, err
+	}
+	for key, val := range k.All() {
+		if d, ok := val.(time.Duration); ok {
+			if err := k.Set(key, d.String()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return k.Marshal(yaml.Parser())
+}
+
+// MaskDSN hides the password in a MySQL DSN. A DSN that does not parse is hidden whole.
+func MaskDSN(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "***"
+	}
+	if cfg.Passwd != "" {
+		cfg.Passwd = "***"
+	}
+	return cfg.FormatDSN()
+}
+
+func printable(v any) any {
+	if ss, ok := v.([]string); ok {
+		return strings.Join(ss, ",")
+	}
+	return v
+}
+
+func trimAll(ss []string) []string {
+	out := ss[:0:0]
+	for _, s := range ss {
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
+}

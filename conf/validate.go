@@ -1,0 +1,163 @@
+package conf
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/zap/zapcore"
+)
+
+// Validate checks every field and the fields against each other. It returns all problems
+// at once, joined; each is a *FieldError naming the field and the bad value.
+func (c *Config) Validate() error {
+	var v validator
+	v.hostPort("listen", c.Listen, false)
+	v.hostPort("admin_listen", c.AdminListen, true)
+
+	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
+	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil {
+		v.fail("log.level", c.Log.Level, "not a log level (debug, info, warn, error)")
+	}
+
+	v.addrs("redis.addrs", c.Redis.Addrs)
+	v.positive("redis.dial_timeout", c.Redis.DialTimeout)
+	v.positive("redis.read_timeout", c.Redis.ReadTimeout)
+	v.positive("redis.write_timeout", c.Redis.WriteTimeout)
+	v.positive("redis.pool_timeout", c.Redis.PoolTimeout)
+	v.atLeast("redis.pool_size", c.Redis.PoolSize, 1)
+	v.atLeast("redis.min_idle_conns", c.Redis.MinIdleConns, 0)
+	if c.Redis.MinIdleConns > c.Redis.PoolSize {
+		v.fail("redis.min_idle_conns", c.Redis.MinIdleConns, "above redis.pool_size "+strconv.Itoa(c.Redis.PoolSize))
+	}
+	v.between("redis.state_reload_interval", c.Redis.StateReloadInterval, 100*time.Millisecond, time.Minute)
+	v.atLeast("redis.max_redirects", c.Redis.MaxRedirects, 1)
+
+	v.addrs("kafka.brokers", c.Kafka.Brokers)
+	v.nonEmpty("kafka.topic", c.Kafka.Topic)
+	v.nonEmpty("kafka.dead_letter_topic", c.Kafka.DeadLetterTopic)
+	if c.Kafka.Topic != "" && c.Kafka.Topic == c.Kafka.DeadLetterTopic {
+		v.fail("kafka.dead_letter_topic", c.Kafka.DeadLetterTopic, "must differ from kafka.topic")
+	}
+	v.nonEmpty("kafka.client_id", c.Kafka.ClientID)
+	v.nonEmpty("kafka.group", c.Kafka.Group)
+	if kv, err := sarama.ParseKafkaVersion(c.Kafka.Version); err != nil {
+		v.fail("kafka.version", c.Kafka.Version, err.Error())
+	} else if !kv.IsAtLeast(sarama.V2_1_0_0) {
+		v.fail("kafka.version", c.Kafka.Version, "below 2.1.0, which the idempotent producer and Kafka 4 need")
+	}
+	v.positive("kafka.dial_timeout", c.Kafka.DialTimeout)
+
+	if c.MySQL.DSN == "" {
+		v.fail("mysql.dsn", "", "empty")
+	} else if _, err := mysql.ParseDSN(c.MySQL.DSN); err != nil {
+		v.fail("mysql.dsn", MaskDSN(c.MySQL.DSN), err.Error())
+	}
+	v.atLeast("mysql.max_open_conns", c.MySQL.MaxOpenConns, 1)
+	v.atLeast("mysql.max_idle_conns", c.MySQL.MaxIdleConns, 0)
+	v.positive("mysql.conn_max_lifetime", c.MySQL.ConnMaxLifetime)
+
+	v.atLeast("limits.max_clients", c.Limits.MaxClients, 1)
+	v.atLeast("limits.max_pipeline", c.Limits.MaxPipeline, 1)
+	v.atLeast("limits.max_arg_bytes", c.Limits.MaxArgBytes, 64)
+	v.atLeast("limits.max_inflight", c.Limits.MaxInflight, 1)
+	if c.Limits.MaxInflight > c.Redis.PoolSize*len(c.Redis.Addrs)*64 {
+		v.fail("limits.max_inflight", c.Limits.MaxInflight, "far above what redis.pool_size can carry")
+	}
+
+	v.oneOf("buy.reply_after", c.Buy.ReplyAfter, ReplyAfterLua, ReplyAfterKafka)
+	v.positive("buy.call_timeout", c.Buy.CallTimeout)
+	v.atLeast("buy.wait_replicas", c.Buy.WaitReplicas, 0)
+	if c.Buy.WaitReplicas > 0 {
+		v.positive("buy.wait_timeout", c.Buy.WaitTimeout)
+		if c.Buy.WaitTimeout >= c.Buy.CallTimeout {
+			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be below buy.call_timeout "+c.Buy.CallTimeout.String())
+		}
+	}
+	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
+	return errors.Join(v.errs...)
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) fail(field string, value any, reason string) {
+	v.errs = append(v.errs, &FieldError{Field: field, Value: value, Reason: reason})
+}
+
+func (v *validator) nonEmpty(field, s string) {
+	if s == "" {
+		v.fail(field, `""`, "empty")
+	}
+}
+
+func (v *validator) oneOf(field, s string, allowed ...string) {
+	for _, a := range allowed {
+		if s == a {
+			return
+		}
+	}
+	v.fail(field, strconv.Quote(s), "must be one of "+joinQuoted(allowed))
+}
+
+func (v *validator) positive(field string, d time.Duration) {
+	if d <= 0 {
+		v.fail(field, d, "must be above 0")
+	}
+}
+
+func (v *validator) between(field string, d, lo, hi time.Duration) {
+	if d < lo || d > hi {
+		v.fail(field, d, "must be from "+lo.String()+" to "+hi.String())
+	}
+}
+
+func (v *validator) atLeast(field string, n, lo int) {
+	if n < lo {
+		v.fail(field, n, "must be at least "+strconv.Itoa(lo))
+	}
+}
+
+func (v *validator) hostPort(field, addr string, emptyOK bool) {
+	if addr == "" {
+		if !emptyOK {
+			v.fail(field, `""`, "empty")
+		}
+		return
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(field, addr, "not host:port")
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.fail(field, addr, "port is not 0-65535")
+	}
+}
+
+func (v *validator) addrs(field string, addrs []string) {
+	if len(addrs) == 0 {
+		v.fail(field, "[]", "empty")
+		return
+	}
+	for _, a := range addrs {
+		if a == "" {
+			v.fail(field, addrs, "has an empty address")
+			continue
+		}
+		v.hostPort(field, a, false)
+	}
+}
+
+func joinQuoted(ss []string) string {
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += ", "
+		}
+		out += strconv.Quote(s)
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+// Package testenv gives integration tests the addresses of the real services that
+// scripts/devstack.sh runs, read from the same SECKILL_* variables the binaries use.
+//
+// A test asks for a service with Redis, Kafka or MySQL. When the service does not answer,
+// the test is skipped, unless SECKILL_REQUIRE_SERVICES=1 (as `make test` and CI set), in which
+// case it fails. testenv never starts a service itself, and never stands in for one.
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill-proxy/conf"
+
+	_ "github.com/go-sql-driver/mysql" // registers the "mysql" driver
+)
+
+// Required reports whether missing services fail tests rather than skip them.
+func Required() bool { return os.Getenv(conf.EnvRequireServices) == "1" }
+
+// Config is conf.Default overlaid with the SECKILL_* environment, as the binaries see it.
+func Config(t testing.TB) conf.Config {
+	t.Helper()
+	c, err := conf.Load(nil, os.Environ())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return c
+}
+
+// missing skips or fails the test, as SECKILL_REQUIRE_SERVICES says.
+func missing(t testing.TB, service string, err error) {
+	t.Helper()
+	msg := service + " is not reachable (" + err.Error() + "); run: scripts/devstack.sh up && eval \"$(scripts/devstack.sh env)\""
+	if Required() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func dialAny(addrs []string) error {
+	var err error
+	for _, a := range addrs {
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", a, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+	}
+	return err
+}
+
+// Redis returns the Redis Cluster seed addresses, once one of them accepts a connection.
+func Redis(t testing.TB) []string {
+	t.Helper()
+	addrs := Config(t).Redis.Addrs
+	if err := dialAny(addrs); err != nil {
+		missing(t, "Redis Cluster "+strings.Join(addrs, ","), err)
+	}
+	return addrs
+}
+
+// Kafka returns the Kafka broker addresses, once one of them accepts a connection.
+func Kafka(t testing.TB) []string {
+	t.Helper()
+	addrs := Config(t).Kafka.Brokers
+	if err := dialAny(addrs); err != nil {
+		missing(t, "Kafka "+strings.Join(addrs, ","), err)
+	}
+	return addrs
+}
+
+// MySQL opens the configured database and pings it. The handle is closed when the test ends.
+func MySQL(t testing.TB) *sql.DB {
+	t.Helper()
+	dsn := Config(t).MySQL.DSN
+	db, err := sql.Open("mysql", dsn)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err = db.PingContext(ctx)
+		cancel()
+	}
+	if err != nil {
+		missing(t, "MySQL "+conf.MaskDSN(dsn), err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}

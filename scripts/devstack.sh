@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# devstack.sh: real services on loopback for seckill-proxy's development and tests.
+#
+#   scripts/devstack.sh up      install what is missing, start all services, wait until each answers
+#   scripts/devstack.sh down    stop every process the stack started (by PID)
+#   scripts/devstack.sh status  what is up, and where the logs and data are
+#   scripts/devstack.sh env     the SECKILL_* addresses, as export lines for eval
+#
+# Services:
+#   Redis Cluster  6 nodes of Debian's redis-server (3 masters, 3 replicas), 127.0.0.1:7000-7005
+#   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
+#   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
+#
+# Everything lives under $SECKILL_STACK_DIR (default: .stack in the repo, which git ignores).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STACK=${SECKILL_STACK_DIR:-$ROOT/.stack}
+KAFKA_POM=$ROOT/scripts/kafka/pom.xml
+KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")
+KAFKA_LIBS=$STACK/cache/kafka-$KAFKA_VERSION
+REDIS_PORTS=(7000 7001 7002 7003 7004 7005)
+MYSQL_PORT=3306
+KAFKA_PORT=9092
+KAFKA_CONTROLLER_PORT=9093
+HOST=127.0.0.1
+
+log() { printf 'devstack: %s\n' "$*" >&2; }
+die() { printf 'devstack: error: %s\n' "$*" >&2; exit 1; }
+
+# wait_for SECONDS WHAT CMD...: run CMD until it succeeds, or fail after SECONDS.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      die "$what did not come up within ${secs}s"
+    fi
+    sleep 0.2
+  done
+}
+
+# alive PIDFILE NAME: the PID in PIDFILE runs and its command line names NAME.
+alive() {
+  local pidfile=$1 name=$2 pid
+  [[ -s $pidfile ]] || return 1
+  pid=$(<"$pidfile")
+  [[ -r /proc/$pid/cmdline ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$name"
+}
+
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# claim_port PORT PIDFILE NAME: fail clearly if PORT is taken by a process that is not ours.
+claim_port() {
+  local port=$1 pidfile=$2 name=$3
+  if port_open "$port" && ! alive "$pidfile" "$name"; then
+    local who
+    who=$(ss -ltnpH "sport = :$port" 2>/dev/null | sed -n 's/.*users:((\(.*\))).*/\1/p' | head -1)
+    die "port $port is taken by something else${who:+ ($who)}; stop it or free the port"
+  fi
+}
+
+install_missing() {
+  local pkgs=()
+  command -v redis-server >/dev/null || pkgs+=(redis-server)
+  command -v redis-cli >/dev/null || pkgs+=(redis-tools)
+  command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
+  command -v mariadb >/dev/null || pkgs+=(mariadb-client)
+  command -v ss >/dev/null || pkgs+=(iproute2)
+  if ((${#pkgs[@]})); then
+    log "installing ${pkgs[*]} with apt-get (first run only)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  fi
+  command -v java >/dev/null || die "java not found: install a JDK 17"
+  if [[ ! -f $KAFKA_LIBS/.complete ]]; then
+    command -v mvn >/dev/null || die "mvn not found: install Maven"
+    log "fetching Apache Kafka $KAFKA_VERSION jars from Maven Central (first run only)"
+    mkdir -p "$KAFKA_LIBS"
+    mvn -q -B -f "$KAFKA_POM" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS" >&2
+    touch "$KAFKA_LIBS/.complete"
+  fi
+}
+
+# ---------- Redis Cluster ----------
+
+redis_cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
+
+redis_start() {
+  local port dir
+  for port in "${REDIS_PORTS[@]}"; do
+    dir=$STACK/redis/$port
+    claim_port "$port" "$dir/redis.pid" redis-server
+    alive "$dir/redis.pid" redis-server && continue
+    mkdir -p "$dir"
+    cat >"$dir/redis.conf" <<EOF
+bind $HOST
+port $port
+daemonize yes
+dir $dir
+pidfile $dir/redis.pid
+logfile $dir/redis.log
+cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout 2000
+repl-diskless-sync-delay 0
+repl-ping-replica-period 1
+appendonly no
+save ""
+protected-mode no
+EOF
+    redis-server "$dir/redis.conf"
+  done
+  for port in "${REDIS_PORTS[@]}"; do
+    wait_for 20 "redis-server on $port" redis_cli "$port" ping
+  done
+  if ! redis_ready; then
+    if [[ $(redis_cli 7000 cluster info | tr -d '\r' | sed -n 's/^cluster_known_nodes://p') == 1 ]]; then
+      log "creating the Redis Cluster"
+      local addrs=()
+      for port in "${REDIS_PORTS[@]}"; do addrs+=("$HOST:$port"); done
+      redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$STACK/redis/create.log" 2>&1 ||
+        die "redis-cli --cluster create failed; see $STACK/redis/create.log"
+    fi
+    wait_for 60 "the Redis Cluster" redis_ready
+  fi
+}
+
+# redis_ready: every node says cluster_state:ok, every replica's link is up, and CLUSTER SLOTS
+# lists all six nodes.
+redis_ready() {
+  local port
+  for port in "${REDIS_PORTS[@]}"; do
+    redis_cli "$port" cluster info | grep -q '^cluster_state:ok' || return 1
+    if redis_cli "$port" info replication | grep -q '^role:slave'; then
+      redis_cli "$port" info replication | grep -q '^master_link_status:up' || return 1
+    fi
+  done
+  local slots
+  slots=$(redis_cli "${REDIS_PORTS[0]}" cluster slots)
+  for port in "${REDIS_PORTS[@]}"; do
+    grep -qx "$port" <<<"$slots" || return 1
+  done
+}
+
+redis_alive() {
+  local port
+  for port in "${REDIS_PORTS[@]}"; do alive "$STACK/redis/$port/redis.pid" redis-server || return 1; done
+}
+
+# ---------- MariaDB ----------
+
+MYSQL_DIR() { echo "$STACK/mysql"; }
+
+mysql_start() {
+  local dir; dir=$(MYSQL_DIR)
+  claim_port "$MYSQL_PORT" "$dir/mysqld.pid" mariadbd
+  alive "$dir/mysqld.pid" mariadbd && return 0
+  mkdir -p "$dir"
+  if [[ ! -d $dir/data/mysql ]]; then
+    log "initialising MariaDB in $dir/data"
+    mariadb-install-db --no-defaults --user=root --datadir="$dir/data" \
+      --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 ||
+      die "mariadb-install-db failed; see $dir/install.log"
+  fi
+  setsid mariadbd --no-defaults --user=root --datadir="$dir/data" \
+    --bind-address="$HOST" --port="$MYSQL_PORT" --socket="$dir/mysqld.sock" \
+    --pid-file="$dir/mysqld.pid" --log-error="$dir/mysqld.log" \
+    --innodb-buffer-pool-size=512M --innodb-flush-log-at-trx-commit=2 \
+    --max-connections=1000 --skip-log-bin </dev/null >/dev/null 2>&1 &
+  wait_for 60 "MariaDB on $MYSQL_PORT" mysql_root -e 'select 1'
+  mysql_root -e 'CREATE DATABASE IF NOT EXISTS seckill'
+}
+
+mysql_root() { mariadb --no-defaults -h "$HOST" -P "$MYSQL_PORT" -u root "$@"; }
+
+mysql_alive() { alive "$(MYSQL_DIR)/mysqld.pid" mariadbd; }
+
+# ---------- Kafka ----------
+
+KAFKA_DIR() { echo "$STACK/kafka"; }
+
+kafka_java() {
+  java -Xms256m -Xmx512m -cp "$KAFKA_LIBS/*" \
+    -Dlog4j2.configurationFile="$ROOT/scripts/kafka/log4j2.properties" \
+    -Dkafka.logs.dir="$(KAFKA_DIR)" "$@"
+}
+
+kafka_start() {
+  local dir; dir=$(KAFKA_DIR)
+  claim_port "$KAFKA_PORT" "$dir/kafka.pid" kafka.Kafka
+  claim_port "$KAFKA_CONTROLLER_PORT" "$dir/kafka.pid" kafka.Kafka
+  alive "$dir/kafka.pid" kafka.Kafka && return 0
+  mkdir -p "$dir"
+  cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$HOST:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=3
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+  if [[ ! -f $dir/data/meta.properties ]]; then
+    log "formatting Kafka storage in $dir/data"
+    kafka_java kafka.tools.StorageTool format --ignore-formatted \
+      -t "$(kafka_java kafka.tools.StorageTool random-uuid)" -c "$dir/server.properties" \
+      >"$dir/format.log" 2>&1 || die "Kafka storage format failed; see $dir/format.log"
+  fi
+  setsid java -Xms512m -Xmx1g -XX:+UseG1GC -cp "$KAFKA_LIBS/*" \
+    -Dlog4j2.configurationFile="$ROOT/scripts/kafka/log4j2.properties" \
+    -Dkafka.logs.dir="$dir" kafka.Kafka "$dir/server.properties" \
+    </dev/null >"$dir/stdout.log" 2>&1 &
+  echo $! >"$dir/kafka.pid"
+  wait_for 60 "Kafka on $KAFKA_PORT" port_open "$KAFKA_PORT"
+  wait_for 60 "a Kafka metadata request" kafka_java org.apache.kafka.tools.TopicCommand \
+    --bootstrap-server "$HOST:$KAFKA_PORT" --list
+}
+
+kafka_alive() { alive "$(KAFKA_DIR)/kafka.pid" kafka.Kafka && port_open "$KAFKA_PORT"; }
+
+# ---------- commands ----------
+
+cmd_up() {
+  local t0=$SECONDS
+  if redis_alive && mysql_alive && kafka_alive && redis_ready; then
+    log "already up"
+    return 0
+  fi
+  install_missing
+  mkdir -p "$STACK"
+  redis_start
+  mysql_start
+  kafka_start
+  log "up in $((SECONDS - t0))s; data and logs in $STACK"
+}
+
+# stop PIDFILE NAME: TERM the process, then KILL it if it lingers.
+stop() {
+  local pidfile=$1 name=$2 pid i
+  alive "$pidfile" "$name" || { rm -f "$pidfile"; return 0; }
+  pid=$(<"$pidfile")
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do
+    alive "$pidfile" "$name" || break
+    sleep 0.1
+  done
+  if alive "$pidfile" "$name"; then
+    log "$name ($pid) did not stop on TERM; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+cmd_down() {
+  local port
+  stop "$(KAFKA_DIR)/kafka.pid" kafka.Kafka
+  stop "$(MYSQL_DIR)/mysqld.pid" mariadbd
+  for port in "${REDIS_PORTS[@]}"; do
+    stop "$STACK/redis/$port/redis.pid" redis-server
+  done
+  log "down"
+}
+
+cmd_status() {
+  local rc=0 port
+  for port in "${REDIS_PORTS[@]}"; do
+    if alive "$STACK/redis/$port/redis.pid" redis-server; then
+      echo "redis   $HOST:$port  up    log $STACK/redis/$port/redis.log"
+    else
+      echo "redis   $HOST:$port  down"; rc=1
+    fi
+  done
+  if redis_alive; then
+    if redis_ready; then echo "cluster ok (3 masters, 3 replicas)"; else echo "cluster not ready"; rc=1; fi
+  fi
+  if mysql_alive; then
+    echo "mariadb $HOST:$MYSQL_PORT  up    log $(MYSQL_DIR)/mysqld.log data $(MYSQL_DIR)/data"
+  else
+    echo "mariadb $HOST:$MYSQL_PORT  down"; rc=1
+  fi
+  if kafka_alive; then
+    echo "kafka   $HOST:$KAFKA_PORT  up    version $KAFKA_VERSION log $(KAFKA_DIR)/server.log data $(KAFKA_DIR)/data"
+  else
+    echo "kafka   $HOST:$KAFKA_PORT  down"; rc=1
+  fi
+  return $rc
+}
+
+cmd_env() {
+  local addrs=() port
+  for port in "${REDIS_PORTS[@]}"; do addrs+=("$HOST:$port"); done
+  local IFS=,
+  echo "export SECKILL_REDIS_ADDRS=${addrs[*]}"
+  echo "export SECKILL_KAFKA_BROKERS=$HOST:$KAFKA_PORT"
+  echo "export SECKILL_MYSQL_DSN='root@tcp($HOST:$MYSQL_PORT)/seckill?parseTime=true'"
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+esac
