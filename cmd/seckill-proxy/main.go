@@ -1,15 +1,29 @@
 // Command seckill-proxy serves the Redis protocol: SECKILL.* stock commands itself, anything
-// else passed through to the Redis Cluster. See README.md.
+// else per README.md. It parses flags, loads conf, builds the pieces, runs them, and waits for
+// a signal.
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+	"seckill-proxy/internal/schema"
+	"seckill-proxy/proxy"
+	"seckill-proxy/router"
 )
+
+// shutdownGrace bounds how long a SIGTERM waits for calls in flight.
+const shutdownGrace = 10 * time.Second
 
 func main() {
 	cl, err := conf.ParseCommandLine("seckill-proxy", os.Args[1:], os.Environ(), os.Stdout)
@@ -26,6 +40,68 @@ func main() {
 		os.Exit(2)
 	}
 	defer func() { _ = log.Sync() }()
-	log.Error("seckill-proxy does not serve RESP yet", zap.String("listen", cl.Config.Listen))
-	os.Exit(1)
+	if err := run(cl, log); err != nil {
+		log.Error("seckill-proxy stopped", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+}
+
+func run(cl *conf.CommandLine, log *zap.Logger) error {
+	cfg := cl.Config
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	db, err := schema.Open(cfg.MySQL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if cl.Migrate {
+		v, err := schema.Migrate(ctx, db, log)
+		if err == nil {
+			log.Info("schema is up to date", zap.Int64("version", v))
+		}
+		return err
+	}
+	if _, err := schema.Migrate(ctx, db, log); err != nil {
+		// Buys do not need MySQL; WARM will say it is unavailable until MySQL answers.
+		log.Warn("could not apply the MySQL migrations; WARM needs them", zap.Error(err))
+	}
+
+	rc := guard.NewClusterClient(cfg.Redis)
+	defer rc.Close()
+	host, _ := os.Hostname()
+	g := guard.New(rc, db, log, guard.Options{
+		Buy:         cfg.Buy,
+		MaxInflight: cfg.Limits.MaxInflight,
+		Instance:    host + ":" + strconv.Itoa(os.Getpid()),
+	})
+	r := router.New(g, log, router.Options{
+		Password:      cfg.Password,
+		CompatReplies: cfg.Buy.CompatReplies,
+		MaxArgBytes:   cfg.Limits.MaxArgBytes,
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	srv := proxy.New(r, log, cfg.Limits)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining calls in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	<-served
+	log.Info("stopped")
+	return nil
 }

@@ -1,0 +1,39 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors a buy or an admin command can end with. Each one's text starts with the code word
+// that its RESP error reply starts with, so the router writes err.Error() as it is. Use
+// errors.Is with the sentinels and errors.As with DuplicateError.
+var (
+	// ErrSoldOut: the sale has less stock than the buy asked for.
+	ErrSoldOut = errors.New("SOLDOUT")
+	// ErrClosed: no open sale: never warmed, not started, ended, closed, or being warmed.
+	ErrClosed = errors.New("CLOSED")
+	// ErrUnavailable: Redis (or, for WARM, MySQL) could not be reached in time. A buy never
+	// falls through to MySQL.
+	ErrUnavailable = errors.New("UNAVAILABLE")
+	// ErrBadArgs: an argument is malformed or out of range.
+	ErrBadArgs = errors.New("ERR")
+	// ErrBusy: the limit of calls in flight to Redis is reached.
+	ErrBusy = errors.New("BUSY")
+)
+
+// DuplicateError: the buyer already holds an order in this sale. A client retrying after a
+// lost reply learns its order id from it.
+type DuplicateError struct{ OrderID string }
+
+func (e *DuplicateError) Error() string { return "DUPLICATE " + e.OrderID }
+
+func soldOut(sku string) error { return fmt.Errorf("%w %s", ErrSoldOut, sku) }
+
+func closed(why string) error { return fmt.Errorf("%w %s", ErrClosed, why) }
+
+func unavailable(err error) error { return fmt.Errorf("%w %v", ErrUnavailable, err) }
+
+func badArgs(format string, a ...any) error {
+	return fmt.Errorf("%w %s", ErrBadArgs, fmt.Sprintf(format, a...))
+}

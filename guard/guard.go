@@ -1,0 +1,342 @@
+package guard
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/xid"
+	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
+
+	"seckill-proxy/conf"
+)
+
+var (
+	//go:embed lua/buy.lua
+	buyLua    string
+	buyScript = redis.NewScript(buyLua)
+	//go:embed lua/status.lua
+	statusLua    string
+	statusScript = redis.NewScript(statusLua)
+)
+
+// Stats are a Guard's counters since it started. Read them with Guard.Stats.
+type Stats struct {
+	// Buys is every BUY that passed argument checks.
+	Buys int64
+	// LocalSoldOut is the buys answered SOLDOUT from the local flag, with no network call.
+	LocalSoldOut int64
+	// Scripts is the buy scripts sent to Redis, retries included.
+	Scripts int64
+	// Successes, Duplicates, SoldOut, Closed and Unavailable count the buys' outcomes.
+	Successes, Duplicates, SoldOut, Closed, Unavailable int64
+	// WaitShort counts WAITs that came back with fewer replicas than asked for.
+	WaitShort int64
+}
+
+type counters struct {
+	buys, localSoldOut, scripts                              atomic.Int64
+	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
+	waitShort                                                atomic.Int64
+}
+
+// Options are what a Guard needs beyond its clients.
+type Options struct {
+	Buy conf.Buy
+	// MaxInflight bounds the buy scripts in flight to Redis; past it a buy fails with BUSY.
+	MaxInflight int
+	// Instance names this proxy in the orders it makes.
+	Instance string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,
+// for WARM). It is safe for concurrent use; build it with New.
+type Guard struct {
+	rc       *redis.ClusterClient
+	db       *sql.DB
+	log      *zap.Logger
+	opt      Options
+	soldOut  *SoldOut
+	versions sync.Map // sku -> sale version this proxy last saw
+	inflight *semaphore.Weighted
+	stats    counters
+}
+
+// New returns a Guard on the cluster rc and the database db (nil: WARM is unavailable).
+func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Guard {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Guard{
+		rc:       rc,
+		db:       db,
+		log:      log,
+		opt:      opt,
+		soldOut:  NewSoldOut(opt.Buy.SoldOutReprobe),
+		inflight: semaphore.NewWeighted(int64(opt.MaxInflight)),
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (g *Guard) Stats() Stats {
+	c := &g.stats
+	return Stats{
+		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(),
+		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
+		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(),
+	}
+}
+
+// SoldOutFlags exposes the local sold-out flags (for signals from other proxies).
+func (g *Guard) SoldOutFlags() *SoldOut { return g.soldOut }
+
+// BuyResult is the outcome of one buy: an order id, or an error (see the Err* values and
+// DuplicateError).
+type BuyResult struct {
+	OrderID string
+	Err     error
+}
+
+// attempt is one buy on its way through the script.
+type attempt struct {
+	i       int // index into the batch
+	req     *BuyRequest
+	keys    []string
+	orderID string
+	version string
+	useEval bool
+	cmd     *redis.Cmd
+	err     error // set when the attempt is final with an error from the pipeline itself
+}
+
+// BuyBatch runs the buys of one client pipeline. The sold-out flag answers what it can with no
+// network call; the rest go to Redis as one pipeline (per master when WAIT is on). Results are
+// in the order of reqs.
+func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
+	res := make([]BuyResult, len(reqs))
+	now := g.opt.Now()
+	g.stats.buys.Add(int64(len(reqs)))
+	todo := make([]*attempt, 0, len(reqs))
+	for i := range reqs {
+		r := &reqs[i]
+		if g.soldOut.Is(r.SKU, now) {
+			g.stats.localSoldOut.Add(1)
+			g.stats.soldOut.Add(1)
+			res[i].Err = soldOut(r.SKU)
+			continue
+		}
+		v, _ := g.versions.Load(r.SKU)
+		ver, _ := v.(string)
+		todo = append(todo, &attempt{i: i, req: r, keys: KeysFor(r.SKU).scriptKeys(), orderID: xid.New().String(), version: ver})
+	}
+	if len(todo) == 0 {
+		return res
+	}
+	n := int64(len(todo))
+	if n > int64(g.opt.MaxInflight) || !g.inflight.TryAcquire(n) {
+		g.stats.busy.Add(n)
+		for _, a := range todo {
+			res[a.i].Err = ErrBusy
+		}
+		return res
+	}
+	defer g.inflight.Release(n)
+
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	for round := 0; len(todo) > 0; round++ {
+		g.round(ctx, todo)
+		var again []*attempt
+		for _, a := range todo {
+			if retry := g.settle(ctx, a, &res[a.i], round); retry {
+				again = append(again, a)
+			}
+		}
+		todo = again
+	}
+	return res
+}
+
+// maxRounds bounds the retries of one buy: NOSCRIPT, then a stale version.
+const maxRounds = 3
+
+// settle turns an attempt's reply into its result, or asks for another round.
+func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round int) (retry bool) {
+	err := a.err
+	if err == nil {
+		err = a.cmd.Err()
+	}
+	if err != nil {
+		if round+1 < maxRounds {
+			switch {
+			case redis.HasErrorPrefix(err, "NOSCRIPT"):
+				a.useEval = true
+				return true
+			case isRedirect(err):
+				g.rc.ReloadState(ctx)
+				return true
+			}
+		}
+		g.stats.unavailable.Add(1)
+		if ctx.Err() != nil {
+			err = errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String())
+		}
+		res.Err = unavailable(err)
+		return false
+	}
+	reply, _ := a.cmd.Val().([]any)
+	code, arg := replyString(reply, 0), replyString(reply, 1)
+	switch code {
+	case "OK":
+		g.stats.successes.Add(1)
+		res.OrderID = arg
+		g.versions.Store(a.req.SKU, replyString(reply, 2))
+		if replyString(reply, 3) == "0" {
+			g.soldOut.Set(a.req.SKU, g.opt.Now())
+		}
+	case "DUPLICATE":
+		g.stats.duplicates.Add(1)
+		res.Err = &DuplicateError{OrderID: arg}
+	case "SOLDOUT":
+		g.stats.soldOut.Add(1)
+		if left, err := strconv.ParseInt(arg, 10, 64); err == nil && left <= 0 {
+			g.soldOut.Set(a.req.SKU, g.opt.Now())
+		}
+		res.Err = soldOut(a.req.SKU)
+	case "CLOSED":
+		g.stats.closed.Add(1)
+		res.Err = closed(arg)
+	case "LIMIT":
+		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
+	case "STALE":
+		// The sale was re-warmed: forget what this proxy knew of the old version.
+		g.versions.Store(a.req.SKU, arg)
+		g.soldOut.Clear(a.req.SKU)
+		if round+1 < maxRounds {
+			a.version = arg
+			return true
+		}
+		g.stats.unavailable.Add(1)
+		res.Err = unavailable(errors.New("sale version kept changing"))
+	default:
+		g.stats.unavailable.Add(1)
+		res.Err = unavailable(errors.New("unexpected script reply " + strconv.Quote(code)))
+	}
+	return false
+}
+
+// round sends every attempt's script once: as one cluster pipeline, or, with WAIT on, one
+// pipeline per master ending in WAIT on that same connection.
+func (g *Guard) round(ctx context.Context, todo []*attempt) {
+	g.stats.scripts.Add(int64(len(todo)))
+	if g.opt.Buy.WaitReplicas == 0 {
+		pipe := g.rc.Pipeline()
+		for _, a := range todo {
+			a.queue(ctx, pipe, g.opt.Instance)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+		return
+	}
+	groups := map[*redis.Client][]*attempt{}
+	for _, a := range todo {
+		master, err := g.rc.MasterForKey(ctx, a.keys[0])
+		if err != nil {
+			a.err = err
+			continue
+		}
+		groups[master] = append(groups[master], a)
+	}
+	var wg sync.WaitGroup
+	for master, group := range groups {
+		wg.Go(func() {
+			pipe := master.Pipeline()
+			for _, a := range group {
+				a.queue(ctx, pipe, g.opt.Instance)
+			}
+			wait := pipe.Do(ctx, "wait", g.opt.Buy.WaitReplicas, g.opt.Buy.WaitTimeout.Milliseconds())
+			_, _ = pipe.Exec(ctx)
+			if n, err := wait.Int64(); err != nil || n < int64(g.opt.Buy.WaitReplicas) {
+				g.stats.waitShort.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (a *attempt) queue(ctx context.Context, pipe redis.Pipeliner, instance string) {
+	a.err = nil
+	args := []any{a.version, a.req.UID, a.req.Qty, a.orderID, instance}
+	if a.useEval {
+		a.cmd = buyScript.Eval(ctx, pipe, a.keys, args...)
+	} else {
+		a.cmd = buyScript.EvalSha(ctx, pipe, a.keys, args...)
+	}
+}
+
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
+		redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
+}
+
+func replyString(reply []any, i int) string {
+	if i >= len(reply) {
+		return ""
+	}
+	switch v := reply[i].(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}
+
+// Status is a buyer's standing in a sale.
+type Status struct {
+	// State is "none", "pending", "confirmed" or "rejected".
+	State   string
+	OrderID string
+	// Reason says why an order was rejected.
+	Reason string
+}
+
+// String renders s as SECKILL.STATUS answers it: "none", "pending <id>", "confirmed <id>"
+// or "rejected <id> <reason>".
+func (s Status) String() string {
+	out := s.State
+	if s.OrderID != "" {
+		out += " " + s.OrderID
+	}
+	if s.Reason != "" {
+		out += " " + s.Reason
+	}
+	return out
+}
+
+// Status reports uid's order in sku's sale, from Redis alone.
+func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	v, err := statusScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys(), uid).Slice()
+	if err != nil {
+		return Status{}, unavailable(err)
+	}
+	if len(v) == 0 {
+		return Status{State: "none"}, nil
+	}
+	st := Status{State: "pending", OrderID: replyString(v, 0)}
+	if outcome := replyString(v, 1); outcome != "" {
+		st.State, st.Reason, _ = strings.Cut(outcome, " ")
+	}
+	return st, nil
+}

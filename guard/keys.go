@@ -1,0 +1,36 @@
+package guard
+
+// Keys are the Redis keys of one SKU's sale. They all carry the hash tag {<sku>}, so they sit
+// in one cluster slot and one Lua script may touch them all.
+type Keys struct {
+	// Stock is a string holding the remaining units.
+	Stock string
+	// Buyers is a hash uid -> order id.
+	Buyers string
+	// Meta is a hash: version, initial, start, end, limit, state.
+	Meta string
+	// Outbox is a stream of orders Kafka has not acknowledged yet.
+	Outbox string
+	// Result is a hash order id -> outcome, written by the sink.
+	Result string
+}
+
+// KeyPrefix starts every key that seckill-proxy owns.
+const KeyPrefix = "seckill:"
+
+// KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
+func KeysFor(sku string) Keys {
+	base := KeyPrefix + "{" + sku + "}:"
+	return Keys{
+		Stock:  base + "stock",
+		Buyers: base + "buyers",
+		Meta:   base + "meta",
+		Outbox: base + "outbox",
+		Result: base + "result",
+	}
+}
+
+// scriptKeys is the key order that every script of this package takes.
+func (k Keys) scriptKeys() []string {
+	return []string{k.Meta, k.Stock, k.Buyers, k.Outbox, k.Result}
+}

@@ -1,0 +1,138 @@
+package guard
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+var (
+	//go:embed lua/warm.lua
+	warmLua    string
+	warmScript = redis.NewScript(warmLua)
+	//go:embed lua/transition.lua
+	transitionLua    string
+	transitionScript = redis.NewScript(transitionLua)
+)
+
+// Sale states, in Redis meta and in seckill_items.status.
+const (
+	StateIdle    = "idle"
+	StateWarming = "warming"
+	StateOpen    = "open"
+	StateClosed  = "closed"
+)
+
+// ErrNoItem: the SKU has no row in seckill_items. The proxy never invents stock.
+var ErrNoItem = fmt.Errorf("%w no such item", ErrBadArgs)
+
+// Warmed is what a WARM did.
+type Warmed struct {
+	Version int64
+	Stock   int64
+}
+
+// warmTimeoutFactor times buy.call_timeout bounds a whole WARM: a few MySQL and Redis calls.
+const warmTimeoutFactor = 5
+
+// Warm loads sku's sale from MySQL into Redis: it reads the item, marks it warming in MySQL
+// under a new sale version, writes stock and meta to Redis in one script, checks that Redis
+// stock is not above MySQL stock, and marks the sale open in Redis and MySQL. An open sale
+// (or one mid-warm) is re-warmed only with Force; even then the stock is MySQL's.
+func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, error) {
+	if g.db == nil {
+		return Warmed{}, badArgs("WARM needs MySQL, and this proxy has no database configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
+	defer cancel()
+	keys := KeysFor(sku).scriptKeys()
+
+	var stock, version int64
+	var status string
+	err := g.db.QueryRowContext(ctx, `SELECT stock, status, sale_version FROM seckill_items WHERE sku = ?`, sku).
+		Scan(&stock, &status, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Warmed{}, fmt.Errorf("%w: %s is not in seckill_items", ErrNoItem, sku)
+	}
+	if err != nil {
+		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
+	}
+	if (status == StateOpen || status == StateWarming) && !opt.Force {
+		return Warmed{}, badArgs("sale %s is %s (version %d); add FORCE to re-warm it", sku, status, version)
+	}
+	next := version + 1
+	r, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ?, sale_version = ? WHERE sku = ? AND sale_version = ?`,
+		StateWarming, next, sku, version)
+	if err != nil {
+		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
+	}
+	if n, _ := r.RowsAffected(); n != 1 {
+		return Warmed{}, badArgs("sale %s was warmed by someone else at the same time; try again", sku)
+	}
+
+	force := "0"
+	if opt.Force {
+		force = "1"
+	}
+	reply, err := warmScript.Run(ctx, g.rc, keys, next, stock, opt.StartMs, opt.EndMs, opt.Limit, force).Slice()
+	if err != nil {
+		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
+	}
+	switch code, arg := replyString(reply, 0), replyString(reply, 1); code {
+	case "OK":
+	case "OPEN":
+		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s is open in Redis (version %s); add FORCE to re-warm it", sku, arg))
+	case "BACKLOG":
+		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s has %s orders in its outbox not yet in Kafka; wait for them or add FORCE", sku, arg))
+	case "STALE":
+		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s has version %s in Redis, ahead of MySQL's %d; repair seckill_items.sale_version", sku, arg, next))
+	default:
+		return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("unexpected warm reply %q", code)))
+	}
+
+	// Redis stock must not be above MySQL's, whatever happened in between.
+	var redisStock, mysqlStock int64
+	if redisStock, err = g.rc.Get(ctx, KeysFor(sku).Stock).Int64(); err != nil {
+		return Warmed{}, unavailable(err)
+	}
+	if err = g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
+		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
+	}
+	if redisStock > mysqlStock {
+		_ = transitionScript.Run(ctx, g.rc, keys, next, StateWarming, StateClosed).Err()
+		_, _ = g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, StateClosed, sku, next)
+		return Warmed{}, badArgs("sale %s not opened: Redis stock %d is above MySQL stock %d", sku, redisStock, mysqlStock)
+	}
+
+	moved, err := transitionScript.Run(ctx, g.rc, keys, next, StateWarming, StateOpen).Int()
+	if err != nil {
+		return Warmed{}, unavailable(err)
+	}
+	if moved != 1 {
+		return Warmed{}, badArgs("sale %s changed while it was being warmed; try again", sku)
+	}
+	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, StateOpen, sku, next); err != nil {
+		return Warmed{}, unavailable(fmt.Errorf("mysql: sale is open in Redis but not marked open: %w", err))
+	}
+	g.versions.Store(sku, strconv.FormatInt(next, 10))
+	g.soldOut.Clear(sku)
+	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),
+		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Bool("force", opt.Force))
+	return Warmed{Version: next, Stock: redisStock}, nil
+}
+
+// abortWarm puts the MySQL row back to the state it had when the warm did not reach Redis.
+func (g *Guard) abortWarm(sku string, version int64, prev string, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), g.opt.Buy.CallTimeout)
+	defer cancel()
+	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, prev, sku, version); err != nil {
+		g.log.Error("warm: could not restore the item's status", zap.String("sku", sku), zap.String("status", prev), zap.Error(err))
+	}
+	return cause
+}

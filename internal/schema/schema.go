@@ -1,0 +1,69 @@
+// Package schema owns the MySQL schema: versioned migrations embedded in the binaries and
+// applied with pressly/goose. Migrate is idempotent and safe to call from several processes
+// at once: a MySQL named lock lets one of them apply the migrations while the rest wait.
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	_ "github.com/go-sql-driver/mysql" // registers the "mysql" driver
+	"github.com/pressly/goose/v3"
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+const lockName = "seckill-proxy.migrate"
+
+// Migrate applies every migration not yet applied to db, and returns the schema version.
+func Migrate(ctx context.Context, db *sql.DB, log *zap.Logger) (int64, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 30)", lockName).Scan(&got); err != nil {
+		return 0, fmt.Errorf("migrate: lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		return 0, fmt.Errorf("migrate: another process held %q for 30s", lockName)
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lockName) }()
+
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, err
+	}
+	p, err := goose.NewProvider(goose.DialectMySQL, db, sub)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	for _, r := range results {
+		log.Info("migration applied", zap.Int64("version", r.Source.Version), zap.String("file", r.Source.Path), zap.Duration("took", r.Duration))
+	}
+	return p.GetDBVersion(ctx)
+}
+
+// Open returns a pool on c.DSN with c's limits. It does not connect: the first use does.
+func Open(c conf.MySQL) (*sql.DB, error) {
+	db, err := sql.Open("mysql", c.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	db.SetMaxOpenConns(c.MaxOpenConns)
+	db.SetMaxIdleConns(c.MaxIdleConns)
+	db.SetConnMaxLifetime(c.ConnMaxLifetime)
+	return db, nil
+}

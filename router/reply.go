@@ -1,0 +1,105 @@
+package router
+
+import "strings"
+
+// Writer is where replies go: a redcon.Conn, or anything with its methods.
+type Writer interface {
+	WriteString(s string)
+	WriteBulkString(s string)
+	WriteInt64(n int64)
+	WriteError(msg string)
+	WriteArray(n int)
+	WriteNull()
+	WriteRaw(b []byte)
+}
+
+// Reply is one RESP reply: one of the types below.
+type Reply interface{ write(w Writer) }
+
+// SimpleString is a +status reply.
+type SimpleString string
+
+// BulkString is a $bulk reply.
+type BulkString string
+
+// Int is an :integer reply.
+type Int int64
+
+// Array is a *array reply.
+type Array []Reply
+
+// NullBulk is the $-1 reply.
+type NullBulk struct{}
+
+// OK is +OK.
+const OK = SimpleString("OK")
+
+func (r SimpleString) write(w Writer) { w.WriteString(string(r)) }
+func (r BulkString) write(w Writer)   { w.WriteBulkString(string(r)) }
+func (r Int) write(w Writer)          { w.WriteInt64(int64(r)) }
+func (NullBulk) write(w Writer)       { w.WriteNull() }
+func (r Array) write(w Writer) {
+	w.WriteArray(len(r))
+	for _, e := range r {
+		e.write(w)
+	}
+}
+
+// Fields builds a flat field/value array, the shape every multi-value SECKILL reply takes.
+func Fields(kv ...any) Array {
+	out := make(Array, 0, len(kv))
+	for _, v := range kv {
+		switch v := v.(type) {
+		case string:
+			out = append(out, BulkString(v))
+		case int64:
+			out = append(out, Int(v))
+		case int:
+			out = append(out, Int(v))
+		case Reply:
+			out = append(out, v)
+		default:
+			panic("router.Fields: unsupported value")
+		}
+	}
+	return out
+}
+
+// WriteError writes err as a RESP error. An error whose text starts with an upper-case code
+// word (SOLDOUT, DUPLICATE, NOAUTH, ...) is written as it is; any other gets "ERR " in front.
+func WriteError(w Writer, err error) {
+	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), "\r", " "), "\n", " ")
+	if !hasCode(msg) {
+		msg = "ERR " + msg
+	}
+	w.WriteError(msg)
+}
+
+func hasCode(msg string) bool {
+	word, _, _ := strings.Cut(msg, " ")
+	if word == "" {
+		return false
+	}
+	for _, c := range word {
+		if (c < 'A' || c > 'Z') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// respError is an error whose text is exactly the RESP error to send.
+type respError string
+
+func (e respError) Error() string { return string(e) }
+
+func quoteArgs(args [][]byte) string {
+	var b strings.Builder
+	for _, a := range args {
+		if len(a) > 128 {
+			a = a[:128]
+		}
+		b.WriteString("'" + string(a) + "' ")
+	}
+	return b.String()
+}

@@ -1,0 +1,408 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"seckill-proxy/guard"
+)
+
+// Flags of a command.
+const (
+	// flagNoAuth: allowed before AUTH.
+	flagNoAuth = 1 << iota
+	// flagBuy: SECKILL.BUY, batched with its neighbours into one pipeline.
+	flagBuy
+)
+
+// handler serves one command: parse args, run the operation, return the reply.
+type handler func(ctx context.Context, s *Session, args [][]byte) (Reply, error)
+
+// command is one row of the command table.
+type command struct {
+	name string // lower case, as Redis names it in errors
+	// arity counts the name: positive means exactly, negative means at least.
+	arity int
+	// maxArgs, when above 0, is the most arguments (name included).
+	maxArgs int
+	flags   int
+	handler handler
+}
+
+// Session is one client connection's state. The proxy makes one per connection; it is used
+// by that connection's goroutine only.
+type Session struct {
+	ID       int64
+	Name     string
+	Authed   bool
+	LibName  string
+	LibVer   string
+	// Quit is set by QUIT: the proxy closes the connection after writing the reply.
+	Quit bool
+}
+
+// Options configure a Router.
+type Options struct {
+	// Password, when set, must be given with AUTH before any other command.
+	Password string
+	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
+	CompatReplies bool
+	// MaxArgBytes is the largest argument accepted; 0 means no bound.
+	MaxArgBytes int
+}
+
+// Router holds the command table and serves a client's commands. It is safe for concurrent
+// use once built with New.
+type Router struct {
+	table  map[string]*command
+	guard  *guard.Guard
+	log    *zap.Logger
+	opt    Options
+	nextID atomic.Int64
+}
+
+// New builds the command table once.
+func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
+	r := &Router{guard: g, log: log, opt: opt}
+	r.table = map[string]*command{}
+	for _, c := range []*command{
+		{name: "ping", arity: -1, maxArgs: 2, handler: cmdPing},
+		{name: "echo", arity: 2, handler: cmdEcho},
+		{name: "quit", arity: -1, flags: flagNoAuth, handler: cmdQuit},
+		{name: "select", arity: 2, handler: cmdSelect},
+		{name: "hello", arity: -1, flags: flagNoAuth, handler: r.cmdHello},
+		{name: "auth", arity: -2, maxArgs: 3, flags: flagNoAuth, handler: r.cmdAuth},
+		{name: "client", arity: -2, handler: cmdClient},
+		{name: "command", arity: -1, handler: r.cmdCommand},
+		{name: "seckill.buy", arity: -3, maxArgs: 4, flags: flagBuy},
+		{name: "seckill.warm", arity: -2, handler: r.cmdWarm},
+		{name: "seckill.status", arity: 3, handler: r.cmdStatus},
+	} {
+		r.table[c.name] = c
+	}
+	return r
+}
+
+// NewSession returns the state of a new connection.
+func (r *Router) NewSession() *Session {
+	return &Session{ID: r.nextID.Add(1), Authed: r.opt.Password == ""}
+}
+
+// lookup finds a command by name, case-insensitively, without allocating for the common
+// already-lower-case or upper-case names.
+func (r *Router) lookup(name []byte) *command {
+	if c, ok := r.table[string(name)]; ok {
+		return c
+	}
+	return r.table[string(bytes.ToLower(name))]
+}
+
+// Serve runs one client pipeline, cmds, writing one reply per command to w, in order.
+// Consecutive SECKILL.BUY commands go to Redis as one batch.
+func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Writer) {
+	var buys []guard.BuyRequest
+	var buyErrs []error // per pending buy: an argument error, or nil
+	flush := func() {
+		if len(buyErrs) == 0 {
+			return
+		}
+		r.writeBuys(ctx, buys, buyErrs, w)
+		buys, buyErrs = buys[:0], buyErrs[:0]
+	}
+	for _, args := range cmds {
+		c, err := r.check(s, args)
+		if err == nil && c.flags&flagBuy != 0 {
+			req, perr := guard.ParseBuy(args[1:])
+			if perr == nil {
+				buys = append(buys, req)
+			}
+			buyErrs = append(buyErrs, perr)
+			continue
+		}
+		flush()
+		if err != nil {
+			WriteError(w, err)
+			continue
+		}
+		reply, err := c.handler(ctx, s, args)
+		if err != nil {
+			WriteError(w, err)
+		} else {
+			reply.write(w)
+		}
+		if s.Quit {
+			return
+		}
+	}
+	flush()
+}
+
+// check finds the command and checks auth and arity.
+func (r *Router) check(s *Session, args [][]byte) (*command, error) {
+	if len(args) == 0 {
+		return nil, respError("ERR empty command")
+	}
+	if r.opt.MaxArgBytes > 0 {
+		for _, a := range args {
+			if len(a) > r.opt.MaxArgBytes {
+				return nil, respError("ERR argument of " + strconv.Itoa(len(a)) + " bytes is above limits.max_arg_bytes")
+			}
+		}
+	}
+	c := r.lookup(args[0])
+	if !s.Authed && (c == nil || c.flags&flagNoAuth == 0) {
+		return nil, respError("NOAUTH Authentication required.")
+	}
+	if c == nil {
+		return nil, respError("ERR unknown command '" + string(args[0]) + "', with args beginning with: " + quoteArgs(args[1:]))
+	}
+	if (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity) || (c.maxArgs > 0 && len(args) > c.maxArgs) {
+		return nil, respError("ERR wrong number of arguments for '" + c.name + "' command")
+	}
+	return c, nil
+}
+
+// writeBuys runs the valid buys as one batch and writes every buy's reply in order.
+func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, w Writer) {
+	results := r.guard.BuyBatch(ctx, buys)
+	next := 0
+	for _, perr := range errs {
+		if perr != nil {
+			WriteError(w, perr)
+			continue
+		}
+		res := results[next]
+		next++
+		if r.opt.CompatReplies {
+			if n, ok := compatReply(res.Err); ok {
+				w.WriteInt64(n)
+				continue
+			}
+		}
+		if res.Err != nil {
+			WriteError(w, res.Err)
+		} else {
+			w.WriteBulkString(res.OrderID)
+		}
+	}
+}
+
+// compatReply maps a buy's outcome to the seeds' integers.
+func compatReply(err error) (int64, bool) {
+	var dup *guard.DuplicateError
+	switch {
+	case err == nil:
+		return 1, true
+	case errors.Is(err, guard.ErrSoldOut):
+		return 0, true
+	case errors.As(err, &dup):
+		return -1, true
+	}
+	return 0, false
+}
+
+func (r *Router) cmdAuth(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+	if r.opt.Password == "" {
+		return nil, respError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	}
+	user, pass := "default", args[1]
+	if len(args) == 3 {
+		user, pass = string(args[1]), args[2]
+	}
+	if user != "default" || subtle.ConstantTimeCompare(pass, []byte(r.opt.Password)) != 1 {
+		s.Authed = false
+		return nil, respError("WRONGPASS invalid username-password pair or user is disabled.")
+	}
+	s.Authed = true
+	return OK, nil
+}
+
+func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
+	i := 1
+	if len(args) > 1 {
+		v, ok := guard.ParseCount(args[1])
+		if !ok {
+			return nil, respError("NOPROTO unsupported protocol version")
+		}
+		if v != 2 {
+			return nil, respError("NOPROTO sorry, this protocol version is not supported.")
+		}
+		i = 2
+	}
+	for ; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "AUTH":
+			if i+2 >= len(args) {
+				return nil, respError("ERR Syntax error in HELLO option 'auth'")
+			}
+			if _, err := r.cmdAuth(ctx, s, [][]byte{[]byte("auth"), args[i+1], args[i+2]}); err != nil {
+				return nil, err
+			}
+			i += 2
+		case "SETNAME":
+			if i+1 >= len(args) {
+				return nil, respError("ERR Syntax error in HELLO option 'setname'")
+			}
+			if err := setName(s, args[i+1]); err != nil {
+				return nil, err
+			}
+			i++
+		default:
+			return nil, respError("ERR Syntax error in HELLO option '" + string(args[i]) + "'")
+		}
+	}
+	if !s.Authed {
+		return nil, respError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	}
+	return Fields("server", "redis", "version", "7.0.0", "proto", 2, "id", s.ID,
+		"mode", "standalone", "role", "master", "modules", Array{}), nil
+}
+
+func cmdPing(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if len(args) == 2 {
+		return BulkString(args[1]), nil
+	}
+	return SimpleString("PONG"), nil
+}
+
+func cmdEcho(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	return BulkString(args[1]), nil
+}
+
+func cmdQuit(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
+	s.Quit = true
+	return OK, nil
+}
+
+func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if string(args[1]) == "0" {
+		return OK, nil
+	}
+	if _, ok := guard.ParseCount(args[1]); ok {
+		return nil, respError("ERR DB index is out of range")
+	}
+	return nil, respError("ERR value is not an integer or out of range")
+}
+
+func setName(s *Session, name []byte) error {
+	for _, c := range name {
+		if c < '!' || c > '~' {
+			return respError("ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+	}
+	s.Name = string(name)
+	return nil
+}
+
+func cmdClient(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+	sub := strings.ToLower(string(args[1]))
+	wrongArgs := respError("ERR wrong number of arguments for 'client|" + sub + "' command")
+	switch sub {
+	case "setname":
+		if len(args) != 3 {
+			return nil, wrongArgs
+		}
+		if err := setName(s, args[2]); err != nil {
+			return nil, err
+		}
+		return OK, nil
+	case "getname":
+		if len(args) != 2 {
+			return nil, wrongArgs
+		}
+		if s.Name == "" {
+			return NullBulk{}, nil
+		}
+		return BulkString(s.Name), nil
+	case "setinfo":
+		if len(args) != 4 {
+			return nil, wrongArgs
+		}
+		switch strings.ToLower(string(args[2])) {
+		case "lib-name":
+			s.LibName = string(args[3])
+		case "lib-ver":
+			s.LibVer = string(args[3])
+		default:
+			return nil, respError("ERR Unrecognized option '" + string(args[2]) + "'")
+		}
+		return OK, nil
+	case "id":
+		if len(args) != 2 {
+			return nil, wrongArgs
+		}
+		return Int(s.ID), nil
+	}
+	return nil, respError("ERR unknown subcommand '" + string(args[1]) + "'. Try CLIENT HELP.")
+}
+
+// cmdCommand answers COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS, enough for
+// clients that call them on connect.
+func (r *Router) cmdCommand(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if len(args) == 1 {
+		out := make(Array, 0, len(r.table))
+		for _, c := range r.table {
+			out = append(out, c.info())
+		}
+		return out, nil
+	}
+	switch strings.ToLower(string(args[1])) {
+	case "count":
+		return Int(len(r.table)), nil
+	case "docs":
+		return Array{}, nil
+	case "info":
+		out := make(Array, 0, len(args)-2)
+		for _, name := range args[2:] {
+			if c := r.lookup(name); c != nil {
+				out = append(out, c.info())
+			} else {
+				out = append(out, NullBulk{})
+			}
+		}
+		return out, nil
+	}
+	return nil, respError("ERR unknown subcommand '" + string(args[1]) + "'. Try COMMAND HELP.")
+}
+
+// info is the command's COMMAND INFO entry: name, arity, flags, first key, last key, step.
+func (c *command) info() Reply {
+	flags := Array{}
+	first, last := 0, 0
+	if strings.HasPrefix(c.name, "seckill.") {
+		flags = append(flags, SimpleString("write"))
+		first, last = 1, 1
+	}
+	return Fields(c.name, c.arity, flags, first, last, first)
+}
+
+func (r *Router) cmdWarm(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, opt, err := guard.ParseWarm(args[1:])
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.guard.Warm(ctx, sku, opt)
+	if err != nil {
+		return nil, err
+	}
+	return Fields("sku", sku, "version", w.Version, "stock", w.Stock), nil
+}
+
+func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, uid, err := guard.ParseSKUUID(args[1], args[2])
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.guard.Status(ctx, sku, uid)
+	if err != nil {
+		return nil, err
+	}
+	return BulkString(st.String()), nil
+}
