@@ -217,7 +217,6 @@ func (r *Router) cmdAuth(_ context.Context, s *Session, args [][]byte) (Reply, e
 		user, pass = string(args[1]), args[2]
 	}
 	if user != "default" || subtle.ConstantTimeCompare(pass, []byte(r.opt.Password)) != 1 {
-		s.Authed = false
 		return nil, respError("WRONGPASS invalid username-password pair or user is disabled.")
 	}
 	s.Authed = true

@@ -1,0 +1,151 @@
+package guard
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func bs(ss ...string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func TestParseBuy(t *testing.T) {
+	long := strings.Repeat("a", 65)
+	tests := []struct {
+		args    []string
+		want    BuyRequest
+		errText string
+	}{
+		{[]string{"sku_1001", "u1"}, BuyRequest{"sku_1001", "u1", 1}, ""},
+		{[]string{"sku.1001:A-b", "user_9", "3"}, BuyRequest{"sku.1001:A-b", "user_9", 3}, ""},
+		{[]string{strings.Repeat("s", 64), strings.Repeat("u", 64), "10000"}, BuyRequest{strings.Repeat("s", 64), strings.Repeat("u", 64), 10000}, ""},
+		{[]string{"sku"}, BuyRequest{}, "wrong number of arguments"},
+		{[]string{"sku", "u", "1", "x"}, BuyRequest{}, "wrong number of arguments"},
+		{[]string{"", "u"}, BuyRequest{}, "sku must be 1-64 characters"},
+		{[]string{long, "u"}, BuyRequest{}, "sku must be 1-64 characters"},
+		{[]string{"sk u", "u"}, BuyRequest{}, "sku must be"},
+		{[]string{"{sku}", "u"}, BuyRequest{}, "sku must be"},
+		{[]string{"sku", ""}, BuyRequest{}, "uid must be 1-64 characters"},
+		{[]string{"sku", "u\n1"}, BuyRequest{}, "uid must be"},
+		{[]string{"sku", long}, BuyRequest{}, "uid must be"},
+		{[]string{"sku", "u", "0"}, BuyRequest{}, "qty must be an integer from 1"},
+		{[]string{"sku", "u", "-1"}, BuyRequest{}, "qty must be"},
+		{[]string{"sku", "u", "+1"}, BuyRequest{}, "qty must be"},
+		{[]string{"sku", "u", "01"}, BuyRequest{}, "qty must be"},
+		{[]string{"sku", "u", "1.5"}, BuyRequest{}, "qty must be"},
+		{[]string{"sku", "u", "10001"}, BuyRequest{}, "qty must be"},
+		{[]string{"sku", "u", "99999999999999999999"}, BuyRequest{}, "qty must be"},
+		{[]string{"sku", "u", ""}, BuyRequest{}, "qty must be"},
+	}
+	for _, tt := range tests {
+		got, err := ParseBuy(bs(tt.args...))
+		if tt.errText == "" {
+			if err != nil || got != tt.want {
+				t.Errorf("ParseBuy(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.errText) || !errors.Is(err, ErrBadArgs) || !strings.HasPrefix(err.Error(), "ERR ") {
+			t.Errorf("ParseBuy(%q) error = %v; want an ERR containing %q", tt.args, err, tt.errText)
+		}
+	}
+}
+
+func TestParseWarm(t *testing.T) {
+	tests := []struct {
+		args    []string
+		sku     string
+		want    WarmOptions
+		errText string
+	}{
+		{[]string{"sku_1"}, "sku_1", WarmOptions{Limit: 1}, ""},
+		{[]string{"sku_1", "start", "1000", "END", "2000", "Limit", "5", "force"}, "sku_1", WarmOptions{StartMs: 1000, EndMs: 2000, Limit: 5, Force: true}, ""},
+		{[]string{"sku_1", "END", "5"}, "sku_1", WarmOptions{EndMs: 5, Limit: 1}, ""},
+		{[]string{}, "", WarmOptions{}, "wrong number of arguments"},
+		{[]string{"bad sku"}, "", WarmOptions{}, "sku must be"},
+		{[]string{"sku_1", "START"}, "", WarmOptions{}, "START needs a value"},
+		{[]string{"sku_1", "LIMIT", "0"}, "", WarmOptions{}, "LIMIT must be a positive integer"},
+		{[]string{"sku_1", "LIMIT", "10001"}, "", WarmOptions{}, "LIMIT must be from 1 to 10000"},
+		{[]string{"sku_1", "START", "x"}, "", WarmOptions{}, "START must be a positive integer"},
+		{[]string{"sku_1", "START", "10", "END", "10"}, "", WarmOptions{}, "END 10 must be after START 10"},
+		{[]string{"sku_1", "FORCE", "force"}, "", WarmOptions{}, "FORCE given twice"},
+		{[]string{"sku_1", "SOON"}, "", WarmOptions{}, `unknown option "SOON"`},
+	}
+	for _, tt := range tests {
+		sku, got, err := ParseWarm(bs(tt.args...))
+		if tt.errText == "" {
+			if err != nil || got != tt.want || sku != tt.sku {
+				t.Errorf("ParseWarm(%q) = %q %+v, %v; want %q %+v", tt.args, sku, got, err, tt.sku, tt.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.errText) || !errors.Is(err, ErrBadArgs) {
+			t.Errorf("ParseWarm(%q) error = %v; want %q", tt.args, err, tt.errText)
+		}
+	}
+}
+
+func TestKeysShareOneHashTag(t *testing.T) {
+	k := KeysFor("sku_1001")
+	for _, key := range k.scriptKeys() {
+		if !strings.HasPrefix(key, "seckill:{sku_1001}:") {
+			t.Errorf("key %q lacks the hash tag {sku_1001}", key)
+		}
+	}
+}
+
+// FuzzParseBuy checks that ParseBuy never panics, and that whatever it accepts is valid:
+// ids of the allowed alphabet and length, qty in range, and a reply that round-trips.
+func FuzzParseBuy(f *testing.F) {
+	f.Add("sku_1001", "u1", "1", 3)
+	f.Add("sku", "uid", "", 2)
+	f.Add("", "", "0", 3)
+	f.Add("s k", "u", "-5", 3)
+	f.Add("sku", "u", "99999999999999999999", 3)
+	f.Add("sku", "u", "+1", 3)
+	f.Fuzz(func(t *testing.T, sku, uid, qty string, n int) {
+		args := bs(sku, uid, qty)
+		if n >= 0 && n < len(args) {
+			args = args[:n]
+		}
+		req, err := ParseBuy(args)
+		if err != nil {
+			if !errors.Is(err, ErrBadArgs) || strings.ContainsAny(err.Error(), "\r\n") {
+				t.Fatalf("error %q is not a clean ERR", err)
+			}
+			return
+		}
+		if !ValidID([]byte(req.SKU)) || !ValidID([]byte(req.UID)) || req.Qty < 1 || req.Qty > MaxLimit {
+			t.Fatalf("accepted an invalid request %+v from %q", req, args)
+		}
+		if req.SKU != sku || req.UID != uid {
+			t.Fatalf("ids changed: %+v from %q", req, args)
+		}
+	})
+}
+
+// FuzzParseWarm checks that ParseWarm never panics and keeps its invariants.
+func FuzzParseWarm(f *testing.F) {
+	f.Add("sku_1", "START 1000 END 2000 LIMIT 2 FORCE")
+	f.Add("sku_1", "LIMIT")
+	f.Add("sku_1", "END 1 START 2")
+	f.Add("bad sku", "")
+	f.Fuzz(func(t *testing.T, sku, opts string) {
+		args := append(bs(sku), bs(strings.Fields(opts)...)...)
+		got, opt, err := ParseWarm(args)
+		if err != nil {
+			if !errors.Is(err, ErrBadArgs) {
+				t.Fatalf("error %v is not ERR", err)
+			}
+			return
+		}
+		if got != sku || opt.Limit < 1 || opt.Limit > MaxLimit || (opt.EndMs != 0 && opt.EndMs <= opt.StartMs) {
+			t.Fatalf("accepted %q %+v from %q", got, opt, args)
+		}
+	})
+}

@@ -1,0 +1,136 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/redcon"
+	"go.uber.org/zap"
+)
+
+// serve runs one pipeline through a router without a guard (no SECKILL commands) and
+// returns the raw RESP written.
+func serve(t *testing.T, r *Router, s *Session, cmds ...string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := redcon.NewWriter(&buf)
+	var batch [][][]byte
+	for _, c := range cmds {
+		var args [][]byte
+		for _, f := range strings.Fields(c) {
+			args = append(args, []byte(f))
+		}
+		batch = append(batch, args)
+	}
+	r.Serve(context.Background(), s, batch, w)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestConnectionCommands(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{MaxArgBytes: 16})
+	tests := []struct {
+		cmd, want string
+	}{
+		{"PING", "+PONG\r\n"},
+		{"ping hello", "$5\r\nhello\r\n"},
+		{"PING a b", "-ERR wrong number of arguments for 'ping' command\r\n"},
+		{"ECHO hi", "$2\r\nhi\r\n"},
+		{"echo", "-ERR wrong number of arguments for 'echo' command\r\n"},
+		{"SELECT 0", "+OK\r\n"},
+		{"SELECT 1", "-ERR DB index is out of range\r\n"},
+		{"SELECT x", "-ERR value is not an integer or out of range\r\n"},
+		{"HELLO 3", "-NOPROTO sorry, this protocol version is not supported.\r\n"},
+		{"HELLO x", "-NOPROTO unsupported protocol version\r\n"},
+		{"HELLO 2 BOGUS", "-ERR Syntax error in HELLO option 'BOGUS'\r\n"},
+		{"CLIENT SETNAME app-1", "+OK\r\n"},
+		{"CLIENT SETINFO LIB-NAME go-redis", "+OK\r\n"},
+		{"CLIENT SETINFO COLOR red", "-ERR Unrecognized option 'COLOR'\r\n"},
+		{"CLIENT KILL x", "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n"},
+		{"CLIENT SETNAME", "-ERR wrong number of arguments for 'client|setname' command\r\n"},
+		{"COMMAND DOCS", "*0\r\n"},
+		{"COMMAND COUNT", ":11\r\n"},
+		{"COMMAND INFO nope", "*1\r\n$-1\r\n"},
+		{"COMMAND INFO ping", "*1\r\n*6\r\n$4\r\nping\r\n:-1\r\n*0\r\n:0\r\n:0\r\n:0\r\n"},
+		{"GETX a b", "-ERR unknown command 'GETX', with args beginning with: 'a' 'b' \r\n"},
+		{"AUTH x", "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"},
+		{"ECHO " + strings.Repeat("x", 17), "-ERR argument of 17 bytes is above limits.max_arg_bytes\r\n"},
+		{"SECKILL.BUY sku", "-ERR wrong number of arguments for 'seckill.buy' command\r\n"},
+		{"seckill.buy sku u 1 2", "-ERR wrong number of arguments for 'seckill.buy' command\r\n"},
+		{"SECKILL.STATUS sku", "-ERR wrong number of arguments for 'seckill.status' command\r\n"},
+		{"SECKILL.WARM", "-ERR wrong number of arguments for 'seckill.warm' command\r\n"},
+		{"SECKILL.WARM bad! LIMIT 1", "-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
+	}
+	for _, tt := range tests {
+		if got := serve(t, r, r.NewSession(), tt.cmd); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.cmd, got, tt.want)
+		}
+	}
+}
+
+func TestSessionState(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{})
+	s := r.NewSession()
+	got := serve(t, r, s, "CLIENT GETNAME", "CLIENT SETNAME worker", "client getname", "HELLO 2 SETNAME w2", "CLIENT GETNAME")
+	if !strings.HasPrefix(got, "$-1\r\n+OK\r\n$6\r\nworker\r\n*14\r\n") || !strings.HasSuffix(got, "$2\r\nw2\r\n") {
+		t.Fatalf("got %q", got)
+	}
+	if got := serve(t, r, s, "CLIENT SETNAME has\x01ctl"); !strings.HasPrefix(got, "-ERR Client names cannot contain spaces") {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestQuitStopsThePipeline(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{})
+	s := r.NewSession()
+	if got := serve(t, r, s, "PING", "QUIT", "PING"); got != "+PONG\r\n+OK\r\n" || !s.Quit {
+		t.Fatalf("got %q quit=%v", got, s.Quit)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{Password: "s3cret"})
+	s := r.NewSession()
+	steps := []struct{ cmd, want string }{
+		{"PING", "-NOAUTH Authentication required.\r\n"},
+		{"NOSUCH", "-NOAUTH Authentication required.\r\n"},
+		{"SECKILL.BUY sku u", "-NOAUTH Authentication required.\r\n"},
+		{"HELLO 2", "-NOAUTH HELLO must be called with the client already authenticated"},
+		{"AUTH wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH admin s3cret", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH s3cret", "+OK\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"AUTH wrong", "-WRONGPASS"},
+		{"PING", "+PONG\r\n"}, // as in Redis, a failed AUTH keeps the earlier login
+		{"HELLO 2 AUTH default s3cret", "*14\r\n"},
+		{"PING", "+PONG\r\n"},
+	}
+	for i, st := range steps {
+		if got := serve(t, r, s, st.cmd); !strings.HasPrefix(got, st.want) {
+			t.Errorf("step %d %s:\n got %q\nwant prefix %q", i, st.cmd, got, st.want)
+		}
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	tests := []struct{ err, want string }{
+		{"SOLDOUT sku_1", "-SOLDOUT sku_1\r\n"},
+		{"DUPLICATE abc", "-DUPLICATE abc\r\n"},
+		{"something broke", "-ERR something broke\r\n"},
+		{"line\r\nbreak", "-ERR line  break\r\n"},
+		{"", "-ERR \r\n"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		w := redcon.NewWriter(&buf)
+		WriteError(w, respError(tt.err))
+		_ = w.Flush()
+		if buf.String() != tt.want {
+			t.Errorf("WriteError(%q) = %q, want %q", tt.err, buf.String(), tt.want)
+		}
+	}
+}
