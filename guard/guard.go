@@ -43,9 +43,9 @@ type Stats struct {
 }
 
 type counters struct {
-	buys, localSoldOut, scripts                              atomic.Int64
+	buys, localSoldOut, scripts                               atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
-	waitShort                                                atomic.Int64
+	waitShort                                                 atomic.Int64
 }
 
 // Options are what a Guard needs beyond its clients.

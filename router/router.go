@@ -39,11 +39,11 @@ type command struct {
 // Session is one client connection's state. The proxy makes one per connection; it is used
 // by that connection's goroutine only.
 type Session struct {
-	ID       int64
-	Name     string
-	Authed   bool
-	LibName  string
-	LibVer   string
+	ID      int64
+	Name    string
+	Authed  bool
+	LibName string
+	LibVer  string
 	// Quit is set by QUIT: the proxy closes the connection after writing the reply.
 	Quit bool
 }
