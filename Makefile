@@ -10,8 +10,9 @@ run: stack-up build
 	eval "$$($(STACK) env)"; exec ./bin/seckill-proxy -log.format=console
 
 # test: the dev stack, go vet, then every test with the race detector against real services.
+# -p 1: packages share one cluster, and the failover test kills one of its masters.
 test: stack-up vet
-	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -timeout 30m $(GO_PACKAGES)
+	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -p 1 -timeout 30m $(GO_PACKAGES)
 
 vet:
 	go vet $(GO_PACKAGES)

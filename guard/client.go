@@ -1,7 +1,10 @@
 package guard
 
 import (
+	"context"
+
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
 )
@@ -28,3 +31,16 @@ func NewClusterClient(c conf.Redis) *redis.ClusterClient {
 		DisableIdentity: true,
 	})
 }
+
+// RedisLogger adapts log for go-redis's own messages (dial failures, pool trouble), which
+// go-redis otherwise prints to stderr. Install it with redis.SetLogger: go-redis has one
+// logger per process.
+func RedisLogger(log *zap.Logger) interface {
+	Printf(ctx context.Context, format string, v ...any)
+} {
+	return redisLogger{log.Named("go-redis").Sugar()}
+}
+
+type redisLogger struct{ s *zap.SugaredLogger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) { l.s.Warnf(format, v...) }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
@@ -69,6 +70,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		log.Warn("could not apply the MySQL migrations; WARM needs them", zap.Error(err))
 	}
 
+	redis.SetLogger(guard.RedisLogger(log))
 	rc := guard.NewClusterClient(cfg.Redis)
 	defer rc.Close()
 	host, _ := os.Hostname()

@@ -1,0 +1,139 @@
+package proxy_test
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+	"seckill-proxy/internal/testenv"
+)
+
+var replicaPort = regexp.MustCompile(`slave0:ip=[^,]+,port=(\d+)`)
+
+// devstack runs scripts/devstack.sh with one argument.
+func devstack(t *testing.T, arg string) error {
+	t.Helper()
+	out, err := exec.Command("../scripts/devstack.sh", arg).CombinedOutput()
+	if err != nil {
+		t.Logf("devstack %s: %s", arg, out)
+	}
+	return err
+}
+
+// TestFailover kills the master that owns a SKU in the middle of a sale. The proxy serves
+// buys again within 10 s of the replica's promotion, and successes never exceed the stock.
+// It restarts the killed node (through the dev stack) before it ends.
+func TestFailover(t *testing.T) {
+	if err := devstack(t, "status"); err != nil {
+		if testenv.Required() {
+			t.Fatal("the failover test needs the dev stack's own cluster: scripts/devstack.sh up")
+		}
+		t.Skip("the failover test needs the dev stack's own cluster")
+	}
+	t.Cleanup(func() {
+		if err := devstack(t, "up"); err != nil {
+			t.Errorf("could not restore the cluster: %v", err)
+		}
+	})
+	const stock = 1500
+	s := start(t, func(c *conf.Config) {
+		c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 100*time.Millisecond
+		c.Buy.CallTimeout = 500 * time.Millisecond
+	})
+	c := s.client(t, 16)
+	sku := newSKU("failover")
+	s.sale(t, c, sku, stock)
+	ctx := context.Background()
+
+	master, err := s.rc.MasterForKey(ctx, guard.KeysFor(sku).Stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := master.Info(ctx, "server", "replication").Val()
+	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)[1])
+	m := replicaPort.FindStringSubmatch(info)
+	if pid == 0 || m == nil {
+		t.Fatalf("cannot find the master's pid or replica in:\n%s", info)
+	}
+	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
+	defer replica.Close()
+
+	var successes, lastSuccess atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 10 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := c.Do(ctx, "seckill.buy", sku, "w"+strconv.Itoa(w)+"-"+strconv.Itoa(i)).Err()
+				switch code(err) {
+				case "":
+					successes.Add(1)
+					lastSuccess.Store(time.Now().UnixNano())
+				case "SOLDOUT":
+					return
+				}
+				time.Sleep(2 * time.Millisecond) // pace the sale so that it outlasts the failover
+			}
+		})
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for successes.Load() < 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d successes before the kill", successes.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	var promoted time.Time
+	for promoted.IsZero() {
+		if time.Since(killedAt) > 30*time.Second {
+			t.Fatal("the replica was not promoted within 30s")
+		}
+		if role, err := replica.Do(ctx, "role").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
+			promoted = time.Now()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for lastSuccess.Load() < promoted.UnixNano() {
+		if time.Since(promoted) > 10*time.Second {
+			t.Fatalf("no buy succeeded within 10s of the promotion")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	recovered := time.Unix(0, lastSuccess.Load()).Sub(promoted)
+	close(stop)
+	wg.Wait()
+
+	left, err := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := successes.Load()
+	t.Logf("promotion %v after the kill; first buy served %v after the promotion; %d successes, %d left, %d WAITs short",
+		promoted.Sub(killedAt).Round(time.Millisecond), recovered.Round(time.Millisecond), n, left, s.g.Stats().WaitShort)
+	if n > stock {
+		t.Fatalf("%d successes for %d units", n, stock)
+	}
+	if n+left != stock && s.g.Stats().WaitShort == 0 {
+		t.Fatalf("successes %d + stock left %d != %d although every WAIT was acknowledged", n, left, stock)
+	}
+}

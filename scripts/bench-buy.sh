@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# bench-buy.sh: SECKILL.BUY through the proxy against EVALSHA of the same script sent directly
+# to the master that owns the SKU, with redis-benchmark, in one run on one machine.
+#
+#   scripts/bench-buy.sh [requests]      (default 300000 per measurement)
+#
+# Prints a table of requests per second and the proxy/direct ratio, at -P 1 and -P 16, for a
+# buy that succeeds (large stock) and for a sold-out SKU (the proxy answers from its flag).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+N=${1:-300000}
+CLIENTS=50
+PORT=${SECKILL_BENCH_PORT:-6390}
+
+scripts/devstack.sh up
+eval "$(scripts/devstack.sh env)"
+go build -o bin/ ./cmd/seckill-proxy
+
+run_id=$(date +%s)
+SKU=bench_$run_id
+SOLD=benchsold_$run_id
+mariadb --no-defaults -h 127.0.0.1 -u root seckill -e \
+  "INSERT INTO seckill_items (sku, stock) VALUES ('$SKU', 100000000), ('$SOLD', 1)" 2>/dev/null || true
+
+# Compatibility replies (1, 0, -1) keep redis-benchmark, which stops at the first error reply,
+# running when two random uids collide and the second buy is a duplicate.
+SECKILL_LISTEN=127.0.0.1:$PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_BUY_COMPAT_REPLIES=true ./bin/seckill-proxy &
+proxy_pid=$!
+cleanup() {
+  kill "$proxy_pid" 2>/dev/null || true
+  wait "$proxy_pid" 2>/dev/null || true
+  for sku in "$SKU" "$SOLD"; do
+    for k in stock meta buyers outbox result; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
+  done
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD')"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+redis-cli -p "$PORT" seckill.warm "$SKU" >/dev/null
+redis-cli -p "$PORT" seckill.warm "$SOLD" >/dev/null
+redis-cli -p "$PORT" seckill.buy "$SOLD" first >/dev/null
+
+# The master that owns a SKU, and the script's SHA loaded there.
+master_port() {
+  local slot
+  slot=$(redis-cli -p 7000 cluster keyslot "seckill:{$1}:stock")
+  redis-cli -p 7000 cluster shards | awk -v slot="$slot" '
+    /^slots$/ { getline a; getline b; inrange = (slot >= a && slot <= b) }
+    /^port$/ { getline p; port = p }
+    /^role$/ { getline r; if (inrange && r == "master") { print port; exit } }'
+}
+keys() { echo "seckill:{$1}:meta seckill:{$1}:stock seckill:{$1}:buyers seckill:{$1}:outbox seckill:{$1}:result"; }
+MPORT=$(master_port "$SKU")
+SPORT=$(master_port "$SOLD")
+SHA=$(redis-cli -p "$MPORT" script load "$(cat guard/lua/buy.lua)")
+redis-cli -p "$SPORT" script load "$(cat guard/lua/buy.lua)" >/dev/null
+
+rps() { # rps PORT PIPELINE ARGS...: requests per second
+  local port=$1 pipe=$2; shift 2
+  redis-benchmark -p "$port" -c "$CLIENTS" -n "$N" -r 100000000 -P "$pipe" --csv "$@" 2>/dev/null |
+    awk -F'","' 'NR == 2 { print $2 + 0 }'
+}
+
+row() { awk -v n="$1" -v P="$2" -v p="$3" -v d="$4" 'BEGIN { printf "| %s | %s | %.0f | %.0f | %.2f |\n", n, P, p, d, p / d }'; }
+
+printf '# %s, %s cores, %d requests, %d clients\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$N" "$CLIENTS"
+printf '| path | -P | proxy rps | direct rps | proxy/direct |\n|---|---|---|---|---|\n'
+for P in 1 16; do
+  p=$(rps "$PORT" "$P" SECKILL.BUY "$SKU" __rand_int__ 1)
+  # shellcheck disable=SC2046
+  d=$(rps "$MPORT" "$P" EVALSHA "$SHA" 5 $(keys "$SKU") "" __rand_int__ 1 direct bench)
+  row buy "$P" "$p" "$d"
+done
+for P in 1 16; do
+  p=$(rps "$PORT" "$P" SECKILL.BUY "$SOLD" __rand_int__ 1)
+  # shellcheck disable=SC2046
+  d=$(rps "$SPORT" "$P" EVALSHA "$SHA" 5 $(keys "$SOLD") "" __rand_int__ 1 direct bench)
+  row "sold out" "$P" "$p" "$d"
+done
