@@ -126,6 +126,9 @@ type Buy struct {
 	// SoldOutReprobe is how long a local sold-out flag lasts before the next buy asks Redis
 	// again, a backstop in case a re-warm signal is missed.
 	SoldOutReprobe time.Duration `koanf:"sold_out_reprobe"`
+	// PipelinesPerMaster is how many pipelines may be in flight to one master at once; the
+	// buy scripts of all clients are coalesced into them.
+	PipelinesPerMaster int `koanf:"pipelines_per_master"`
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool `koanf:"compat_replies"`
 }
@@ -170,11 +173,12 @@ func Default() Config {
 			MaxInflight: 4096,
 		},
 		Buy: Buy{
-			ReplyAfter:     ReplyAfterLua,
-			CallTimeout:    time.Second,
-			WaitReplicas:   0,
-			WaitTimeout:    10 * time.Millisecond,
-			SoldOutReprobe: 2 * time.Second,
+			ReplyAfter:         ReplyAfterLua,
+			CallTimeout:        time.Second,
+			WaitReplicas:       0,
+			WaitTimeout:        10 * time.Millisecond,
+			SoldOutReprobe:     2 * time.Second,
+			PipelinesPerMaster: 4,
 		},
 	}
 }

@@ -210,6 +210,8 @@ func TestValidate(t *testing.T) {
 		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 0 }},
 		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 2*c.Buy.CallTimeout }},
 		{"buy.sold_out_reprobe", func(c *Config) { c.Buy.SoldOutReprobe = 0 }},
+		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 0 }},
+		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 65 }},
 	}
 	for _, tt := range tests {
 		c := Default()

@@ -78,6 +78,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
+	if c.Buy.PipelinesPerMaster < 1 || c.Buy.PipelinesPerMaster > 64 {
+		v.fail("buy.pipelines_per_master", c.Buy.PipelinesPerMaster, "must be from 1 to 64")
+	}
 	return errors.Join(v.errs...)
 }
 

@@ -70,6 +70,12 @@ type Guard struct {
 	versions sync.Map // sku -> sale version this proxy last saw
 	inflight *semaphore.Weighted
 	stats    counters
+
+	coalescersMu sync.Mutex
+	coalescers   sync.Map // *redis.Client -> *coalescer; new ones are made under coalescersMu
+	workers      sync.WaitGroup
+	stop         chan struct{}
+	closeOnce    sync.Once
 }
 
 // New returns a Guard on the cluster rc and the database db (nil: WARM is unavailable).
@@ -84,7 +90,14 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 		opt:      opt,
 		soldOut:  NewSoldOut(opt.Buy.SoldOutReprobe),
 		inflight: semaphore.NewWeighted(int64(opt.MaxInflight)),
+		stop:     make(chan struct{}),
 	}
+}
+
+// Close stops the pipeline workers. Call it after the last buy has returned.
+func (g *Guard) Close() {
+	g.closeOnce.Do(func() { close(g.stop) })
+	g.workers.Wait()
 }
 
 // Stats returns a snapshot of the counters.
@@ -120,8 +133,8 @@ type attempt struct {
 }
 
 // BuyBatch runs the buys of one client pipeline. The sold-out flag answers what it can with no
-// network call; the rest go to Redis as one pipeline (per master when WAIT is on). Results are
-// in the order of reqs.
+// network call; the rest go to the masters through their coalescers, shared with every other
+// client. Results are in the order of reqs.
 func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
 	res := make([]BuyResult, len(reqs))
 	now := g.opt.Now()
@@ -235,40 +248,43 @@ func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round in
 	return false
 }
 
-// round sends every attempt's script once: as one cluster pipeline, or, with WAIT on, one
-// pipeline per master ending in WAIT on that same connection.
+// round sends every attempt's script once, through the coalescer of the master that owns its
+// SKU, and waits until every one has its reply or error.
 func (g *Guard) round(ctx context.Context, todo []*attempt) {
 	g.stats.scripts.Add(int64(len(todo)))
-	if g.opt.Buy.WaitReplicas == 0 {
-		pipe := g.rc.Pipeline()
-		for _, a := range todo {
-			a.queue(ctx, pipe, g.opt.Instance)
-		}
-		_, _ = pipe.Exec(ctx) // each command carries its own error
-		return
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(g.opt.Buy.CallTimeout)
 	}
-	groups := map[*redis.Client][]*attempt{}
+	// Most batches touch one master: group without a map until a second one shows up.
+	var first *redis.Client
+	var firstGroup []*attempt
+	var others map[*redis.Client][]*attempt
 	for _, a := range todo {
 		master, err := g.rc.MasterForKey(ctx, a.keys[0])
 		if err != nil {
 			a.err = err
 			continue
 		}
-		groups[master] = append(groups[master], a)
+		a.err = nil
+		switch {
+		case first == nil || master == first:
+			first, firstGroup = master, append(firstGroup, a)
+		default:
+			if others == nil {
+				others = map[*redis.Client][]*attempt{}
+			}
+			others[master] = append(others[master], a)
+		}
+	}
+	if first == nil {
+		return
 	}
 	var wg sync.WaitGroup
-	for master, group := range groups {
-		wg.Go(func() {
-			pipe := master.Pipeline()
-			for _, a := range group {
-				a.queue(ctx, pipe, g.opt.Instance)
-			}
-			wait := pipe.Do(ctx, "wait", g.opt.Buy.WaitReplicas, g.opt.Buy.WaitTimeout.Milliseconds())
-			_, _ = pipe.Exec(ctx)
-			if n, err := wait.Int64(); err != nil || n < int64(g.opt.Buy.WaitReplicas) {
-				g.stats.waitShort.Add(1)
-			}
-		})
+	wg.Add(1 + len(others))
+	g.coalescerFor(first).calls <- call{as: firstGroup, deadline: deadline, done: &wg}
+	for master, as := range others {
+		g.coalescerFor(master).calls <- call{as: as, deadline: deadline, done: &wg}
 	}
 	wg.Wait()
 }

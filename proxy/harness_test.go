@@ -62,6 +62,7 @@ func start(t *testing.T, mutate func(*conf.Config)) *stack {
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
+		g.Close()
 		_ = rc.Close()
 	})
 	return &stack{cfg: cfg, rc: rc, db: db, g: g, addr: ln.Addr().String()}

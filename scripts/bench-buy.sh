@@ -2,14 +2,17 @@
 # bench-buy.sh: SECKILL.BUY through the proxy against EVALSHA of the same script sent directly
 # to the master that owns the SKU, with redis-benchmark, in one run on one machine.
 #
-#   scripts/bench-buy.sh [requests]      (default 300000 per measurement)
+#   scripts/bench-buy.sh [requests] [rounds]     (defaults: 300000 per measurement, 3 rounds)
 #
 # Prints a table of requests per second and the proxy/direct ratio, at -P 1 and -P 16, for a
 # buy that succeeds (large stock) and for a sold-out SKU (the proxy answers from its flag).
+# Proxy and direct runs alternate, ROUNDS times each; the table shows medians, since one run on
+# a shared 2-core machine varies by tens of percent.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 N=${1:-300000}
+ROUNDS=${2:-3}
 CLIENTS=50
 PORT=${SECKILL_BENCH_PORT:-6390}
 
@@ -65,17 +68,22 @@ rps() { # rps PORT PIPELINE ARGS...: requests per second
 
 row() { awk -v n="$1" -v P="$2" -v p="$3" -v d="$4" 'BEGIN { printf "| %s | %s | %.0f | %.0f | %.2f |\n", n, P, p, d, p / d }'; }
 
-printf '# %s, %s cores, %d requests, %d clients\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$N" "$CLIENTS"
+printf '# %s, %s cores, %d requests, %d clients, median of %d rounds\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$N" "$CLIENTS" "$ROUNDS"
 printf '| path | -P | proxy rps | direct rps | proxy/direct |\n|---|---|---|---|---|\n'
-for P in 1 16; do
-  p=$(rps "$PORT" "$P" SECKILL.BUY "$SKU" __rand_int__ 1)
-  # shellcheck disable=SC2046
-  d=$(rps "$MPORT" "$P" EVALSHA "$SHA" 5 $(keys "$SKU") "" __rand_int__ 1 direct bench)
-  row buy "$P" "$p" "$d"
-done
-for P in 1 16; do
-  p=$(rps "$PORT" "$P" SECKILL.BUY "$SOLD" __rand_int__ 1)
-  # shellcheck disable=SC2046
-  d=$(rps "$SPORT" "$P" EVALSHA "$SHA" 5 $(keys "$SOLD") "" __rand_int__ 1 direct bench)
-  row "sold out" "$P" "$p" "$d"
-done
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# measure NAME SKU MASTER_PORT: one table row per pipeline depth.
+measure() {
+  local name=$1 sku=$2 mport=$3 P i ps ds
+  for P in 1 16; do
+    ps=() ds=()
+    for ((i = 0; i < ROUNDS; i++)); do
+      ps+=("$(rps "$PORT" "$P" SECKILL.BUY "$sku" __rand_int__ 1)")
+      # shellcheck disable=SC2046
+      ds+=("$(rps "$mport" "$P" EVALSHA "$SHA" 5 $(keys "$sku") "" __rand_int__ 1 direct bench)")
+    done
+    row "$name" "$P" "$(printf '%s\n' "${ps[@]}" | median)" "$(printf '%s\n' "${ds[@]}" | median)"
+  done
+}
+measure buy "$SKU" "$MPORT"
+measure "sold out" "$SOLD" "$SPORT"

@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -79,6 +81,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		MaxInflight: cfg.Limits.MaxInflight,
 		Instance:    host + ":" + strconv.Itoa(os.Getpid()),
 	})
+	defer g.Close()
 	r := router.New(g, log, router.Options{
 		Password:      cfg.Password,
 		CompatReplies: cfg.Buy.CompatReplies,
@@ -91,6 +94,15 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	srv := proxy.New(r, log, cfg.Limits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	if cfg.AdminListen != "" {
+		admin := &http.Server{Addr: cfg.AdminListen, Handler: srv.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin HTTP server stopped", zap.Error(err))
+			}
+		}()
+		defer func() { _ = admin.Close() }()
+	}
 
 	select {
 	case err := <-served:
