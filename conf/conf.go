@@ -47,6 +47,34 @@ type Config struct {
 	MySQL  MySQL  `koanf:"mysql"`
 	Limits Limits `koanf:"limits"`
 	Buy    Buy    `koanf:"buy"`
+	Outbox Outbox `koanf:"outbox"`
+	Sink   Sink   `koanf:"sink"`
+}
+
+// Outbox configures the tee's clean-up and the sweeper that republishes what the tee missed.
+type Outbox struct {
+	// SweepInterval is how often each proxy looks for old outbox entries.
+	SweepInterval time.Duration `koanf:"sweep_interval"`
+	// SweepAge is how old an entry must be before the sweeper republishes it.
+	SweepAge time.Duration `koanf:"sweep_age"`
+	// LeaseTTL is how long one proxy holds a SKU's sweep lease, so that a hundred sidecars do
+	// not all republish the same entries.
+	LeaseTTL time.Duration `koanf:"lease_ttl"`
+	// SweepBatch is the most entries one sweep of one SKU republishes.
+	SweepBatch int `koanf:"sweep_batch"`
+	// DeleteFlush is how long acknowledged entries wait to be deleted together.
+	DeleteFlush time.Duration `koanf:"delete_flush"`
+}
+
+// Sink configures the Kafka to MySQL persister.
+type Sink struct {
+	// BatchSize is the most orders in one MySQL transaction.
+	BatchSize int `koanf:"batch_size"`
+	// BatchLinger is how long a batch waits to fill once it has one order.
+	BatchLinger time.Duration `koanf:"batch_linger"`
+	// RetryMin and RetryMax bound the backoff between attempts when MySQL fails.
+	RetryMin time.Duration `koanf:"retry_min"`
+	RetryMax time.Duration `koanf:"retry_max"`
 }
 
 // Log configures the zap logger.
@@ -89,6 +117,10 @@ type Kafka struct {
 	Version string `koanf:"version"`
 	// DialTimeout bounds connecting to a broker.
 	DialTimeout time.Duration `koanf:"dial_timeout"`
+	// Partitions and ReplicationFactor are used when the sink creates a missing topic.
+	// Production wants a replication factor of 3; the dev stack has one broker.
+	Partitions        int `koanf:"partitions"`
+	ReplicationFactor int `koanf:"replication_factor"`
 }
 
 // MySQL configures the database the sink writes and WARM reads.
@@ -152,13 +184,15 @@ func Default() Config {
 			MaxRedirects:        8,
 		},
 		Kafka: Kafka{
-			Brokers:         []string{"127.0.0.1:9092"},
-			Topic:           "seckill.orders",
-			DeadLetterTopic: "seckill.orders.dlq",
-			ClientID:        "seckill-proxy",
-			Group:           "seckill-sink",
-			Version:         "3.6.0",
-			DialTimeout:     3 * time.Second,
+			Brokers:           []string{"127.0.0.1:9092"},
+			Topic:             "seckill.orders",
+			DeadLetterTopic:   "seckill.orders.dlq",
+			ClientID:          "seckill-proxy",
+			Group:             "seckill-sink",
+			Version:           "3.6.0",
+			DialTimeout:       3 * time.Second,
+			Partitions:        6,
+			ReplicationFactor: 1,
 		},
 		MySQL: MySQL{
 			DSN:             "root@tcp(127.0.0.1:3306)/seckill?parseTime=true",
@@ -171,6 +205,19 @@ func Default() Config {
 			MaxPipeline: 1024,
 			MaxArgBytes: 512 << 20,
 			MaxInflight: 4096,
+		},
+		Outbox: Outbox{
+			SweepInterval: time.Second,
+			SweepAge:      3 * time.Second,
+			LeaseTTL:      3 * time.Second,
+			SweepBatch:    1000,
+			DeleteFlush:   10 * time.Millisecond,
+		},
+		Sink: Sink{
+			BatchSize:   1000,
+			BatchLinger: 5 * time.Millisecond,
+			RetryMin:    100 * time.Millisecond,
+			RetryMax:    5 * time.Second,
 		},
 		Buy: Buy{
 			ReplyAfter:         ReplyAfterLua,

@@ -194,6 +194,8 @@ func TestValidate(t *testing.T) {
 		{"kafka.version", func(c *Config) { c.Kafka.Version = "three" }},
 		{"kafka.version", func(c *Config) { c.Kafka.Version = "0.11.0" }},
 		{"kafka.dial_timeout", func(c *Config) { c.Kafka.DialTimeout = 0 }},
+		{"kafka.partitions", func(c *Config) { c.Kafka.Partitions = 0 }},
+		{"kafka.replication_factor", func(c *Config) { c.Kafka.ReplicationFactor = 0 }},
 		{"mysql.dsn", func(c *Config) { c.MySQL.DSN = "" }},
 		{"mysql.dsn", func(c *Config) { c.MySQL.DSN = "root:secret@tcp(db:3306" }},
 		{"mysql.max_open_conns", func(c *Config) { c.MySQL.MaxOpenConns = 0 }},
@@ -212,6 +214,15 @@ func TestValidate(t *testing.T) {
 		{"buy.sold_out_reprobe", func(c *Config) { c.Buy.SoldOutReprobe = 0 }},
 		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 0 }},
 		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 65 }},
+		{"outbox.sweep_interval", func(c *Config) { c.Outbox.SweepInterval = 0 }},
+		{"outbox.sweep_age", func(c *Config) { c.Outbox.SweepAge = c.Buy.CallTimeout }},
+		{"outbox.lease_ttl", func(c *Config) { c.Outbox.LeaseTTL = 0 }},
+		{"outbox.sweep_batch", func(c *Config) { c.Outbox.SweepBatch = 0 }},
+		{"outbox.delete_flush", func(c *Config) { c.Outbox.DeleteFlush = 0 }},
+		{"sink.batch_size", func(c *Config) { c.Sink.BatchSize = 0 }},
+		{"sink.batch_linger", func(c *Config) { c.Sink.BatchLinger = 0 }},
+		{"sink.retry_min", func(c *Config) { c.Sink.RetryMin = 0 }},
+		{"sink.retry_max", func(c *Config) { c.Sink.RetryMax = time.Millisecond }},
 	}
 	for _, tt := range tests {
 		c := Default()

@@ -50,6 +50,8 @@ func (c *Config) Validate() error {
 		v.fail("kafka.version", c.Kafka.Version, "below 2.1.0, which the idempotent producer and Kafka 4 need")
 	}
 	v.positive("kafka.dial_timeout", c.Kafka.DialTimeout)
+	v.atLeast("kafka.partitions", c.Kafka.Partitions, 1)
+	v.atLeast("kafka.replication_factor", c.Kafka.ReplicationFactor, 1)
 
 	if c.MySQL.DSN == "" {
 		v.fail("mysql.dsn", "", "empty")
@@ -80,6 +82,22 @@ func (c *Config) Validate() error {
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
 	if c.Buy.PipelinesPerMaster < 1 || c.Buy.PipelinesPerMaster > 64 {
 		v.fail("buy.pipelines_per_master", c.Buy.PipelinesPerMaster, "must be from 1 to 64")
+	}
+
+	v.positive("outbox.sweep_interval", c.Outbox.SweepInterval)
+	v.positive("outbox.sweep_age", c.Outbox.SweepAge)
+	v.positive("outbox.lease_ttl", c.Outbox.LeaseTTL)
+	v.atLeast("outbox.sweep_batch", c.Outbox.SweepBatch, 1)
+	v.positive("outbox.delete_flush", c.Outbox.DeleteFlush)
+	if c.Outbox.SweepAge <= c.Buy.CallTimeout {
+		v.fail("outbox.sweep_age", c.Outbox.SweepAge, "must be above buy.call_timeout "+c.Buy.CallTimeout.String()+", or the sweeper races the tee")
+	}
+
+	v.atLeast("sink.batch_size", c.Sink.BatchSize, 1)
+	v.positive("sink.batch_linger", c.Sink.BatchLinger)
+	v.positive("sink.retry_min", c.Sink.RetryMin)
+	if c.Sink.RetryMax < c.Sink.RetryMin {
+		v.fail("sink.retry_max", c.Sink.RetryMax, "below sink.retry_min "+c.Sink.RetryMin.String())
 	}
 	return errors.Join(v.errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	_ "embed"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type Options struct {
 	Instance string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Publisher takes sold orders on to Kafka; nil leaves them in the outboxes (for the
+	// sweeper of another proxy, or a test). With buy.reply_after=kafka it is required.
+	Publisher Publisher
 }
 
 // Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,
@@ -130,6 +134,7 @@ type attempt struct {
 	useEval bool
 	cmd     *redis.Cmd
 	err     error // set when the attempt is final with an error from the pipeline itself
+	sold    Sold  // set when the script sold the order
 }
 
 // BuyBatch runs the buys of one client pipeline. The sold-out flag answers what it can with no
@@ -155,6 +160,15 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
 	if len(todo) == 0 {
 		return res
 	}
+	afterKafka := g.opt.Buy.ReplyAfter == conf.ReplyAfterKafka
+	if afterKafka && (g.opt.Publisher == nil || !g.opt.Publisher.Healthy()) {
+		// Nothing is sold when the buyer could not be told Kafka has the order.
+		g.stats.unavailable.Add(int64(len(todo)))
+		for _, a := range todo {
+			res[a.i].Err = unavailable(errors.New("kafka is not taking orders"))
+		}
+		return res
+	}
 	n := int64(len(todo))
 	if n > int64(g.opt.MaxInflight) || !g.inflight.TryAcquire(n) {
 		g.stats.busy.Add(n)
@@ -167,17 +181,66 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
 
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
+	var sold []*attempt
 	for round := 0; len(todo) > 0; round++ {
 		g.round(ctx, todo)
 		var again []*attempt
 		for _, a := range todo {
 			if retry := g.settle(ctx, a, &res[a.i], round); retry {
 				again = append(again, a)
+			} else if a.sold.OrderID != "" {
+				sold = append(sold, a)
 			}
 		}
 		todo = again
 	}
+	g.publish(sold, res, afterKafka)
 	return res
+}
+
+// publish tees the sold orders to Kafka. With buy.reply_after=kafka it waits for each
+// acknowledgement, and a buy whose order Kafka has not taken in time is answered UNAVAILABLE:
+// its order stays in the outbox, and a retry answers DUPLICATE with its id.
+func (g *Guard) publish(sold []*attempt, res []BuyResult, afterKafka bool) {
+	p := g.opt.Publisher
+	if p == nil || len(sold) == 0 {
+		return
+	}
+	if !afterKafka {
+		for _, a := range sold {
+			p.Publish(a.sold, nil)
+		}
+		return
+	}
+	acks := make([]chan error, len(sold))
+	for i, a := range sold {
+		acks[i] = make(chan error, 1)
+		p.Publish(a.sold, func(err error) { acks[i] <- err })
+	}
+	timer := time.NewTimer(g.ackTimeout())
+	defer timer.Stop()
+	expired := false
+	for i, a := range sold {
+		var err error
+		if !expired {
+			select {
+			case err = <-acks[i]:
+			case <-timer.C:
+				expired = true
+			}
+		}
+		if expired {
+			select {
+			case err = <-acks[i]:
+			default:
+				err = errors.New("no acknowledgement in " + g.ackTimeout().String())
+			}
+		}
+		if err != nil {
+			g.stats.unavailable.Add(1)
+			res[a.i] = BuyResult{Err: unavailable(fmt.Errorf("kafka: order %s is in the outbox, not yet in Kafka (%v)", a.sold.OrderID, err))}
+		}
+	}
 }
 
 // maxRounds bounds the retries of one buy: NOSCRIPT, then a stale version.
@@ -213,10 +276,15 @@ func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round in
 	case "OK":
 		g.stats.successes.Add(1)
 		res.OrderID = arg
-		g.versions.Store(a.req.SKU, replyString(reply, 2))
+		version := replyString(reply, 2)
+		g.versions.Store(a.req.SKU, version)
 		if replyString(reply, 3) == "0" {
 			g.soldOut.Set(a.req.SKU, g.opt.Now())
 		}
+		v, _ := strconv.ParseInt(version, 10, 64)
+		ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
+		a.sold = Sold{OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
+			EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}
 	case "DUPLICATE":
 		g.stats.duplicates.Add(1)
 		res.Err = &DuplicateError{OrderID: arg}

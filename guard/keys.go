@@ -13,20 +13,27 @@ type Keys struct {
 	Outbox string
 	// Result is a hash order id -> outcome, written by the sink.
 	Result string
+	// SweepLease names the proxy that sweeps this SKU's outbox for now.
+	SweepLease string
 }
 
 // KeyPrefix starts every key that seckill-proxy owns.
 const KeyPrefix = "seckill:"
 
+// SalesKey is a set of every SKU ever warmed, so that the outbox sweeper finds the outboxes
+// without scanning the keyspace.
+const SalesKey = KeyPrefix + "sales"
+
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
 func KeysFor(sku string) Keys {
 	base := KeyPrefix + "{" + sku + "}:"
 	return Keys{
-		Stock:  base + "stock",
-		Buyers: base + "buyers",
-		Meta:   base + "meta",
-		Outbox: base + "outbox",
-		Result: base + "result",
+		Stock:      base + "stock",
+		Buyers:     base + "buyers",
+		Meta:       base + "meta",
+		Outbox:     base + "outbox",
+		Result:     base + "result",
+		SweepLease: base + "sweep",
 	}
 }
 

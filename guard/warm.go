@@ -76,6 +76,10 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		return Warmed{}, badArgs("sale %s was warmed by someone else at the same time; try again", sku)
 	}
 
+	// Register the sale first, so that its outbox is swept even if this warm stops half way.
+	if err := g.rc.SAdd(ctx, SalesKey, sku).Err(); err != nil {
+		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
+	}
 	force := "0"
 	if opt.Force {
 		force = "1"

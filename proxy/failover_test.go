@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"sync"
@@ -15,31 +14,15 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
-	"seckill-proxy/internal/testenv"
 )
 
 var replicaPort = regexp.MustCompile(`slave0:ip=[^,]+,port=(\d+)`)
-
-// devstack runs scripts/devstack.sh with one argument.
-func devstack(t *testing.T, arg string) error {
-	t.Helper()
-	out, err := exec.Command("../scripts/devstack.sh", arg).CombinedOutput()
-	if err != nil {
-		t.Logf("devstack %s: %s", arg, out)
-	}
-	return err
-}
 
 // TestFailover kills the master that owns a SKU in the middle of a sale. The proxy serves
 // buys again within 10 s of the replica's promotion, and successes never exceed the stock.
 // It restarts the killed node (through the dev stack) before it ends.
 func TestFailover(t *testing.T) {
-	if err := devstack(t, "status"); err != nil {
-		if testenv.Required() {
-			t.Fatal("the failover test needs the dev stack's own cluster: scripts/devstack.sh up")
-		}
-		t.Skip("the failover test needs the dev stack's own cluster")
-	}
+	needDevstack(t)
 	t.Cleanup(func() {
 		if err := devstack(t, "up"); err != nil {
 			t.Errorf("could not restore the cluster: %v", err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"net"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 	"go.uber.org/zap"
@@ -19,33 +22,95 @@ import (
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
+	"seckill-proxy/sink"
 )
 
-// stack is a proxy started in-process on 127.0.0.1:0 against the real cluster and MariaDB.
+// stack is a proxy started in-process on 127.0.0.1:0 against the real cluster, Kafka and
+// MariaDB, as cmd/seckill-proxy builds it.
 type stack struct {
-	cfg  conf.Config
-	rc   *redis.ClusterClient
-	db   *sql.DB
-	g    *guard.Guard
-	addr string
+	cfg   conf.Config
+	rc    *redis.ClusterClient
+	db    *sql.DB
+	g     *guard.Guard
+	tee   *sink.Tee
+	addr  string
+	close func() // stops the proxy; tests that stop it early call it, cleanup calls it again
 }
 
-func start(t *testing.T, mutate func(*conf.Config)) *stack {
+// dataCleanups holds, per test, the removal of the test's items and keys. It runs after every
+// proxy and sink of the test has stopped (newConfig registers it first, so it runs last):
+// otherwise a sweeper or a sink could still be writing what is being removed.
+var dataCleanups sync.Map // *testing.T -> *[]func()
+
+func onDataCleanup(t *testing.T, f func()) {
+	v, _ := dataCleanups.LoadOrStore(t, new([]func()))
+	fs := v.(*[]func())
+	*fs = append(*fs, f)
+}
+
+// newConfig is the environment's configuration with a topic and group of the test's own, so
+// that tests do not see each other's orders.
+func newConfig(t *testing.T, mutate func(*conf.Config)) conf.Config {
 	t.Helper()
 	cfg := testenv.Config(t)
 	testenv.Redis(t)
-	db := testenv.MySQL(t)
+	if _, loaded := dataCleanups.LoadOrStore(t, new([]func())); !loaded {
+		t.Cleanup(func() {
+			v, _ := dataCleanups.LoadAndDelete(t)
+			for _, f := range *v.(*[]func()) {
+				f()
+			}
+		})
+	}
+	id := xid.New().String()
+	cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic, cfg.Kafka.Group = "test."+id, "test."+id+".dlq", "test-"+id
+	cfg.Log.Level = "warn"
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// start is startProxy on a new configuration, with a tee and a sweeper.
+func start(t *testing.T, mutate func(*conf.Config)) *stack {
+	t.Helper()
+	return startProxy(t, newConfig(t, mutate), true)
+}
+
+// startProxy starts a proxy on cfg. withTee false leaves orders in the outboxes, as a proxy
+// killed between the script and Kafka does.
+func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
+	t.Helper()
+	db := testenv.MySQL(t)
 	ctx := context.Background()
 	if _, err := schema.Migrate(ctx, db, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	rc := guard.NewClusterClient(cfg.Redis)
-	g := guard.New(rc, db, log, guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: "test"})
-	r := router.New(g, log, router.Options{Password: cfg.Password, CompatReplies: cfg.Buy.CompatReplies, MaxArgBytes: cfg.Limits.MaxArgBytes})
+	instance := "test-" + xid.New().String()
+	s := &stack{cfg: cfg, rc: rc, db: db}
+	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance}
+	sweepCtx, stopSweeper := context.WithCancel(ctx)
+	sweeperDone := make(chan struct{})
+	if withTee {
+		s.tee = sink.NewTee(rc, cfg, instance, log)
+		if err := s.tee.Start(); err != nil {
+			t.Fatal(err)
+		}
+		opt.Publisher = s.tee
+		go func() {
+			defer close(sweeperDone)
+			sink.NewSweeper(rc, s.tee, cfg.Outbox, instance, log).Run(sweepCtx)
+		}()
+	} else {
+		close(sweeperDone)
+	}
+	s.g = guard.New(rc, db, log, opt)
+	r := router.New(s.g, log, router.Options{Password: cfg.Password, CompatReplies: cfg.Buy.CompatReplies, MaxArgBytes: cfg.Limits.MaxArgBytes})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +118,13 @@ func start(t *testing.T, mutate func(*conf.Config)) *stack {
 	srv := proxy.New(r, log, cfg.Limits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
+	s.addr = ln.Addr().String()
+	stopped := false
+	s.close = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
@@ -62,10 +133,38 @@ func start(t *testing.T, mutate func(*conf.Config)) *stack {
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-		g.Close()
+		stopSweeper()
+		<-sweeperDone
+		if s.tee != nil {
+			if err := s.tee.Close(); err != nil {
+				t.Errorf("tee: %v", err)
+			}
+		}
+		s.g.Close()
+		_ = rc.Close()
+	}
+	t.Cleanup(s.close)
+	return s
+}
+
+// runSink runs a sink on cfg until the test ends.
+func runSink(t *testing.T, cfg conf.Config) *sink.Sink {
+	t.Helper()
+	testenv.Kafka(t)
+	db := testenv.MySQL(t)
+	rc := guard.NewClusterClient(cfg.Redis)
+	snk := sink.NewSink(cfg, db, rc, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- snk.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sink: %v", err)
+		}
 		_ = rc.Close()
 	})
-	return &stack{cfg: cfg, rc: rc, db: db, g: g, addr: ln.Addr().String()}
+	return snk
 }
 
 // client is an ordinary go-redis client of the proxy, with poolSize connections.
@@ -85,10 +184,16 @@ func (s *stack) item(t *testing.T, sku string, stock int) {
 	if _, err := s.db.Exec(`INSERT INTO seckill_items (sku, stock) VALUES (?, ?)`, sku, stock); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	cfg := s.cfg.Redis
+	onDataCleanup(t, func() {
 		_, _ = s.db.Exec(`DELETE FROM seckill_items WHERE sku = ?`, sku)
+		_, _ = s.db.Exec(`DELETE FROM seckill_orders WHERE sku = ?`, sku)
+		rc := guard.NewClusterClient(cfg)
+		defer rc.Close()
+		ctx := context.Background()
 		k := guard.KeysFor(sku)
-		_ = s.rc.Del(context.Background(), k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result).Err()
+		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease).Err()
+		_ = rc.SRem(ctx, guard.SalesKey, sku).Err()
 	})
 }
 
@@ -99,6 +204,58 @@ func (s *stack) sale(t *testing.T, c *redis.Client, sku string, stock int, opts 
 	args := append([]any{"seckill.warm", sku}, opts...)
 	if err := c.Do(context.Background(), args...).Err(); err != nil {
 		t.Fatalf("WARM %s: %v", sku, err)
+	}
+}
+
+// eventually polls cond every 20 ms until it holds, or fails the test after limit.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// devstack runs scripts/devstack.sh with args.
+func devstack(t *testing.T, args ...string) error {
+	t.Helper()
+	out, err := exec.Command("../scripts/devstack.sh", args...).CombinedOutput()
+	if err != nil {
+		t.Logf("devstack %v: %s", args, out)
+	}
+	return err
+}
+
+// needDevstack fails or skips a test that stops services unless they are the dev stack's own.
+func needDevstack(t *testing.T) {
+	t.Helper()
+	if err := devstack(t, "status"); err != nil {
+		if testenv.Required() {
+			t.Fatal("this test stops services, and needs the dev stack's own: scripts/devstack.sh up")
+		}
+		t.Skip("this test stops services, and needs the dev stack's own")
+	}
+}
+
+// produce writes raw values to topic, keyed by key.
+func produce(t *testing.T, cfg conf.Config, key string, values ...[]byte) {
+	t.Helper()
+	sc, err := sink.SaramaConfig(cfg.Kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sarama.NewSyncProducer(cfg.Kafka.Brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, v := range values {
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: cfg.Kafka.Topic, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(v)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 #   scripts/devstack.sh down    stop every process the stack started (by PID)
 #   scripts/devstack.sh status  what is up, and where the logs and data are
 #   scripts/devstack.sh env     the SECKILL_* addresses, as export lines for eval
+#   scripts/devstack.sh stop kafka|mysql   stop one service (fault tests); `up` starts it again
 #
 # Services:
 #   Redis Cluster  6 nodes of Debian's redis-server (3 masters, 3 replicas), 127.0.0.1:7000-7005
@@ -310,10 +311,19 @@ cmd_env() {
   echo "export SECKILL_MYSQL_DSN='root@tcp($HOST:$MYSQL_PORT)/seckill?parseTime=true'"
 }
 
+cmd_stop_one() {
+  case ${1:-} in
+    kafka) stop "$(KAFKA_DIR)/kafka.pid" kafka.Kafka ;;
+    mysql) stop "$(MYSQL_DIR)/mysqld.pid" mariadbd ;;
+    *) echo "usage: $0 stop kafka|mysql" >&2; exit 2 ;;
+  esac
+}
+
 case ${1:-} in
   up) cmd_up ;;
+  stop) cmd_stop_one "${2:-}" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|env|stop kafka|mysql" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/IBM/sarama"
@@ -35,4 +36,33 @@ func SaramaConfig(c conf.Kafka) (*sarama.Config, error) {
 		return nil, fmt.Errorf("sarama config: %w", err)
 	}
 	return sc, nil
+}
+
+// EnsureTopics creates the order and dead-letter topics if they are missing, with c's
+// partitions and replication factor. A consumer group that joins before its topic exists
+// would not see the topic's partitions until its next metadata refresh.
+func EnsureTopics(c conf.Kafka) error {
+	sc, err := SaramaConfig(c)
+	if err != nil {
+		return err
+	}
+	admin, err := sarama.NewClusterAdmin(c.Brokers, sc)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	existing, err := admin.ListTopics()
+	if err != nil {
+		return err
+	}
+	for _, topic := range []string{c.Topic, c.DeadLetterTopic} {
+		if _, ok := existing[topic]; ok {
+			continue
+		}
+		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(c.Partitions), ReplicationFactor: int16(c.ReplicationFactor)}, false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", topic, err)
+		}
+	}
+	return nil
 }

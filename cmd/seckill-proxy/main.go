@@ -23,6 +23,7 @@ import (
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
+	"seckill-proxy/sink"
 )
 
 // shutdownGrace bounds how long a SIGTERM waits for calls in flight.
@@ -76,12 +77,25 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	rc := guard.NewClusterClient(cfg.Redis)
 	defer rc.Close()
 	host, _ := os.Hostname()
+	instance := host + ":" + strconv.Itoa(os.Getpid())
+	tee := sink.NewTee(rc, cfg, instance, log)
+	if err := tee.Start(); err != nil {
+		return err
+	}
 	g := guard.New(rc, db, log, guard.Options{
 		Buy:         cfg.Buy,
 		MaxInflight: cfg.Limits.MaxInflight,
-		Instance:    host + ":" + strconv.Itoa(os.Getpid()),
+		Instance:    instance,
+		Publisher:   tee,
 	})
 	defer g.Close()
+	sweepCtx, stopSweeper := context.WithCancel(context.Background())
+	defer stopSweeper()
+	sweeperDone := make(chan struct{})
+	go func() {
+		defer close(sweeperDone)
+		sink.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
+	}()
 	r := router.New(g, log, router.Options{
 		Password:      cfg.Password,
 		CompatReplies: cfg.Buy.CompatReplies,
@@ -112,10 +126,17 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	log.Info("shutting down: draining calls in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
+	shutdownErr := srv.Shutdown(sctx)
 	<-served
-	log.Info("stopped")
+	stopSweeper()
+	<-sweeperDone
+	// The buys in flight are answered; now flush what the producer holds.
+	if err := tee.Close(); err != nil && shutdownErr == nil {
+		shutdownErr = err
+	}
+	if shutdownErr != nil {
+		return fmt.Errorf("shutdown: %w", shutdownErr)
+	}
+	log.Info("stopped", zap.Any("tee", tee.Stats()), zap.Any("buys", g.Stats()))
 	return nil
 }

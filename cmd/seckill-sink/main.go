@@ -1,14 +1,22 @@
 // Command seckill-sink consumes orders from Kafka and persists them into MySQL under the hard
-// stock constraint. See README.md.
+// stock constraint, writing each order's outcome back to Redis. See README.md. It parses flags,
+// loads conf, builds the pieces, runs them, and waits for a signal.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+	"seckill-proxy/internal/schema"
+	"seckill-proxy/sink"
 )
 
 func main() {
@@ -26,6 +34,32 @@ func main() {
 		os.Exit(2)
 	}
 	defer func() { _ = log.Sync() }()
-	log.Error("seckill-sink does not persist orders yet", zap.Strings("kafka", cl.Config.Kafka.Brokers))
-	os.Exit(1)
+	if err := run(cl, log); err != nil {
+		log.Error("seckill-sink stopped", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+}
+
+func run(cl *conf.CommandLine, log *zap.Logger) error {
+	cfg := cl.Config
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	db, err := schema.Open(cfg.MySQL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	v, err := schema.Migrate(ctx, db, log)
+	if err != nil {
+		return err
+	}
+	log.Info("schema is up to date", zap.Int64("version", v))
+	if cl.Migrate {
+		return nil
+	}
+	redis.SetLogger(guard.RedisLogger(log))
+	rc := guard.NewClusterClient(cfg.Redis)
+	defer rc.Close()
+	return sink.NewSink(cfg, db, rc, log).Run(ctx)
 }

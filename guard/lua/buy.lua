@@ -2,7 +2,7 @@
 -- KEYS: meta, stock, buyers, outbox, result (all tagged {<sku>})
 -- ARGV: version the proxy expects ("" for any), uid, qty, order id, proxy instance
 -- Returns one of:
---   {"OK", order id, version, remaining}
+--   {"OK", order id, version, remaining, outbox entry id, server time ms}
 --   {"DUPLICATE", existing order id}
 --   {"SOLDOUT", remaining}
 --   {"CLOSED", why}
@@ -26,6 +26,6 @@ local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
 if stock < qty then return {'SOLDOUT', tostring(stock)} end
 redis.call('DECRBY', KEYS[2], qty)
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
-redis.call('XADD', KEYS[4], '*', 'order', ARGV[4], 'version', version, 'uid', ARGV[2],
+local entry = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4], 'version', version, 'uid', ARGV[2],
   'qty', ARGV[3], 'ts', tostring(now), 'by', ARGV[5])
-return {'OK', ARGV[4], version, tostring(stock - qty)}
+return {'OK', ARGV[4], version, tostring(stock - qty), entry, tostring(now)}

@@ -1,0 +1,33 @@
+package guard
+
+import "time"
+
+// Sold is one order that the buy script has written to a SKU's outbox, on its way to Kafka.
+type Sold struct {
+	OrderID string
+	SKU     string
+	UID     string
+	Qty     int64
+	// Version is the sale version the order was made in.
+	Version int64
+	// EntryID is the order's entry in the SKU's outbox stream: delete it once Kafka has the
+	// order.
+	EntryID string
+	// TS is the Redis server time of the buy, Unix milliseconds.
+	TS int64
+	// By names the proxy that made the order.
+	By string
+}
+
+// Publisher takes sold orders on to Kafka (the tee in package sink). Publish must not block:
+// an order it cannot take now stays in the outbox for the sweeper. done, if not nil, is called
+// once with nil when Kafka has acknowledged the order, or with the reason it has not.
+type Publisher interface {
+	Publish(s Sold, done func(error))
+	// Healthy reports whether Kafka has been taking orders lately.
+	Healthy() bool
+}
+
+// ackTimeout is how long a buy waits for Kafka's acknowledgement with buy.reply_after=kafka,
+// on top of the script's own call timeout.
+func (g *Guard) ackTimeout() time.Duration { return g.opt.Buy.CallTimeout }

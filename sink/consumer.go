@@ -1,0 +1,270 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+)
+
+// batchTimeout bounds one batch's MySQL transaction.
+const batchTimeout = 30 * time.Second
+
+// SinkStats are the persister's counters.
+type SinkStats struct {
+	// Confirmed and Rejected count new orders stored; Redelivered counts orders already stored.
+	Confirmed, Rejected, Redelivered int64
+	// DeadLetters counts messages sent to the dead-letter topic.
+	DeadLetters int64
+	// Batches counts committed transactions; Retries counts failed attempts.
+	Batches, Retries int64
+}
+
+// Sink consumes orders from Kafka as a consumer group and persists them into MySQL (see
+// Persist), a batch per transaction. After each commit it writes the orders' outcomes to their
+// SKUs' result hashes in Redis, and only then marks the offsets. MySQL errors are retried with
+// backoff and no offset moves; a message that can never be parsed goes to the dead-letter topic
+// with its error, and the orders after it go on.
+//
+// Build it with NewSink; Run blocks until ctx ends, then finishes its batch, commits its offsets
+// and leaves the group.
+type Sink struct {
+	cfg conf.Config
+	db  *sql.DB
+	rc  *redis.ClusterClient
+	log *zap.Logger
+	dlq sarama.SyncProducer
+
+	confirmed, rejected, redelivered, deadLetters, batches, retries atomic.Int64
+}
+
+// NewSink returns a sink on db and rc, configured by cfg.
+func NewSink(cfg conf.Config, db *sql.DB, rc *redis.ClusterClient, log *zap.Logger) *Sink {
+	return &Sink{cfg: cfg, db: db, rc: rc, log: log.Named("sink")}
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Sink) Stats() SinkStats {
+	return SinkStats{Confirmed: s.confirmed.Load(), Rejected: s.rejected.Load(), Redelivered: s.redelivered.Load(),
+		DeadLetters: s.deadLetters.Load(), Batches: s.batches.Load(), Retries: s.retries.Load()}
+}
+
+// Run joins the consumer group and persists orders until ctx ends.
+func (s *Sink) Run(ctx context.Context) error {
+	sc, err := SaramaConfig(s.cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	var group sarama.ConsumerGroup
+	if err := s.retry(ctx, "connect to kafka", func() error {
+		if err := EnsureTopics(s.cfg.Kafka); err != nil {
+			return err
+		}
+		var err error
+		if s.dlq == nil {
+			if s.dlq, err = sarama.NewSyncProducer(s.cfg.Kafka.Brokers, sc); err != nil {
+				return err
+			}
+		}
+		group, err = sarama.NewConsumerGroup(s.cfg.Kafka.Brokers, s.cfg.Kafka.Group, sc)
+		return err
+	}); err != nil {
+		if s.dlq != nil {
+			_ = s.dlq.Close()
+		}
+		return err
+	}
+	errsDone := make(chan struct{})
+	go func() {
+		defer close(errsDone)
+		for err := range group.Errors() {
+			s.log.Warn("consumer group", zap.Error(err))
+		}
+	}()
+	s.log.Info("consuming", zap.String("topic", s.cfg.Kafka.Topic), zap.String("group", s.cfg.Kafka.Group))
+	for ctx.Err() == nil {
+		if err := group.Consume(ctx, []string{s.cfg.Kafka.Topic}, s); err != nil && ctx.Err() == nil {
+			s.log.Warn("consume ended; rejoining", zap.Error(err))
+			s.sleep(ctx, s.cfg.Sink.RetryMax)
+		}
+	}
+	err = group.Close() // commits the marked offsets and leaves the group
+	<-errsDone
+	if derr := s.dlq.Close(); err == nil {
+		err = derr
+	}
+	s.log.Info("stopped", zap.Any("stats", s.Stats()))
+	return err
+}
+
+// Setup implements sarama.ConsumerGroupHandler.
+func (s *Sink) Setup(sarama.ConsumerGroupSession) error { return nil }
+
+// Cleanup implements sarama.ConsumerGroupHandler.
+func (s *Sink) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+// ConsumeClaim implements sarama.ConsumerGroupHandler: batches of up to sink.batch_size
+// messages, each waiting at most sink.batch_linger to fill.
+func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	ctx := sess.Context()
+	batch := make([]*sarama.ConsumerMessage, 0, s.cfg.Sink.BatchSize)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	for {
+		batch = batch[:0]
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			batch = append(batch, m)
+		}
+		linger.Reset(s.cfg.Sink.BatchLinger)
+	fill:
+		for len(batch) < s.cfg.Sink.BatchSize {
+			select {
+			case m, ok := <-claim.Messages():
+				if !ok {
+					break fill
+				}
+				batch = append(batch, m)
+			case <-linger.C:
+				break fill
+			}
+		}
+		linger.Stop()
+		if err := s.handle(ctx, batch); err != nil {
+			return nil // the session ended mid-batch: nothing marked, the batch comes again
+		}
+		sess.MarkMessage(batch[len(batch)-1], "")
+	}
+}
+
+// handle dead-letters what cannot be parsed, persists the rest and writes their outcomes. It
+// fails only when ctx ends before MySQL has committed.
+func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error {
+	orders := make([]Order, 0, len(msgs))
+	for _, m := range msgs {
+		o, err := DecodeOrder(m.Value)
+		if err != nil {
+			if err := s.deadLetter(ctx, m, err); err != nil {
+				return err
+			}
+			continue
+		}
+		orders = append(orders, o)
+	}
+	if len(orders) == 0 {
+		return nil
+	}
+	var outcomes []Outcome
+	if err := s.retry(ctx, "persist orders", func() error {
+		// A batch once begun is finished even if the session ends meanwhile.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+		defer cancel()
+		var err error
+		outcomes, err = Persist(tctx, s.db, orders)
+		return err
+	}); err != nil {
+		return err
+	}
+	s.batches.Add(1)
+	for _, o := range outcomes {
+		switch {
+		case !o.New:
+			s.redelivered.Add(1)
+		case o.Status == StatusConfirmed:
+			s.confirmed.Add(1)
+		default:
+			s.rejected.Add(1)
+		}
+	}
+	s.writeOutcomes(ctx, outcomes)
+	return nil
+}
+
+// writeOutcomes records each order's outcome in its SKU's result hash, for SECKILL.STATUS.
+// MySQL already holds the truth: a failure here only leaves STATUS at "pending" until the
+// order is seen again, so it is logged, not retried forever.
+func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
+	for attempt := 0; attempt < 3; attempt++ {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		pipe := s.rc.Pipeline()
+		for _, o := range outcomes {
+			pipe.HSet(wctx, guard.KeysFor(o.SKU).Result, o.OrderID, o.Value())
+		}
+		_, err := pipe.Exec(wctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		s.log.Warn("could not write order outcomes to Redis", zap.Int("orders", len(outcomes)), zap.Int("attempt", attempt+1), zap.Error(err))
+	}
+}
+
+// deadLetter sends m to the dead-letter topic with the reason in a header, retrying until
+// Kafka takes it: a message is never dropped silently.
+func (s *Sink) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error) error {
+	msg := &sarama.ProducerMessage{
+		Topic: s.cfg.Kafka.DeadLetterTopic,
+		Key:   sarama.ByteEncoder(m.Key),
+		Value: sarama.ByteEncoder(m.Value),
+		Headers: []sarama.RecordHeader{
+			{Key: []byte("error"), Value: []byte(cause.Error())},
+			{Key: []byte("topic"), Value: []byte(m.Topic)},
+			{Key: []byte("partition"), Value: []byte(strconv.FormatInt(int64(m.Partition), 10))},
+			{Key: []byte("offset"), Value: []byte(strconv.FormatInt(m.Offset, 10))},
+		},
+	}
+	err := s.retry(ctx, "dead-letter a message", func() error {
+		_, _, err := s.dlq.SendMessage(msg)
+		return err
+	})
+	if err == nil {
+		s.deadLetters.Add(1)
+		s.log.Warn("message dead-lettered", zap.String("topic", m.Topic), zap.Int32("partition", m.Partition),
+			zap.Int64("offset", m.Offset), zap.Error(cause))
+	}
+	return err
+}
+
+// retry runs fn until it succeeds or ctx ends, with exponential backoff between
+// sink.retry_min and sink.retry_max.
+func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
+	backoff := s.cfg.Sink.RetryMin
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		s.retries.Add(1)
+		s.log.Warn("retrying", zap.String("what", what), zap.Duration("in", backoff), zap.Error(err))
+		if !s.sleep(ctx, backoff) {
+			return errors.Join(ctx.Err(), err)
+		}
+		backoff = min(2*backoff, s.cfg.Sink.RetryMax)
+	}
+}
+
+// sleep waits d, or less if ctx ends; it reports whether the full d passed.
+func (s *Sink) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,286 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+)
+
+// Errors a publish can end with before it reaches Kafka. The order stays in its outbox, and
+// the sweeper republishes it.
+var (
+	ErrNotConnected = errors.New("kafka producer not connected")
+	ErrBacklog      = errors.New("kafka producer backlog is full")
+	ErrClosed       = errors.New("tee is closed")
+)
+
+// queueSize is how many orders may wait for the producer.
+const queueSize = 1 << 16
+
+// probeAfter is how long after a Kafka error the tee reports unhealthy, unless a send
+// succeeds first; then it lets orders through again to probe.
+const probeAfter = 5 * time.Second
+
+// TeeStats are the tee's counters.
+type TeeStats struct {
+	Published, Acked, Failed, Deleted, DeleteErrors int64
+}
+
+// Tee publishes sold orders to Kafka with an idempotent Sarama AsyncProducer (acks=all), and
+// deletes each order's outbox entry once Kafka has acknowledged it, many at a time. It never
+// blocks a buy: an order it cannot take now stays in the outbox for the sweeper.
+//
+// Tee implements guard.Publisher. It is safe for concurrent use. Build it with NewTee, start it
+// with Start, and stop it with Close, which flushes what the producer holds.
+type Tee struct {
+	rc       *redis.ClusterClient
+	kafka    conf.Kafka
+	outbox   conf.Outbox
+	instance string
+	log      *zap.Logger
+
+	mu       sync.RWMutex
+	producer sarama.AsyncProducer
+	closing  bool
+
+	lastOK, lastErr, lastLogged atomic.Int64 // Unix nanoseconds
+	published, acked, failed    atomic.Int64
+	deleted, deleteErrs         atomic.Int64
+
+	// queue holds orders for the producer, whose Input channel is unbuffered; a full queue
+	// leaves orders in their outboxes rather than blocking a buy.
+	queue     chan *sarama.ProducerMessage
+	deletes   chan entryRef
+	stop      chan struct{}
+	producers sync.WaitGroup // the connector and the drains: they send on deletes
+	flusher   sync.WaitGroup
+}
+
+type entryRef struct{ sku, id string }
+
+type pending struct {
+	entry entryRef
+	done  func(error)
+}
+
+// NewTee returns a tee that publishes to c.Kafka.Topic on behalf of instance.
+func NewTee(rc *redis.ClusterClient, c conf.Config, instance string, log *zap.Logger) *Tee {
+	return &Tee{
+		rc: rc, kafka: c.Kafka, outbox: c.Outbox, instance: instance, log: log.Named("tee"),
+		queue:   make(chan *sarama.ProducerMessage, queueSize),
+		deletes: make(chan entryRef, 1<<16),
+		stop:    make(chan struct{}),
+	}
+}
+
+// Start connects the producer in the background, retrying until Kafka answers or Close.
+func (t *Tee) Start() error {
+	sc, err := SaramaConfig(t.kafka)
+	if err != nil {
+		return err
+	}
+	t.flusher.Go(t.flushDeletes)
+	t.producers.Go(func() { t.connect(sc) })
+	return nil
+}
+
+func (t *Tee) connect(sc *sarama.Config) {
+	backoff := 200 * time.Millisecond
+	for {
+		p, err := sarama.NewAsyncProducer(t.kafka.Brokers, sc)
+		if err == nil {
+			t.mu.Lock()
+			if t.closing {
+				t.mu.Unlock()
+				_ = p.Close()
+				return
+			}
+			t.producer = p
+			t.mu.Unlock()
+			t.producers.Go(func() { t.drainSuccesses(p) })
+			t.producers.Go(func() { t.drainErrors(p) })
+			t.producers.Go(func() { t.forward(p) })
+			t.log.Info("kafka producer connected", zap.Strings("brokers", t.kafka.Brokers), zap.String("topic", t.kafka.Topic))
+			return
+		}
+		t.noteErr("kafka producer cannot connect; orders wait in the outboxes", err)
+		select {
+		case <-t.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// Publish implements guard.Publisher.
+func (t *Tee) Publish(s guard.Sold, done func(error)) {
+	o := Order{V: MessageVersion, Type: TypeOrder, OrderID: s.OrderID, SaleVersion: s.Version,
+		SKU: s.SKU, UID: s.UID, Qty: s.Qty, TS: s.TS, Proxy: s.By}
+	msg := &sarama.ProducerMessage{
+		Topic:    t.kafka.Topic,
+		Key:      sarama.StringEncoder(s.SKU),
+		Value:    sarama.ByteEncoder(o.Encode()),
+		Metadata: &pending{entry: entryRef{sku: s.SKU, id: s.EntryID}, done: done},
+	}
+	t.mu.RLock()
+	err := ErrClosed
+	if !t.closing {
+		err = ErrNotConnected
+		if t.producer != nil {
+			select {
+			case t.queue <- msg:
+				err = nil
+			default:
+				err = ErrBacklog
+			}
+		}
+	}
+	t.mu.RUnlock()
+	if err != nil {
+		t.failOrder(msg, err)
+		return
+	}
+	t.published.Add(1)
+}
+
+// Healthy implements guard.Publisher: the producer is connected, and its last error is older
+// than its last success, or older than a few seconds.
+func (t *Tee) Healthy() bool {
+	t.mu.RLock()
+	connected := t.producer != nil && !t.closing
+	t.mu.RUnlock()
+	lastErr := t.lastErr.Load()
+	return connected && (lastErr <= t.lastOK.Load() || time.Since(time.Unix(0, lastErr)) > probeAfter)
+}
+
+// Stats returns a snapshot of the counters.
+func (t *Tee) Stats() TeeStats {
+	return TeeStats{Published: t.published.Load(), Acked: t.acked.Load(), Failed: t.failed.Load(),
+		Deleted: t.deleted.Load(), DeleteErrors: t.deleteErrs.Load()}
+}
+
+// forward feeds the producer from the queue until Close closes the queue, then flushes the
+// producer, which ends the drains.
+func (t *Tee) forward(p sarama.AsyncProducer) {
+	for msg := range t.queue {
+		p.Input() <- msg
+	}
+	p.AsyncClose()
+}
+
+func (t *Tee) drainSuccesses(p sarama.AsyncProducer) {
+	for m := range p.Successes() {
+		t.lastOK.Store(time.Now().UnixNano())
+		t.acked.Add(1)
+		pend := m.Metadata.(*pending)
+		if pend.done != nil {
+			pend.done(nil)
+		}
+		t.deletes <- pend.entry
+	}
+}
+
+func (t *Tee) drainErrors(p sarama.AsyncProducer) {
+	for e := range p.Errors() {
+		t.noteErr("kafka did not take an order; it stays in the outbox", e.Err)
+		t.failOrder(e.Msg, e.Err)
+	}
+}
+
+// noteErr records a Kafka error, and logs at most one a second.
+func (t *Tee) noteErr(msg string, err error) {
+	now := time.Now().UnixNano()
+	t.lastErr.Store(now)
+	if last := t.lastLogged.Load(); now-last > int64(time.Second) && t.lastLogged.CompareAndSwap(last, now) {
+		t.log.Warn(msg, zap.Error(err), zap.Int64("failed_so_far", t.failed.Load()))
+	}
+}
+
+// flushDeletes removes acknowledged entries from their outboxes, batched per flush interval.
+// An entry whose delete fails is only published again by the sweeper: harmless.
+func (t *Tee) flushDeletes() {
+	batch := map[string][]string{}
+	n := 0
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		pipe := t.rc.Pipeline()
+		cmds := make([]*redis.IntCmd, 0, len(batch))
+		for sku, ids := range batch {
+			cmds = append(cmds, pipe.XDel(ctx, guard.KeysFor(sku).Outbox, ids...))
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				t.deleteErrs.Add(1)
+				t.log.Warn("could not delete acknowledged outbox entries; the sweeper will publish them again", zap.Error(err))
+				continue
+			}
+			t.deleted.Add(c.Val())
+		}
+		clear(batch)
+		n = 0
+	}
+	ticker := time.NewTicker(t.outbox.DeleteFlush)
+	defer ticker.Stop()
+	for {
+		select {
+		case ref, ok := <-t.deletes:
+			if !ok {
+				flush()
+				return
+			}
+			batch[ref.sku] = append(batch[ref.sku], ref.id)
+			if n++; n >= 1024 {
+				flush()
+			}
+		case <-ticker.C:
+			flush()
+		}
+	}
+}
+
+// Close stops taking orders, waits until the producer has delivered (or failed) what it
+// holds, and deletes the acknowledged outbox entries.
+func (t *Tee) Close() error {
+	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closing = true
+	connected := t.producer != nil
+	close(t.queue) // no Publish sends once closing is set
+	t.mu.Unlock()
+	close(t.stop)
+	if !connected {
+		// Nothing was taken: every order is still in its outbox.
+		for msg := range t.queue {
+			t.failOrder(msg, ErrClosed)
+		}
+	}
+	t.producers.Wait() // the forwarder flushes the producer; the drains end when it is closed
+	close(t.deletes)
+	t.flusher.Wait()
+	return nil
+}
+
+func (t *Tee) failOrder(msg *sarama.ProducerMessage, err error) {
+	t.failed.Add(1)
+	if pend, ok := msg.Metadata.(*pending); ok && pend.done != nil {
+		pend.done(err)
+	}
+}
