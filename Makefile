@@ -5,9 +5,13 @@ GO_PACKAGES := ./...
 
 .PHONY: run test vet build stack-up stack-down stack-status fuzz clean
 
-# run: bring up the dev stack and start the proxy in the foreground.
+# run: bring up the dev stack, start the sink in the background and the proxy in the
+# foreground; Ctrl-C stops both.
 run: stack-up build
-	eval "$$($(STACK) env)"; exec ./bin/seckill-proxy -log.format=console
+	eval "$$($(STACK) env)"; \
+	./bin/seckill-sink -log.format=console & sink=$$!; \
+	trap 'kill $$sink 2>/dev/null; wait $$sink' EXIT; \
+	./bin/seckill-proxy -log.format=console
 
 # test: the dev stack, go vet, then every test with the race detector against real services.
 # -p 1: packages share one cluster, and the failover test kills one of its masters.
