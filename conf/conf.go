@@ -12,6 +12,7 @@ package conf
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -38,8 +39,13 @@ type Config struct {
 	Listen string `koanf:"listen"`
 	// AdminListen is the admin HTTP address (metrics, health). Empty disables it.
 	AdminListen string `koanf:"admin_listen"`
-	// Password, when set, makes clients AUTH before any other command.
-	Password string `koanf:"password" secret:"true"`
+	// Password, when set, is the default user's password (AUTH <password>): that user may
+	// run every command, as with Redis's requirepass.
+	Password string `koanf:"password"`
+	// Users are named users for AUTH <user> <password>, each with a role: "app" (BUY, STATUS,
+	// INFO and pass-through) or "admin" (also WARM, CLOSE, RELEASE and CHECK). From the file,
+	// or SECKILL_USERS as "name:password:role,...", never from flags.
+	Users []User `koanf:"users"`
 
 	Log    Log    `koanf:"log"`
 	Redis  Redis  `koanf:"redis"`
@@ -77,6 +83,29 @@ type Sink struct {
 	RetryMax time.Duration `koanf:"retry_max"`
 }
 
+// Roles of users.
+const (
+	RoleApp   = "app"
+	RoleAdmin = "admin"
+)
+
+// User is one named user.
+type User struct {
+	Name     string `koanf:"name"`
+	Password string `koanf:"password"`
+	Role     string `koanf:"role"`
+}
+
+// UnmarshalText reads a user from "name:password:role", the form SECKILL_USERS takes.
+func (u *User) UnmarshalText(b []byte) error {
+	parts := strings.Split(string(b), ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("user %q: want name:password:role", strings.SplitN(string(b), ":", 2)[0])
+	}
+	u.Name, u.Password, u.Role = parts[0], parts[1], parts[2]
+	return nil
+}
+
 // Log configures the zap logger.
 type Log struct {
 	// Format is "json" (the default) or "console".
@@ -90,7 +119,7 @@ type Redis struct {
 	// Addrs are the cluster's seed nodes, host:port.
 	Addrs    []string `koanf:"addrs"`
 	Username string   `koanf:"username"`
-	Password string   `koanf:"password" secret:"true"`
+	Password string   `koanf:"password"`
 
 	DialTimeout  time.Duration `koanf:"dial_timeout"`
 	ReadTimeout  time.Duration `koanf:"read_timeout"`
@@ -126,7 +155,7 @@ type Kafka struct {
 // MySQL configures the database the sink writes and WARM reads.
 type MySQL struct {
 	// DSN is a go-sql-driver/mysql data source name.
-	DSN             string        `koanf:"dsn" secret:"true"`
+	DSN             string        `koanf:"dsn"`
 	MaxOpenConns    int           `koanf:"max_open_conns"`
 	MaxIdleConns    int           `koanf:"max_idle_conns"`
 	ConnMaxLifetime time.Duration `koanf:"conn_max_lifetime"`
@@ -161,6 +190,8 @@ type Buy struct {
 	// PipelinesPerMaster is how many pipelines may be in flight to one master at once; the
 	// buy scripts of all clients are coalesced into them.
 	PipelinesPerMaster int `koanf:"pipelines_per_master"`
+	// RebuyAfterRelease lets a buyer whose order was released buy again in the same sale.
+	RebuyAfterRelease bool `koanf:"rebuy_after_release"`
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool `koanf:"compat_replies"`
 }
@@ -171,6 +202,7 @@ func Default() Config {
 	return Config{
 		Listen:      "127.0.0.1:6380",
 		AdminListen: "127.0.0.1:6381",
+		Users:       []User{},
 		Log:         Log{Format: LogJSON, Level: "info"},
 		Redis: Redis{
 			Addrs:               []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},

@@ -149,6 +149,29 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+func TestUsersFromEnvAndFile(t *testing.T) {
+	c, err := Load(nil, []string{"SECKILL_USERS=shop:s3cret:app,ops:0ps:admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []User{{"shop", "s3cret", RoleApp}, {"ops", "0ps", RoleAdmin}}
+	if !reflect.DeepEqual(c.Users, want) {
+		t.Fatalf("users from env = %+v", c.Users)
+	}
+	c, err = Load(nil, []string{"SECKILL_CONFIG=" + writeFile(t, "users:\n  - {name: shop, password: s3cret, role: app}\n")})
+	if err != nil || !reflect.DeepEqual(c.Users, want[:1]) {
+		t.Fatalf("users from file = %+v, %v", c.Users, err)
+	}
+	if _, err := Load(nil, []string{"SECKILL_USERS=shop-no-role"}); err == nil {
+		t.Fatal("a malformed SECKILL_USERS was accepted")
+	}
+	var out bytes.Buffer
+	c.Users = want
+	if err := writeYAML(&out, c.Masked()); err != nil || strings.Contains(out.String(), "s3cret") {
+		t.Fatalf("printed users show a password or fail: %v\n%s", err, out.String())
+	}
+}
+
 func TestSecretsAreNotFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	BindFlags(fs)
@@ -212,6 +235,11 @@ func TestValidate(t *testing.T) {
 		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 0 }},
 		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 2*c.Buy.CallTimeout }},
 		{"buy.sold_out_reprobe", func(c *Config) { c.Buy.SoldOutReprobe = 0 }},
+		{"users[0].name", func(c *Config) { c.Users = []User{{Name: "", Password: "p", Role: RoleApp}} }},
+		{"users[0].name", func(c *Config) { c.Users = []User{{Name: "default", Password: "p", Role: RoleApp}} }},
+		{"users[1].name", func(c *Config) { c.Users = []User{{"a", "p", RoleApp}, {"a", "q", RoleAdmin}} }},
+		{"users[0].password", func(c *Config) { c.Users = []User{{Name: "a", Role: RoleApp}} }},
+		{"users[0].role", func(c *Config) { c.Users = []User{{Name: "a", Password: "p", Role: "root"}} }},
 		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 0 }},
 		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 65 }},
 		{"outbox.sweep_interval", func(c *Config) { c.Outbox.SweepInterval = 0 }},

@@ -3,6 +3,7 @@ package conf
 import (
 	"flag"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -28,7 +29,7 @@ const EnvRequireServices = EnvPrefix + "REQUIRE_SERVICES"
 
 // secretKeys are settings that are never flags (a flag shows in ps) and are masked when
 // printed.
-var secretKeys = map[string]bool{"password": true, "redis.password": true, "mysql.dsn": true}
+var secretKeys = map[string]bool{"password": true, "users": true, "redis.password": true, "mysql.dsn": true}
 
 // Keys lists every setting's path, sorted.
 func Keys() []string {
@@ -119,6 +120,7 @@ func Load(fs *flag.FlagSet, environ []string) (Config, error) {
 			DecodeHook: mapstructure.ComposeDecodeHookFunc(
 				mapstructure.StringToTimeDurationHookFunc(),
 				mapstructure.StringToSliceHookFunc(","),
+				stringToUsers,
 			),
 			WeaklyTypedInput: true,
 			ErrorUnused:      true,
@@ -134,6 +136,25 @@ func Load(fs *flag.FlagSet, environ []string) (Config, error) {
 	return c, nil
 }
 
+// stringToUsers decodes SECKILL_USERS, "name:password:role,...", into []User.
+func stringToUsers(from, to reflect.Type, data any) (any, error) {
+	if from.Kind() != reflect.String || to != reflect.TypeOf([]User(nil)) {
+		return data, nil
+	}
+	var users []User
+	for _, s := range strings.Split(data.(string), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		var u User
+		if err := u.UnmarshalText([]byte(s)); err != nil {
+			return nil, err
+		}
+		users = append(users, u)
+	}
+	return users, nil
+}
+
 // Masked returns a copy of c with every secret replaced by "***", for printing and logging.
 func (c Config) Masked() Config {
 	if c.Password != "" {
@@ -143,6 +164,12 @@ func (c Config) Masked() Config {
 		c.Redis.Password = "***"
 	}
 	c.MySQL.DSN = MaskDSN(c.MySQL.DSN)
+	users := make([]User, len(c.Users))
+	for i, u := range c.Users {
+		u.Password = "***"
+		users[i] = u
+	}
+	c.Users = users
 	c.Redis.Addrs = append([]string(nil), c.Redis.Addrs...)
 	c.Kafka.Brokers = append([]string(nil), c.Kafka.Brokers...)
 	return c

@@ -2,8 +2,10 @@ package conf
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -17,6 +19,22 @@ func (c *Config) Validate() error {
 	var v validator
 	v.hostPort("listen", c.Listen, false)
 	v.hostPort("admin_listen", c.AdminListen, true)
+
+	seen := map[string]bool{}
+	for i, u := range c.Users {
+		field := fmt.Sprintf("users[%d]", i)
+		switch {
+		case u.Name == "" || u.Name == "default" || strings.ContainsAny(u.Name, " :,"):
+			v.fail(field+".name", strconv.Quote(u.Name), `must be non-empty, not "default", without spaces, ':' or ','`)
+		case seen[u.Name]:
+			v.fail(field+".name", strconv.Quote(u.Name), "given twice")
+		}
+		seen[u.Name] = true
+		if u.Password == "" {
+			v.fail(field+".password", `""`, "empty")
+		}
+		v.oneOf(field+".role", u.Role, RoleApp, RoleAdmin)
+	}
 
 	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil {

@@ -70,10 +70,13 @@ type Guard struct {
 	db       *sql.DB
 	log      *zap.Logger
 	opt      Options
-	soldOut  *SoldOut
+	flags    *Flags
 	versions sync.Map // sku -> sale version this proxy last saw
+	perSKU   sync.Map // sku -> *skuCounters
 	inflight *semaphore.Weighted
 	stats    counters
+
+	events chan string // sale events waiting to be published
 
 	coalescersMu sync.Mutex
 	coalescers   sync.Map // *redis.Client -> *coalescer; new ones are made under coalescersMu
@@ -87,18 +90,28 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Guard{
+	g := &Guard{
 		rc:       rc,
 		db:       db,
 		log:      log,
 		opt:      opt,
-		soldOut:  NewSoldOut(opt.Buy.SoldOutReprobe),
+		flags:    NewFlags(opt.Buy.SoldOutReprobe),
 		inflight: semaphore.NewWeighted(int64(opt.MaxInflight)),
 		stop:     make(chan struct{}),
+		events:   make(chan string, 1024),
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.workers.Go(func() {
+		<-g.stop
+		cancel()
+	})
+	g.workers.Go(func() { g.publishEvents(ctx) })
+	g.workers.Go(func() { g.listenEvents(ctx) })
+	return g
 }
 
-// Close stops the pipeline workers. Call it after the last buy has returned.
+// Close stops the pipeline workers and the sale events. Call it after the last buy has
+// returned.
 func (g *Guard) Close() {
 	g.closeOnce.Do(func() { close(g.stop) })
 	g.workers.Wait()
@@ -114,8 +127,21 @@ func (g *Guard) Stats() Stats {
 	}
 }
 
-// SoldOutFlags exposes the local sold-out flags (for signals from other proxies).
-func (g *Guard) SoldOutFlags() *SoldOut { return g.soldOut }
+// Flags exposes the local sold-out and closed flags.
+func (g *Guard) Flags() *Flags { return g.flags }
+
+// skuCounters are one SKU's buy outcomes in this proxy.
+type skuCounters struct {
+	successes, soldOut, duplicates, closed, local atomic.Int64
+}
+
+func (g *Guard) countersFor(sku string) *skuCounters {
+	if c, ok := g.perSKU.Load(sku); ok {
+		return c.(*skuCounters)
+	}
+	c, _ := g.perSKU.LoadOrStore(sku, new(skuCounters))
+	return c.(*skuCounters)
+}
 
 // BuyResult is the outcome of one buy: an order id, or an error (see the Err* values and
 // DuplicateError).
@@ -147,10 +173,19 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
 	todo := make([]*attempt, 0, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
-		if g.soldOut.Is(r.SKU, now) {
+		if flagged, isClosed := g.flags.Get(r.SKU, now); flagged {
+			c := g.countersFor(r.SKU)
+			c.local.Add(1)
 			g.stats.localSoldOut.Add(1)
-			g.stats.soldOut.Add(1)
-			res[i].Err = soldOut(r.SKU)
+			if isClosed {
+				g.stats.closed.Add(1)
+				c.closed.Add(1)
+				res[i].Err = closed(StateClosed)
+			} else {
+				g.stats.soldOut.Add(1)
+				c.soldOut.Add(1)
+				res[i].Err = soldOut(r.SKU)
+			}
 			continue
 		}
 		v, _ := g.versions.Load(r.SKU)
@@ -272,37 +307,43 @@ func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round in
 	}
 	reply, _ := a.cmd.Val().([]any)
 	code, arg := replyString(reply, 0), replyString(reply, 1)
+	counters := g.countersFor(a.req.SKU)
 	switch code {
 	case "OK":
 		g.stats.successes.Add(1)
+		counters.successes.Add(1)
 		res.OrderID = arg
 		version := replyString(reply, 2)
 		g.versions.Store(a.req.SKU, version)
 		if replyString(reply, 3) == "0" {
-			g.soldOut.Set(a.req.SKU, g.opt.Now())
+			g.flags.SetSoldOut(a.req.SKU, g.opt.Now())
+			g.signal(eventSoldOut, a.req.SKU)
 		}
 		v, _ := strconv.ParseInt(version, 10, 64)
 		ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
-		a.sold = Sold{OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
+		a.sold = Sold{Kind: KindOrder, OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
 			EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}
 	case "DUPLICATE":
 		g.stats.duplicates.Add(1)
+		counters.duplicates.Add(1)
 		res.Err = &DuplicateError{OrderID: arg}
 	case "SOLDOUT":
 		g.stats.soldOut.Add(1)
+		counters.soldOut.Add(1)
 		if left, err := strconv.ParseInt(arg, 10, 64); err == nil && left <= 0 {
-			g.soldOut.Set(a.req.SKU, g.opt.Now())
+			g.flags.SetSoldOut(a.req.SKU, g.opt.Now())
 		}
 		res.Err = soldOut(a.req.SKU)
 	case "CLOSED":
 		g.stats.closed.Add(1)
+		counters.closed.Add(1)
 		res.Err = closed(arg)
 	case "LIMIT":
 		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
 	case "STALE":
 		// The sale was re-warmed: forget what this proxy knew of the old version.
 		g.versions.Store(a.req.SKU, arg)
-		g.soldOut.Clear(a.req.SKU)
+		g.flags.Clear(a.req.SKU)
 		if round+1 < maxRounds {
 			a.version = arg
 			return true
@@ -387,15 +428,15 @@ func replyString(reply []any, i int) string {
 
 // Status is a buyer's standing in a sale.
 type Status struct {
-	// State is "none", "pending", "confirmed" or "rejected".
+	// State is "none", "pending", "confirmed", "rejected" or "cancelled".
 	State   string
 	OrderID string
 	// Reason says why an order was rejected.
 	Reason string
 }
 
-// String renders s as SECKILL.STATUS answers it: "none", "pending <id>", "confirmed <id>"
-// or "rejected <id> <reason>".
+// String renders s as SECKILL.STATUS answers it: "none", "pending <id>", "confirmed <id>",
+// "rejected <id> <reason>" or "cancelled <id>".
 func (s Status) String() string {
 	out := s.State
 	if s.OrderID != "" {
@@ -421,6 +462,9 @@ func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
 	st := Status{State: "pending", OrderID: replyString(v, 0)}
 	if outcome := replyString(v, 1); outcome != "" {
 		st.State, st.Reason, _ = strings.Cut(outcome, " ")
+	}
+	if replyString(v, 2) == "1" {
+		st.State, st.Reason = "cancelled", ""
 	}
 	return st, nil
 }

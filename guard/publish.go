@@ -2,8 +2,17 @@ package guard
 
 import "time"
 
-// Sold is one order that the buy script has written to a SKU's outbox, on its way to Kafka.
+// Kinds of outbox entries.
+const (
+	KindOrder   = "order"
+	KindRelease = "release"
+)
+
+// Sold is one outbox entry on its way to Kafka: an order the buy script sold, or the release
+// of one.
 type Sold struct {
+	// Kind is KindOrder or KindRelease.
+	Kind    string
 	OrderID string
 	SKU     string
 	UID     string

@@ -5,28 +5,48 @@ import (
 	"time"
 )
 
-// SoldOut is the in-process sold-out flag of each SKU: while a flag stands, a buy is
-// answered SOLDOUT without any network call. A flag lapses after a re-probe interval, so a
-// stale flag (a release or re-warm whose signal was missed) cannot last; Clear drops it at
+// Flags are the in-process flags of each SKU: sold out, or closed. While a flag stands, a buy
+// is answered from it with no network call. A flag lapses after a re-probe interval, so a
+// stale flag (a release, re-warm or signal that was missed) cannot last; Clear drops it at
 // once. Time is a parameter, so tests need no sleeps.
 //
-// SoldOut is safe for concurrent use. Its zero value is not usable: use NewSoldOut.
-type SoldOut struct {
+// Flags is safe for concurrent use. Its zero value is not usable: use NewFlags.
+type Flags struct {
 	ttl   time.Duration
-	flags sync.Map // sku -> int64 Unix nanoseconds at which the flag lapses
+	flags sync.Map // sku -> flag
 }
 
-// NewSoldOut returns flags that lapse ttl after they are set.
-func NewSoldOut(ttl time.Duration) *SoldOut { return &SoldOut{ttl: ttl} }
-
-// Is reports whether sku is flagged sold out at now.
-func (s *SoldOut) Is(sku string, now time.Time) bool {
-	v, ok := s.flags.Load(sku)
-	return ok && now.UnixNano() < v.(int64)
+type flag struct {
+	until  int64 // Unix nanoseconds at which the flag lapses
+	closed bool  // closed rather than sold out
 }
 
-// Set flags sku sold out from now until the re-probe interval has passed.
-func (s *SoldOut) Set(sku string, now time.Time) { s.flags.Store(sku, now.Add(s.ttl).UnixNano()) }
+// NewFlags returns flags that lapse ttl after they are set.
+func NewFlags(ttl time.Duration) *Flags { return &Flags{ttl: ttl} }
+
+// Get reports whether sku is flagged at now, and whether the flag says closed (else sold
+// out).
+func (f *Flags) Get(sku string, now time.Time) (flagged, closed bool) {
+	v, ok := f.flags.Load(sku)
+	if !ok {
+		return false, false
+	}
+	fl := v.(flag)
+	if now.UnixNano() >= fl.until {
+		return false, false
+	}
+	return true, fl.closed
+}
+
+// SetSoldOut flags sku sold out from now until the re-probe interval has passed.
+func (f *Flags) SetSoldOut(sku string, now time.Time) {
+	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano()})
+}
+
+// SetClosed flags sku closed from now until the re-probe interval has passed.
+func (f *Flags) SetClosed(sku string, now time.Time) {
+	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: true})
+}
 
 // Clear drops sku's flag.
-func (s *SoldOut) Clear(sku string) { s.flags.Delete(sku) }
+func (f *Flags) Clear(sku string) { f.flags.Delete(sku) }

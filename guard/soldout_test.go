@@ -5,30 +5,47 @@ import (
 	"time"
 )
 
-func TestSoldOut(t *testing.T) {
+func TestFlags(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	s := NewSoldOut(2 * time.Second)
+	f := NewFlags(2 * time.Second)
 	steps := []struct {
-		do   func()
-		at   time.Duration
-		sku  string
-		want bool
+		do         func()
+		at         time.Duration
+		sku        string
+		want, shut bool
 	}{
-		{nil, 0, "a", false},
-		{func() { s.Set("a", t0) }, 0, "a", true},
-		{nil, 0, "b", false},
-		{nil, 1999 * time.Millisecond, "a", true},
-		{nil, 2 * time.Second, "a", false}, // lapsed: the next buy asks Redis again
-		{func() { s.Set("a", t0.Add(3*time.Second)) }, 4 * time.Second, "a", true},
-		{func() { s.Clear("a") }, 4 * time.Second, "a", false},
-		{func() { s.Clear("never-set") }, 0, "never-set", false},
+		{nil, 0, "a", false, false},
+		{func() { f.SetSoldOut("a", t0) }, 0, "a", true, false},
+		{nil, 0, "b", false, false},
+		{nil, 1999 * time.Millisecond, "a", true, false},
+		{nil, 2 * time.Second, "a", false, false}, // lapsed: the next buy asks Redis again
+		{func() { f.SetSoldOut("a", t0.Add(3*time.Second)) }, 4 * time.Second, "a", true, false},
+		{func() { f.Clear("a") }, 4 * time.Second, "a", false, false},
+		{func() { f.Clear("never-set") }, 0, "never-set", false, false},
+		{func() { f.SetClosed("c", t0) }, time.Second, "c", true, true},
+		{func() { f.SetSoldOut("c", t0) }, time.Second, "c", true, false}, // the latest flag wins
+		{nil, 3 * time.Second, "c", false, false},
 	}
 	for i, st := range steps {
 		if st.do != nil {
 			st.do()
 		}
-		if got := s.Is(st.sku, t0.Add(st.at)); got != st.want {
-			t.Errorf("step %d: Is(%q, +%v) = %v, want %v", i, st.sku, st.at, got, st.want)
+		got, closed := f.Get(st.sku, t0.Add(st.at))
+		if got != st.want || closed != st.shut {
+			t.Errorf("step %d: Get(%q, +%v) = %v, %v; want %v, %v", i, st.sku, st.at, got, closed, st.want, st.shut)
+		}
+	}
+}
+
+// BenchmarkSoldOutCheck is the sold-out path's in-process check: it must not allocate.
+func BenchmarkSoldOutCheck(b *testing.B) {
+	f := NewFlags(time.Minute)
+	now := time.Now()
+	f.SetSoldOut("sku_1001", now)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, _ := f.Get("sku_1001", now); !ok {
+			b.Fatal("not flagged")
 		}
 	}
 }

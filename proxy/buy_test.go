@@ -70,8 +70,8 @@ func TestSeedsSale(t *testing.T) {
 		t.Errorf("outbox holds %d, want %d", n, units)
 	}
 	buyersMap := s.rc.HGetAll(ctx, k.Buyers).Val()
-	for _, id := range buyersMap {
-		if !ids[id] {
+	for _, v := range buyersMap {
+		if id, qty, _ := strings.Cut(v, ":"); !ids[id] || qty != "1" {
 			t.Fatalf("buyers hash has order %s that no buyer was given", id)
 		}
 	}

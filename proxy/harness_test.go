@@ -110,12 +110,18 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		close(sweeperDone)
 	}
 	s.g = guard.New(rc, db, log, opt)
-	r := router.New(s.g, log, router.Options{Password: cfg.Password, CompatReplies: cfg.Buy.CompatReplies, MaxArgBytes: cfg.Limits.MaxArgBytes})
+	var srv *proxy.Server
+	ropt := router.Options{Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies,
+		MaxArgBytes: cfg.Limits.MaxArgBytes, Clients: func() int64 { return srv.Clients() }}
+	if s.tee != nil {
+		ropt.Extra = s.tee.InfoFields
+	}
+	r := router.New(s.g, log, ropt)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := proxy.New(r, log, cfg.Limits)
+	srv = proxy.New(r, log, cfg.Limits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.addr = ln.Addr().String()

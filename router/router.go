@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 )
 
@@ -20,6 +22,8 @@ const (
 	flagNoAuth = 1 << iota
 	// flagBuy: SECKILL.BUY, batched with its neighbours into one pipeline.
 	flagBuy
+	// flagAdmin: only for users with the admin role.
+	flagAdmin
 )
 
 // handler serves one command: parse args, run the operation, return the reply.
@@ -39,9 +43,13 @@ type command struct {
 // Session is one client connection's state. The proxy makes one per connection; it is used
 // by that connection's goroutine only.
 type Session struct {
-	ID      int64
-	Name    string
-	Authed  bool
+	ID     int64
+	Name   string
+	Authed bool
+	// User is the user logged in ("default" before AUTH); Admin says whether it has the
+	// admin role.
+	User    string
+	Admin   bool
 	LibName string
 	LibVer  string
 	// Quit is set by QUIT: the proxy closes the connection after writing the reply.
@@ -50,8 +58,15 @@ type Session struct {
 
 // Options configure a Router.
 type Options struct {
-	// Password, when set, must be given with AUTH before any other command.
+	// Password, when set, is the default user's: AUTH <password> gives every command.
+	// With neither Password nor Users, every client may run every command without AUTH.
 	Password string
+	// Users are named users (AUTH <user> <password>) with the app or admin role.
+	Users []conf.User
+	// Clients reports the number of connected clients, for INFO; nil reports 0.
+	Clients func() int64
+	// Extra adds lines to INFO's seckill section (the tee's counters, say); nil adds none.
+	Extra func() []guard.Field
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
@@ -61,16 +76,22 @@ type Options struct {
 // Router holds the command table and serves a client's commands. It is safe for concurrent
 // use once built with New.
 type Router struct {
-	table  map[string]*command
-	guard  *guard.Guard
-	log    *zap.Logger
-	opt    Options
-	nextID atomic.Int64
+	table    map[string]*command
+	guard    *guard.Guard
+	log      *zap.Logger
+	opt      Options
+	users    map[string]conf.User
+	nextID   atomic.Int64
+	commands atomic.Int64
+	started  time.Time
 }
 
 // New builds the command table once.
 func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
-	r := &Router{guard: g, log: log, opt: opt}
+	r := &Router{guard: g, log: log, opt: opt, users: map[string]conf.User{}, started: time.Now()}
+	for _, u := range opt.Users {
+		r.users[u.Name] = u
+	}
 	r.table = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ping", arity: -1, maxArgs: 2, handler: cmdPing},
@@ -81,18 +102,25 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "auth", arity: -2, maxArgs: 3, flags: flagNoAuth, handler: r.cmdAuth},
 		{name: "client", arity: -2, handler: cmdClient},
 		{name: "command", arity: -1, handler: r.cmdCommand},
+		{name: "info", arity: -1, handler: r.cmdInfo},
 		{name: "seckill.buy", arity: -3, maxArgs: 4, flags: flagBuy},
-		{name: "seckill.warm", arity: -2, handler: r.cmdWarm},
 		{name: "seckill.status", arity: 3, handler: r.cmdStatus},
+		{name: "seckill.info", arity: -1, maxArgs: 2, handler: r.cmdSaleInfo},
+		{name: "seckill.warm", arity: -2, flags: flagAdmin, handler: r.cmdWarm},
+		{name: "seckill.close", arity: 2, flags: flagAdmin, handler: r.cmdClose},
+		{name: "seckill.release", arity: 3, flags: flagAdmin, handler: r.cmdRelease},
+		{name: "seckill.check", arity: 2, flags: flagAdmin, handler: r.cmdCheck},
 	} {
 		r.table[c.name] = c
 	}
 	return r
 }
 
-// NewSession returns the state of a new connection.
+// NewSession returns the state of a new connection. With no password and no users, it is
+// the default user with every right; otherwise it must AUTH first.
 func (r *Router) NewSession() *Session {
-	return &Session{ID: r.nextID.Add(1), Authed: r.opt.Password == ""}
+	open := r.opt.Password == "" && len(r.users) == 0
+	return &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default"}
 }
 
 // lookup finds a command by name, case-insensitively, without allocating for the common
@@ -116,6 +144,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		r.writeBuys(ctx, buys, buyErrs, w)
 		buys, buyErrs = buys[:0], buyErrs[:0]
 	}
+	r.commands.Add(int64(len(cmds)))
 	for _, args := range cmds {
 		c, err := r.check(s, args)
 		if err == nil && c.flags&flagBuy != 0 {
@@ -161,7 +190,13 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 		return nil, respError("NOAUTH Authentication required.")
 	}
 	if c == nil {
+		if touchesProtected(args[1:]) {
+			return nil, respError("NOPERM seckill:* keys change only through SECKILL commands")
+		}
 		return nil, respError("ERR unknown command '" + string(args[0]) + "', with args beginning with: " + quoteArgs(args[1:]))
+	}
+	if c.flags&flagAdmin != 0 && !s.Admin {
+		return nil, respError("NOPERM User " + s.User + " has no permissions to run the '" + c.name + "' command")
 	}
 	if (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity) || (c.maxArgs > 0 && len(args) > c.maxArgs) {
 		return nil, respError("ERR wrong number of arguments for '" + c.name + "' command")
@@ -208,19 +243,41 @@ func compatReply(err error) (int64, bool) {
 	return 0, false
 }
 
+// cmdAuth checks a password in constant time. A failed AUTH keeps the earlier login, as in
+// Redis. Passwords are never logged.
 func (r *Router) cmdAuth(_ context.Context, s *Session, args [][]byte) (Reply, error) {
-	if r.opt.Password == "" {
+	if len(args) == 2 && r.opt.Password == "" && len(r.users) == 0 {
 		return nil, respError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
-	user, pass := "default", args[1]
+	name, pass := "default", args[1]
 	if len(args) == 3 {
-		user, pass = string(args[1]), args[2]
+		name, pass = string(args[1]), args[2]
 	}
-	if user != "default" || subtle.ConstantTimeCompare(pass, []byte(r.opt.Password)) != 1 {
+	want, admin := "", false
+	if name == "default" {
+		want, admin = r.opt.Password, true
+	} else if u, ok := r.users[name]; ok {
+		want, admin = u.Password, u.Role == conf.RoleAdmin
+	}
+	// Compare even for an unknown user, so that timing does not tell which users exist.
+	match := subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+	if !match || want == "" {
 		return nil, respError("WRONGPASS invalid username-password pair or user is disabled.")
 	}
-	s.Authed = true
+	s.Authed, s.User, s.Admin = true, name, admin
 	return OK, nil
+}
+
+// touchesProtected reports whether any argument names a key under guard.KeyPrefix. The
+// proxy refuses such commands whatever they are, so that no command, today's or a future
+// one, can write stock behind the SECKILL commands' back.
+func touchesProtected(args [][]byte) bool {
+	for _, a := range args {
+		if bytes.HasPrefix(a, []byte(guard.KeyPrefix)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {

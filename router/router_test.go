@@ -8,6 +8,8 @@ import (
 
 	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
 )
 
 // serve runs one pipeline through a router without a guard (no SECKILL commands) and
@@ -53,7 +55,7 @@ func TestConnectionCommands(t *testing.T) {
 		{"CLIENT KILL x", "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n"},
 		{"CLIENT SETNAME", "-ERR wrong number of arguments for 'client|setname' command\r\n"},
 		{"COMMAND DOCS", "*0\r\n"},
-		{"COMMAND COUNT", ":11\r\n"},
+		{"COMMAND COUNT", ":16\r\n"},
 		{"COMMAND INFO nope", "*1\r\n$-1\r\n"},
 		{"COMMAND INFO ping", "*1\r\n*6\r\n$4\r\nping\r\n:-1\r\n*0\r\n:0\r\n:0\r\n:0\r\n"},
 		{"GETX a b", "-ERR unknown command 'GETX', with args beginning with: 'a' 'b' \r\n"},
@@ -64,6 +66,16 @@ func TestConnectionCommands(t *testing.T) {
 		{"SECKILL.STATUS sku", "-ERR wrong number of arguments for 'seckill.status' command\r\n"},
 		{"SECKILL.WARM", "-ERR wrong number of arguments for 'seckill.warm' command\r\n"},
 		{"SECKILL.WARM bad! LIMIT 1", "-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
+		{"SECKILL.CLOSE", "-ERR wrong number of arguments for 'seckill.close' command\r\n"},
+		{"SECKILL.CLOSE a b", "-ERR wrong number of arguments for 'seckill.close' command\r\n"},
+		{"SECKILL.RELEASE sku", "-ERR wrong number of arguments for 'seckill.release' command\r\n"},
+		{"SECKILL.RELEASE sku bad! ", "-ERR uid must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
+		{"SECKILL.CHECK", "-ERR wrong number of arguments for 'seckill.check' command\r\n"},
+		{"SECKILL.CHECK bad!", "-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
+		{"SECKILL.INFO a b", "-ERR wrong number of arguments for 'seckill.info' command\r\n"},
+		{"SECKILL.INFO bad!", "-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
+		{"SET seckill:{s}:x 2050", "-NOPERM seckill:* keys change only through SECKILL commands\r\n"},
+		{"hset seckill:{s}:m state open", "-NOPERM seckill:* keys change only through SECKILL commands\r\n"},
 	}
 	for _, tt := range tests {
 		if got := serve(t, r, r.NewSession(), tt.cmd); got != tt.want {
@@ -112,6 +124,62 @@ func TestAuth(t *testing.T) {
 	for i, st := range steps {
 		if got := serve(t, r, s, st.cmd); !strings.HasPrefix(got, st.want) {
 			t.Errorf("step %d %s:\n got %q\nwant prefix %q", i, st.cmd, got, st.want)
+		}
+	}
+}
+
+func TestRoles(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{Password: "root-pw", Users: []conf.User{
+		{Name: "shop", Password: "shop-pw", Role: conf.RoleApp},
+		{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin},
+	}})
+	app := r.NewSession()
+	if got := serve(t, r, app, "AUTH shop shop-pw", "SECKILL.WARM sku_1", "SECKILL.CLOSE sku_1", "SECKILL.RELEASE sku_1 u1", "SECKILL.CHECK sku_1", "PING"); got !=
+		"+OK\r\n"+
+			"-NOPERM User shop has no permissions to run the 'seckill.warm' command\r\n"+
+			"-NOPERM User shop has no permissions to run the 'seckill.close' command\r\n"+
+			"-NOPERM User shop has no permissions to run the 'seckill.release' command\r\n"+
+			"-NOPERM User shop has no permissions to run the 'seckill.check' command\r\n"+
+			"+PONG\r\n" {
+		t.Fatalf("app user: %q", got)
+	}
+	for _, login := range []string{"AUTH ops ops-pw", "AUTH root-pw", "AUTH default root-pw"} {
+		s := r.NewSession()
+		// An admin passes the permission check and reaches argument checks.
+		if got := serve(t, r, s, login, "SECKILL.WARM bad!"); got != "+OK\r\n-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n" {
+			t.Fatalf("%s: %q", login, got)
+		}
+	}
+	s := r.NewSession()
+	if got := serve(t, r, s, "AUTH nobody x", "AUTH ops shop-pw", "SECKILL.BUY sku u"); got !=
+		"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
+			"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
+			"-NOAUTH Authentication required.\r\n" {
+		t.Fatalf("bad logins: %q", got)
+	}
+}
+
+func TestUsersWithoutDefaultPassword(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{Users: []conf.User{{Name: "shop", Password: "pw", Role: conf.RoleApp}}})
+	if got := serve(t, r, r.NewSession(), "PING", "AUTH pw", "AUTH default pw", "AUTH shop pw", "PING"); got !=
+		"-NOAUTH Authentication required.\r\n"+
+			"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
+			"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
+			"+OK\r\n+PONG\r\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{Clients: func() int64 { return 7 }})
+	got := serve(t, r, r.NewSession(), "INFO clients")
+	if !strings.Contains(got, "# Clients\r\nconnected_clients:7\r\n") || strings.Contains(got, "# Server") {
+		t.Fatalf("INFO clients: %q", got)
+	}
+	got = serve(t, r, r.NewSession(), "INFO")
+	for _, want := range []string{"# Server\r\n", "redis_version:", "# Clients\r\n", "# Stats\r\n", "total_commands_processed:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("INFO lacks %q: %q", want, got)
 		}
 	}
 }

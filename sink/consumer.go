@@ -21,8 +21,9 @@ const batchTimeout = 30 * time.Second
 
 // SinkStats are the persister's counters.
 type SinkStats struct {
-	// Confirmed and Rejected count new orders stored; Redelivered counts orders already stored.
-	Confirmed, Rejected, Redelivered int64
+	// Confirmed and Rejected count new orders stored, Cancelled the releases applied;
+	// Redelivered counts messages already stored.
+	Confirmed, Rejected, Cancelled, Redelivered int64
 	// DeadLetters counts messages sent to the dead-letter topic.
 	DeadLetters int64
 	// Batches counts committed transactions; Retries counts failed attempts.
@@ -44,7 +45,7 @@ type Sink struct {
 	log *zap.Logger
 	dlq sarama.SyncProducer
 
-	confirmed, rejected, redelivered, deadLetters, batches, retries atomic.Int64
+	confirmed, rejected, cancelled, redelivered, deadLetters, batches, retries atomic.Int64
 }
 
 // NewSink returns a sink on db and rc, configured by cfg.
@@ -54,7 +55,7 @@ func NewSink(cfg conf.Config, db *sql.DB, rc *redis.ClusterClient, log *zap.Logg
 
 // Stats returns a snapshot of the counters.
 func (s *Sink) Stats() SinkStats {
-	return SinkStats{Confirmed: s.confirmed.Load(), Rejected: s.rejected.Load(), Redelivered: s.redelivered.Load(),
+	return SinkStats{Confirmed: s.confirmed.Load(), Rejected: s.rejected.Load(), Cancelled: s.cancelled.Load(), Redelivered: s.redelivered.Load(),
 		DeadLetters: s.deadLetters.Load(), Batches: s.batches.Load(), Retries: s.retries.Load()}
 }
 
@@ -186,6 +187,8 @@ func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error
 			s.redelivered.Add(1)
 		case o.Status == StatusConfirmed:
 			s.confirmed.Add(1)
+		case o.Status == StatusCancelled:
+			s.cancelled.Add(1)
 		default:
 			s.rejected.Add(1)
 		}
@@ -202,7 +205,15 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		pipe := s.rc.Pipeline()
 		for _, o := range outcomes {
-			pipe.HSet(wctx, guard.KeysFor(o.SKU).Result, o.OrderID, o.Value())
+			k := guard.KeysFor(o.SKU)
+			pipe.HSet(wctx, k.Result, o.OrderID, o.Value())
+			if o.New && attempt == 0 {
+				// The sale's counts for SECKILL.INFO; a retry does not count twice.
+				pipe.HIncrBy(wctx, k.Meta, o.Status, 1)
+				if o.Revoked {
+					pipe.HIncrBy(wctx, k.Meta, StatusConfirmed, -1)
+				}
+			}
 		}
 		_, err := pipe.Exec(wctx)
 		cancel()

@@ -12,7 +12,8 @@ import (
 // dead-letters) versions it does not know.
 const MessageVersion = 1
 
-// Order is one sold order as it travels on Kafka, keyed by SKU, encoded as JSON:
+// Order is one sold order (or its release, with type "release") as it travels on Kafka,
+// keyed by SKU, encoded as JSON:
 //
 //	{"v":1,"type":"order","order_id":"dc6f2p1ksdu8am6vpjd0","sale_version":1,"sku":"sku_1001",
 //	 "uid":"user_42","qty":1,"ts":1764474339124,"proxy":"host:4242"}
@@ -31,8 +32,12 @@ type Order struct {
 	Proxy       string `json:"proxy"`
 }
 
-// TypeOrder is the only message type so far.
-const TypeOrder = "order"
+// Message types: a sold order, or the release of one (SECKILL.RELEASE), which the sink turns
+// into a cancelled order and stock given back.
+const (
+	TypeOrder   = guard.KindOrder
+	TypeRelease = guard.KindRelease
+)
 
 // ErrMalformed wraps every reason a message cannot be an order.
 var ErrMalformed = errors.New("malformed order message")
@@ -52,7 +57,7 @@ func DecodeOrder(b []byte) (Order, error) {
 	switch {
 	case o.V != MessageVersion:
 		return Order{}, fmt.Errorf("%w: version %d, want %d", ErrMalformed, o.V, MessageVersion)
-	case o.Type != TypeOrder:
+	case o.Type != TypeOrder && o.Type != TypeRelease:
 		return Order{}, fmt.Errorf("%w: type %q", ErrMalformed, o.Type)
 	case o.OrderID == "" || len(o.OrderID) > 32:
 		return Order{}, fmt.Errorf("%w: order_id %q", ErrMalformed, o.OrderID)

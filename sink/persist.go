@@ -21,6 +21,7 @@ const (
 	ReasonSoldOut   = "sold out"
 	ReasonDuplicate = "duplicate buyer"
 	ReasonNoItem    = "no such item"
+	ReasonReleased  = "released"
 )
 
 // Outcome is what became of one order in MySQL.
@@ -31,11 +32,14 @@ type Outcome struct {
 	Reason  string
 	// New is false when the order was already stored (a redelivery): nothing changed.
 	New bool
+	// Revoked is set when a release cancelled an order that was confirmed.
+	Revoked bool
 }
 
-// Value is the outcome as the result hash holds it: "confirmed", or "rejected <reason>".
+// Value is the outcome as the result hash holds it: "confirmed", "cancelled", or
+// "rejected <reason>".
 func (o Outcome) Value() string {
-	if o.Reason == "" {
+	if o.Status != StatusRejected {
 		return o.Status
 	}
 	return o.Status + " " + o.Reason
@@ -45,8 +49,10 @@ func (o Outcome) Value() string {
 // writes seckill_items without it. The transaction is rolled back and retried.
 var errStockMoved = errors.New("seckill_items stock changed under the row lock")
 
-// Persist stores orders, in the order given (Kafka's order within a partition), in one MySQL
-// transaction, and returns each distinct order's outcome. Every order keeps the semantics of
+// Persist stores orders and releases, in the order given (Kafka's order within a partition),
+// in one MySQL transaction, and returns each distinct message's outcome. A release cancels a
+// confirmed order and gives its stock back; a release that overtakes its order stores the
+// order as cancelled. Every order keeps the semantics of
 // its own transaction: it is inserted once (a redelivered order id changes nothing); it is
 // confirmed only if its buyer has no confirmed order in that sale and the item's stock covers
 // its qty, else it is stored as rejected with a reason; and the stock is taken with
@@ -69,64 +75,67 @@ type buyer struct {
 	sku, uid string
 }
 
-func persist(ctx context.Context, tx *sql.Tx, orders []Order) ([]Outcome, error) {
-	// Distinct orders, first occurrence wins: the tee and the sweeper may both have sent one.
-	seen := make(map[string]bool, len(orders))
-	uniq := orders[:0:0]
-	for _, o := range orders {
-		if !seen[o.OrderID] {
-			seen[o.OrderID] = true
-			uniq = append(uniq, o)
+// stored is an order as MySQL (or this batch) has it.
+type stored struct {
+	Outcome
+	buyer
+	qty int64
+}
+
+func persist(ctx context.Context, tx *sql.Tx, msgs []Order) ([]Outcome, error) {
+	// Distinct messages, first occurrence wins: the tee and the sweeper may both have sent one.
+	// An order and its release share an order id, so the type is part of the key.
+	seen := make(map[string]bool, len(msgs))
+	uniq := msgs[:0:0]
+	for _, m := range msgs {
+		if k := m.Type + " " + m.OrderID; !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, m)
 		}
 	}
 	if len(uniq) == 0 {
 		return nil, nil
 	}
 
-	existing := map[string]Outcome{}
-	ids := make([]any, len(uniq))
-	for i, o := range uniq {
-		ids[i] = o.OrderID
+	// What MySQL already has of these orders.
+	existing := map[string]stored{}
+	ids := make([]any, 0, len(uniq))
+	for _, m := range uniq {
+		ids = append(ids, m.OrderID)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT order_id, sku, status, reason FROM seckill_orders WHERE order_id IN (`+marks(len(ids))+`)`, ids...)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var o Outcome
-		if err := rows.Scan(&o.OrderID, &o.SKU, &o.Status, &o.Reason); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		existing[o.OrderID] = o
-	}
-	if err := closeRows(rows); err != nil {
+	if err := scan(ctx, tx, `SELECT order_id, sku, uid, qty, sale_version, status, reason FROM seckill_orders WHERE order_id IN (`+marks(len(ids))+`)`,
+		ids, func(r *sql.Rows) error {
+			var o stored
+			err := r.Scan(&o.OrderID, &o.SKU, &o.uid, &o.qty, &o.version, &o.Status, &o.Reason)
+			o.buyer.sku = o.SKU
+			existing[o.OrderID] = o
+			return err
+		}); err != nil {
 		return nil, err
 	}
 
-	var fresh []Order
 	skuSet, versionSet, uidSet := map[string]bool{}, map[int64]bool{}, map[string]bool{}
-	for _, o := range uniq {
-		if _, ok := existing[o.OrderID]; !ok {
-			fresh = append(fresh, o)
-			skuSet[o.SKU], versionSet[o.SaleVersion], uidSet[o.UID] = true, true, true
+	for _, m := range uniq {
+		skuSet[m.SKU] = true
+		if m.Type == TypeOrder {
+			versionSet[m.SaleVersion], uidSet[m.UID] = true, true
 		}
 	}
+	skus := sortedKeys(skuSet)
 	stock := map[string]int64{}
+	// Lock the items in a fixed order, so that two sinks cannot deadlock.
+	if err := scan(ctx, tx, `SELECT sku, stock FROM seckill_items WHERE sku IN (`+marks(len(skus))+`) ORDER BY sku FOR UPDATE`,
+		anys(skus), func(r *sql.Rows) error {
+			var sku string
+			var n int64
+			err := r.Scan(&sku, &n)
+			stock[sku] = n
+			return err
+		}); err != nil {
+		return nil, err
+	}
 	confirmed := map[buyer]bool{}
-	if len(fresh) > 0 {
-		skus := sortedKeys(skuSet)
-		// Lock the items in a fixed order, so that two sinks cannot deadlock.
-		if err := scan(ctx, tx, `SELECT sku, stock FROM seckill_items WHERE sku IN (`+marks(len(skus))+`) ORDER BY sku FOR UPDATE`,
-			anys(skus), func(r *sql.Rows) error {
-				var sku string
-				var n int64
-				err := r.Scan(&sku, &n)
-				stock[sku] = n
-				return err
-			}); err != nil {
-			return nil, err
-		}
+	if len(uidSet) > 0 {
 		versions := make([]any, 0, len(versionSet))
 		for v := range versionSet {
 			versions = append(versions, v)
@@ -144,54 +153,109 @@ func persist(ctx context.Context, tx *sql.Tx, orders []Order) ([]Outcome, error)
 		}
 	}
 
-	// Decide each new order in Kafka order, as one transaction per order would.
-	decided := make(map[string]Outcome, len(fresh))
+	// Decide each message in Kafka order, as one transaction per message would.
+	inserts := map[string]*stored{} // new rows, by order id
+	var insertOrder []string
+	var cancels []any // stored confirmed orders that a release cancels
 	taken := map[string]int64{}
-	var values []string
-	var args []any
-	for _, o := range fresh {
-		oc := Outcome{OrderID: o.OrderID, SKU: o.SKU, Status: StatusConfirmed, New: true}
-		b := buyer{o.SaleVersion, o.SKU, o.UID}
-		left, known := stock[o.SKU]
-		switch {
-		case !known:
-			oc.Status, oc.Reason = StatusRejected, ReasonNoItem
-		case confirmed[b]:
-			oc.Status, oc.Reason = StatusRejected, ReasonDuplicate
-		case left < o.Qty:
-			oc.Status, oc.Reason = StatusRejected, ReasonSoldOut
-		default:
-			stock[o.SKU] = left - o.Qty
-			taken[o.SKU] += o.Qty
-			confirmed[b] = true
+	out := make([]Outcome, 0, len(uniq))
+	lookup := func(id string) (*stored, bool) {
+		if o, ok := inserts[id]; ok {
+			return o, true
 		}
-		decided[o.OrderID] = oc
-		values = append(values, "(?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, o.OrderID, o.SKU, o.UID, o.Qty, o.SaleVersion, oc.Status, oc.Reason)
+		if o, ok := existing[id]; ok {
+			return &o, false
+		}
+		return nil, false
 	}
-	if len(values) > 0 {
+	for _, m := range uniq {
+		cur, isNew := lookup(m.OrderID)
+		b := buyer{m.SaleVersion, m.SKU, m.UID}
+		switch {
+		case m.Type == TypeOrder && cur != nil:
+			redelivered := cur.Outcome // nothing changes
+			redelivered.New = false
+			out = append(out, redelivered)
+		case m.Type == TypeOrder:
+			o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusConfirmed, New: true}, buyer: b, qty: m.Qty}
+			left, known := stock[m.SKU]
+			switch {
+			case !known:
+				o.Status, o.Reason = StatusRejected, ReasonNoItem
+			case confirmed[b]:
+				o.Status, o.Reason = StatusRejected, ReasonDuplicate
+			case left < m.Qty:
+				o.Status, o.Reason = StatusRejected, ReasonSoldOut
+			default:
+				stock[m.SKU] = left - m.Qty
+				taken[m.SKU] += m.Qty
+				confirmed[b] = true
+			}
+			inserts[m.OrderID] = o
+			insertOrder = append(insertOrder, m.OrderID)
+			out = append(out, o.Outcome)
+		case cur == nil:
+			// The release overtook its order: store the order as cancelled, so that the order
+			// itself, when it comes, is a redelivery that changes nothing.
+			o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusCancelled, Reason: ReasonReleased, New: true}, buyer: b, qty: m.Qty}
+			inserts[m.OrderID] = o
+			insertOrder = append(insertOrder, m.OrderID)
+			out = append(out, o.Outcome)
+		case cur.Status == StatusConfirmed:
+			stock[cur.SKU] += cur.qty
+			taken[cur.SKU] -= cur.qty
+			delete(confirmed, cur.buyer)
+			if isNew {
+				cur.Status, cur.Reason = StatusCancelled, ReasonReleased
+			} else {
+				cancels = append(cancels, cur.OrderID)
+				existing[cur.OrderID] = stored{Outcome: Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: StatusCancelled, Reason: ReasonReleased}, buyer: cur.buyer, qty: cur.qty}
+			}
+			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: StatusCancelled, Reason: ReasonReleased, New: true, Revoked: true})
+		default:
+			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
+		}
+	}
+
+	if len(insertOrder) > 0 {
+		values := make([]string, 0, len(insertOrder))
+		args := make([]any, 0, 7*len(insertOrder))
+		for _, id := range insertOrder {
+			o := inserts[id]
+			values = append(values, "(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, o.OrderID, o.SKU, o.uid, o.qty, o.version, o.Status, o.Reason)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO seckill_orders (order_id, sku, uid, qty, sale_version, status, reason) VALUES `+
 			strings.Join(values, ", "), args...); err != nil {
 			return nil, err
 		}
 	}
+	if len(cancels) > 0 {
+		r, err := tx.ExecContext(ctx, `UPDATE seckill_orders SET status = ?, reason = ? WHERE status = ? AND order_id IN (`+marks(len(cancels))+`)`,
+			append([]any{StatusCancelled, ReasonReleased, StatusConfirmed}, cancels...)...)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := r.RowsAffected(); err != nil || n != int64(len(cancels)) {
+			return nil, fmt.Errorf("%w: cancelled %d of %d orders", errStockMoved, n, len(cancels))
+		}
+	}
 	for _, sku := range sortedKeys(taken) {
-		q := taken[sku]
-		r, err := tx.ExecContext(ctx, `UPDATE seckill_items SET stock = stock - ? WHERE sku = ? AND stock >= ?`, q, sku, q)
+		var r sql.Result
+		var err error
+		switch q := taken[sku]; {
+		case q > 0:
+			r, err = tx.ExecContext(ctx, `UPDATE seckill_items SET stock = stock - ? WHERE sku = ? AND stock >= ?`, q, sku, q)
+		case q < 0:
+			r, err = tx.ExecContext(ctx, `UPDATE seckill_items SET stock = stock + ? WHERE sku = ?`, -q, sku)
+		default:
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		if n, err := r.RowsAffected(); err != nil || n != 1 {
-			return nil, fmt.Errorf("%w: sku %s, taking %d", errStockMoved, sku, q)
-		}
-	}
-
-	out := make([]Outcome, 0, len(uniq))
-	for _, o := range uniq {
-		if oc, ok := decided[o.OrderID]; ok {
-			out = append(out, oc)
-		} else {
-			out = append(out, existing[o.OrderID])
+			return nil, fmt.Errorf("%w: sku %s, taking %d", errStockMoved, sku, taken[sku])
 		}
 	}
 	return out, nil

@@ -97,7 +97,11 @@ func soldFromEntry(sku string, e redis.XMessage) (guard.Sold, error) {
 	version, err1 := num("version")
 	qty, err2 := num("qty")
 	ts, err3 := num("ts")
-	s := guard.Sold{OrderID: str("order"), SKU: sku, UID: str("uid"), Qty: qty, Version: version, EntryID: e.ID, TS: ts, By: str("by")}
+	kind := str("type")
+	if kind == "" {
+		kind = guard.KindOrder
+	}
+	s := guard.Sold{Kind: kind, OrderID: str("order"), SKU: sku, UID: str("uid"), Qty: qty, Version: version, EntryID: e.ID, TS: ts, By: str("by")}
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			return s, err

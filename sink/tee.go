@@ -124,7 +124,11 @@ func (t *Tee) connect(sc *sarama.Config) {
 
 // Publish implements guard.Publisher.
 func (t *Tee) Publish(s guard.Sold, done func(error)) {
-	o := Order{V: MessageVersion, Type: TypeOrder, OrderID: s.OrderID, SaleVersion: s.Version,
+	kind := s.Kind
+	if kind == "" {
+		kind = TypeOrder
+	}
+	o := Order{V: MessageVersion, Type: kind, OrderID: s.OrderID, SaleVersion: s.Version,
 		SKU: s.SKU, UID: s.UID, Qty: s.Qty, TS: s.TS, Proxy: s.By}
 	msg := &sarama.ProducerMessage{
 		Topic:    t.kafka.Topic,
@@ -282,5 +286,21 @@ func (t *Tee) failOrder(msg *sarama.ProducerMessage, err error) {
 	t.failed.Add(1)
 	if pend, ok := msg.Metadata.(*pending); ok && pend.done != nil {
 		pend.done(err)
+	}
+}
+
+// InfoFields are the tee's counters for INFO and SECKILL.INFO.
+func (t *Tee) InfoFields() []guard.Field {
+	st := t.Stats()
+	healthy := int64(0)
+	if t.Healthy() {
+		healthy = 1
+	}
+	return []guard.Field{
+		{Name: "kafka_healthy", Value: healthy},
+		{Name: "kafka_published", Value: st.Published},
+		{Name: "kafka_acked", Value: st.Acked},
+		{Name: "kafka_failed", Value: st.Failed},
+		{Name: "outbox_deleted", Value: st.Deleted},
 	}
 }

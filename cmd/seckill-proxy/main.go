@@ -96,16 +96,20 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		defer close(sweeperDone)
 		sink.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
 	}()
+	var srv *proxy.Server
 	r := router.New(g, log, router.Options{
 		Password:      cfg.Password,
+		Users:         cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies,
 		MaxArgBytes:   cfg.Limits.MaxArgBytes,
+		Clients:       func() int64 { return srv.Clients() },
+		Extra:         tee.InfoFields,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	srv := proxy.New(r, log, cfg.Limits)
+	srv = proxy.New(r, log, cfg.Limits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.AdminListen != "" {

@@ -1,0 +1,266 @@
+package guard
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+var (
+	//go:embed lua/close.lua
+	closeLua    string
+	closeScript = redis.NewScript(closeLua)
+	//go:embed lua/release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+)
+
+// Field is one field/value pair of an INFO or CHECK reply. Value is a string or an int64.
+type Field struct {
+	Name  string
+	Value any
+}
+
+func noSale(sku string) error { return badArgs("no sale %s: it was never warmed", sku) }
+
+// CloseSale ends sku's sale early: buys get CLOSED. The state is recorded in Redis, then in
+// MySQL, and every proxy is told. Closing a closed sale changes nothing. It returns the state
+// the sale had.
+func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
+	defer cancel()
+	reply, err := closeScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys()).Slice()
+	if err != nil {
+		return "", unavailable(err)
+	}
+	if replyString(reply, 0) != "OK" {
+		return "", noSale(sku)
+	}
+	prev := replyString(reply, 1)
+	g.flags.SetClosed(sku, g.opt.Now())
+	g.signal(eventClose, sku)
+	if g.db != nil {
+		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ?`, StateClosed, sku); err != nil {
+			return prev, unavailable(fmt.Errorf("the sale is closed in Redis, but MySQL did not record it (run CLOSE again): %w", err))
+		}
+	}
+	if prev != StateClosed {
+		g.log.Info("sale closed", zap.String("sku", sku), zap.String("was", prev))
+	}
+	return prev, nil
+}
+
+// Released is what a RELEASE did.
+type Released struct {
+	OrderID string
+	// Units is how many units went back to Redis stock (never above the initial stock).
+	Units int64
+	// Stock is the Redis stock after the release.
+	Stock int64
+	// Already is set when the order had been released before: nothing changed.
+	Already bool
+}
+
+// Release gives a cancelled or unpaid order's units back: to Redis stock at once (never above
+// the sale's initial stock), and, through a release event in the outbox and Kafka, to MySQL,
+// where the sink marks the order cancelled. The buyer may buy again if buy.rebuy_after_release
+// says so. A second release of the same order changes nothing.
+func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	rebuy := "0"
+	if g.opt.Buy.RebuyAfterRelease {
+		rebuy = "1"
+	}
+	reply, err := releaseScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys(), uid, rebuy, g.opt.Instance).Slice()
+	if err != nil {
+		return Released{}, unavailable(err)
+	}
+	switch replyString(reply, 0) {
+	case "NONE":
+		return Released{}, badArgs("%s has no order in sale %s", uid, sku)
+	case "ALREADY":
+		return Released{OrderID: replyString(reply, 1), Already: true}, nil
+	}
+	r := Released{OrderID: replyString(reply, 1)}
+	r.Units, _ = strconv.ParseInt(replyString(reply, 2), 10, 64)
+	r.Stock, _ = strconv.ParseInt(replyString(reply, 3), 10, 64)
+	ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
+	version, _ := strconv.ParseInt(replyString(reply, 6), 10, 64)
+	qty, _ := strconv.ParseInt(replyString(reply, 7), 10, 64)
+	if g.opt.Publisher != nil {
+		g.opt.Publisher.Publish(Sold{Kind: KindRelease, OrderID: r.OrderID, SKU: sku, UID: uid, Qty: qty,
+			Version: version, EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}, nil)
+	}
+	g.flags.Clear(sku)
+	g.signal(eventRelease, sku)
+	g.log.Info("order released", zap.String("sku", sku), zap.String("uid", uid), zap.String("order", r.OrderID), zap.Int64("units", r.Units))
+	return r, nil
+}
+
+// saleState is a sale's Redis side, read in one round trip.
+type saleState struct {
+	meta    map[string]string
+	stock   int64
+	buyers  int64
+	outbox  int64
+	results map[string]string // only when asked for
+	all     map[string]string // uid -> buyer value, only when asked for
+}
+
+func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState, error) {
+	k := KeysFor(sku)
+	pipe := g.rc.Pipeline()
+	meta := pipe.HGetAll(ctx, k.Meta)
+	stock := pipe.Get(ctx, k.Stock)
+	buyers := pipe.HLen(ctx, k.Buyers)
+	outbox := pipe.XLen(ctx, k.Outbox)
+	var all, results *redis.MapStringStringCmd
+	if full {
+		all = pipe.HGetAll(ctx, k.Buyers)
+		results = pipe.HGetAll(ctx, k.Result)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return saleState{}, unavailable(err)
+	}
+	st := saleState{meta: meta.Val(), buyers: buyers.Val(), outbox: outbox.Val()}
+	if len(st.meta) == 0 {
+		return saleState{}, noSale(sku)
+	}
+	st.stock, _ = stock.Int64()
+	if full {
+		st.all, st.results = all.Val(), results.Val()
+	}
+	return st, nil
+}
+
+func metaInt(meta map[string]string, field string) int64 {
+	n, _ := strconv.ParseInt(meta[field], 10, 64)
+	return n
+}
+
+// Info reports sku's sale: its meta, stock, buyers, outbox backlog and the sink's counts from
+// Redis, and this proxy's flag and outcome counters for it.
+func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	st, err := g.readSale(ctx, sku, false)
+	if err != nil {
+		return nil, err
+	}
+	initial := metaInt(st.meta, "initial")
+	flag := "none"
+	if flagged, isClosed := g.flags.Get(sku, g.opt.Now()); flagged && isClosed {
+		flag = "closed"
+	} else if flagged {
+		flag = "soldout"
+	}
+	c := g.countersFor(sku)
+	return []Field{
+		{"sku", sku},
+		{"state", st.meta["state"]},
+		{"version", metaInt(st.meta, "version")},
+		{"start_ms", metaInt(st.meta, "start")},
+		{"end_ms", metaInt(st.meta, "end")},
+		{"limit", metaInt(st.meta, "limit")},
+		{"initial_stock", initial},
+		{"remaining_stock", st.stock},
+		{"sold", initial - st.stock},
+		{"buyers", st.buyers},
+		{"outbox_backlog", st.outbox},
+		{"confirmed", metaInt(st.meta, "confirmed")},
+		{"rejected", metaInt(st.meta, "rejected")},
+		{"cancelled", metaInt(st.meta, "cancelled")},
+		{"local_flag", flag},
+		{"local_successes", c.successes.Load()},
+		{"local_soldout", c.soldOut.Load()},
+		{"local_duplicates", c.duplicates.Load()},
+		{"local_closed", c.closed.Load()},
+		{"local_answers_without_redis", c.local.Load()},
+	}, nil
+}
+
+// Sales lists the SKUs ever warmed (the sweeper's set) together with those this proxy has
+// served, sorted.
+func (g *Guard) Sales(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	skus, err := g.rc.SMembers(ctx, SalesKey).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	g.perSKU.Range(func(k, _ any) bool {
+		skus = append(skus, k.(string))
+		return true
+	})
+	slices.Sort(skus)
+	return slices.Compact(skus), nil
+}
+
+// Check reconciles sku's sale in Redis with MySQL (invariant I5) and changes nothing. It
+// returns no differences when they agree; otherwise one line per difference with both
+// numbers:
+//   - remaining stock: Redis's, plus the units of orders still in flight (sold in Redis, no
+//     outcome from the sink yet), against MySQL's;
+//   - buyers: Redis's buyers less those in flight and those MySQL rejected, against MySQL's
+//     confirmed orders of this sale;
+//   - the outbox backlog, against 0.
+func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
+	if g.db == nil {
+		return nil, badArgs("CHECK needs MySQL, and this proxy has no database configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
+	defer cancel()
+	st, err := g.readSale(ctx, sku, true)
+	if err != nil {
+		return nil, err
+	}
+	var active, inFlight, inFlightQty, rejected int64
+	for _, v := range st.all {
+		if strings.HasPrefix(v, "released:") {
+			continue
+		}
+		active++
+		id, qty, _ := strings.Cut(v, ":")
+		q, _ := strconv.ParseInt(qty, 10, 64)
+		switch outcome := st.results[id]; {
+		case outcome == "":
+			inFlight++
+			inFlightQty += q
+		case strings.HasPrefix(outcome, "rejected"):
+			rejected++
+		}
+	}
+	first := metaInt(st.meta, "first_version")
+	if first == 0 {
+		first = metaInt(st.meta, "version")
+	}
+	var mysqlStock, confirmed int64
+	if err := g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
+		return nil, unavailable(fmt.Errorf("mysql: %w", err))
+	}
+	if err := g.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version >= ? AND status = 'confirmed'`,
+		sku, first).Scan(&confirmed); err != nil {
+		return nil, unavailable(fmt.Errorf("mysql: %w", err))
+	}
+	var diffs []string
+	if st.stock+inFlightQty != mysqlStock {
+		diffs = append(diffs, fmt.Sprintf("remaining stock: redis %d + %d in flight = %d, mysql %d",
+			st.stock, inFlightQty, st.stock+inFlightQty, mysqlStock))
+	}
+	if settled := active - inFlight - rejected; settled != confirmed {
+		diffs = append(diffs, fmt.Sprintf("buyers: redis %d (%d in flight, %d rejected) = %d settled, mysql %d confirmed",
+			active, inFlight, rejected, settled, confirmed))
+	}
+	if st.outbox != 0 {
+		diffs = append(diffs, fmt.Sprintf("outbox backlog: redis %d, want 0", st.outbox))
+	}
+	return diffs, nil
+}

@@ -1,0 +1,171 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"seckill-proxy/guard"
+)
+
+// fieldsOf renders guard fields as a flat field/value array.
+func fieldsOf(fs []guard.Field) Array {
+	kv := make([]any, 0, 2*len(fs))
+	for _, f := range fs {
+		kv = append(kv, f.Name, f.Value)
+	}
+	return Fields(kv...)
+}
+
+// cmdSaleInfo: SECKILL.INFO [sku].
+func (r *Router) cmdSaleInfo(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if len(args) == 2 {
+		sku, err := guard.ParseSKU(args[1])
+		if err != nil {
+			return nil, err
+		}
+		fs, err := r.guard.Info(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		return fieldsOf(fs), nil
+	}
+	skus, err := r.guard.Sales(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list := make(Array, len(skus))
+	for i, s := range skus {
+		list[i] = BulkString(s)
+	}
+	out := Fields("sales", list)
+	return append(out, fieldsOf(r.proxyCounters())...), nil
+}
+
+// proxyCounters are this proxy's own counters, for SECKILL.INFO and INFO.
+func (r *Router) proxyCounters() []guard.Field {
+	st := r.guard.Stats()
+	fs := []guard.Field{
+		{Name: "buys", Value: st.Buys},
+		{Name: "buy_successes", Value: st.Successes},
+		{Name: "buy_duplicates", Value: st.Duplicates},
+		{Name: "buy_soldout", Value: st.SoldOut},
+		{Name: "buy_closed", Value: st.Closed},
+		{Name: "buy_unavailable", Value: st.Unavailable},
+		{Name: "buy_answered_locally", Value: st.LocalSoldOut},
+		{Name: "buy_scripts", Value: st.Scripts},
+		{Name: "wait_short", Value: st.WaitShort},
+	}
+	if r.opt.Extra != nil {
+		fs = append(fs, r.opt.Extra()...)
+	}
+	return fs
+}
+
+func (r *Router) cmdClose(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, err := guard.ParseSKU(args[1])
+	if err != nil {
+		return nil, err
+	}
+	prev, err := r.guard.CloseSale(ctx, sku)
+	if err != nil {
+		return nil, err
+	}
+	return Fields("sku", sku, "state", guard.StateClosed, "was", prev), nil
+}
+
+func (r *Router) cmdRelease(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, uid, err := guard.ParseSKUUID(args[1], args[2])
+	if err != nil {
+		return nil, err
+	}
+	rel, err := r.guard.Release(ctx, sku, uid)
+	if err != nil {
+		return nil, err
+	}
+	if rel.Already {
+		return Fields("order", rel.OrderID, "released", 0, "note", "already released"), nil
+	}
+	return Fields("order", rel.OrderID, "released", rel.Units, "stock", rel.Stock), nil
+}
+
+func (r *Router) cmdCheck(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, err := guard.ParseSKU(args[1])
+	if err != nil {
+		return nil, err
+	}
+	diffs, err := r.guard.Check(ctx, sku)
+	if err != nil {
+		return nil, err
+	}
+	if len(diffs) == 0 {
+		return OK, nil
+	}
+	out := make(Array, len(diffs))
+	for i, d := range diffs {
+		out[i] = BulkString(d)
+	}
+	return out, nil
+}
+
+// infoSections are INFO's sections, in order.
+var infoSections = []string{"server", "clients", "stats", "seckill"}
+
+// cmdInfo answers INFO [section ...] in Redis's format, with the proxy's own sections:
+// server, clients, stats and seckill. "all", "everything" and "default" name them all.
+func (r *Router) cmdInfo(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		switch s := strings.ToLower(string(a)); s {
+		case "all", "everything", "default":
+			for _, sec := range infoSections {
+				want[sec] = true
+			}
+		default:
+			want[s] = true
+		}
+	}
+	if len(want) == 0 {
+		for _, sec := range infoSections {
+			want[sec] = true
+		}
+	}
+	var b strings.Builder
+	section := func(name string, fs []guard.Field) {
+		if !want[name] {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(name[:1])+name[1:])
+		for _, f := range fs {
+			fmt.Fprintf(&b, "%s:%v\r\n", f.Name, f.Value)
+		}
+	}
+	var clients int64
+	if r.opt.Clients != nil {
+		clients = r.opt.Clients()
+	}
+	section("server", []guard.Field{
+		{Name: "redis_version", Value: "7.0.0"},
+		{Name: "redis_mode", Value: "standalone"},
+		{Name: "seckill_proxy", Value: "1"},
+		{Name: "os", Value: runtime.GOOS + " " + runtime.GOARCH},
+		{Name: "go_version", Value: runtime.Version()},
+		{Name: "process_id", Value: int64(os.Getpid())},
+		{Name: "uptime_in_seconds", Value: int64(time.Since(r.started).Seconds())},
+	})
+	section("clients", []guard.Field{{Name: "connected_clients", Value: clients}})
+	section("stats", []guard.Field{
+		{Name: "total_connections_received", Value: r.nextID.Load()},
+		{Name: "total_commands_processed", Value: r.commands.Load()},
+	})
+	if r.guard != nil {
+		section("seckill", r.proxyCounters())
+	}
+	return BulkString(b.String()), nil
+}
