@@ -38,8 +38,12 @@ func (f *Flags) Get(sku string, now time.Time) (flagged, closed bool) {
 	return true, fl.closed
 }
 
-// SetSoldOut flags sku sold out from now until the re-probe interval has passed.
+// SetSoldOut flags sku sold out from now until the re-probe interval has passed. A live
+// closed flag stays: closed says more than sold out.
 func (f *Flags) SetSoldOut(sku string, now time.Time) {
+	if flagged, closed := f.Get(sku, now); flagged && closed {
+		return
+	}
 	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano()})
 }
 

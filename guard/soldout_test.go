@@ -23,8 +23,9 @@ func TestFlags(t *testing.T) {
 		{func() { f.Clear("a") }, 4 * time.Second, "a", false, false},
 		{func() { f.Clear("never-set") }, 0, "never-set", false, false},
 		{func() { f.SetClosed("c", t0) }, time.Second, "c", true, true},
-		{func() { f.SetSoldOut("c", t0) }, time.Second, "c", true, false}, // the latest flag wins
+		{func() { f.SetSoldOut("c", t0) }, time.Second, "c", true, true}, // closed says more
 		{nil, 3 * time.Second, "c", false, false},
+		{func() { f.SetSoldOut("c", t0.Add(3*time.Second)) }, 3 * time.Second, "c", true, false}, // once it lapsed
 	}
 	for i, st := range steps {
 		if st.do != nil {
