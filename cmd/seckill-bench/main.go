@@ -1,0 +1,65 @@
+// Command seckill-bench runs a flash sale against seckill-proxy over RESP and reports
+// throughput, latency, the reply mix and the invariant checks; it exits 1 if a check fails.
+// The services' addresses come from the SECKILL_* variables (eval "$(scripts/devstack.sh env)").
+// See README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/loadtest"
+)
+
+func main() {
+	var o loadtest.Options
+	fs := flag.NewFlagSet("seckill-bench", flag.ExitOnError)
+	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:6380", "the proxy's RESP address")
+	fs.StringVar(&o.User, "user", "", "AUTH user (its password from SECKILL_BENCH_PASSWORD)")
+	fs.StringVar(&o.SKU, "sku", "bench_sku", "the SKU to create or reset in MySQL and sell")
+	fs.IntVar(&o.Units, "units", 2000, "units for sale")
+	fs.IntVar(&o.Limit, "limit", 1, "per-user limit of the sale")
+	fs.IntVar(&o.Load.Buyers, "buyers", 80000, "buy requests")
+	fs.IntVar(&o.Load.Conns, "conns", 200, "connections")
+	fs.IntVar(&o.Load.Pipeline, "pipeline", 1, "requests per round trip")
+	fs.IntVar(&o.Load.Qty, "qty", 1, "units per buy")
+	fs.Float64Var(&o.Load.RepeatShare, "repeat", 0, "share of requests from a buyer who already tried (duplicates), 0 to 0.99")
+	fs.Float64Var(&o.Load.Rate, "rate", 0, "target requests per second; 0 is flat out")
+	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	fs.StringVar(&o.Chart, "chart", "", "write an SVG chart of latency over time and of the reply mix to this file")
+	fs.BoolVar(&o.Check, "check", true, "wait for the sink to drain, then check the invariants")
+	fs.DurationVar(&o.Drain, "drain-timeout", 2*time.Minute, "the most to wait for the sink")
+	_ = fs.Parse(os.Args[1:])
+	o.Password = os.Getenv("SECKILL_BENCH_PASSWORD")
+
+	environ := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SECKILL_BENCH_PASSWORD=") { // seckill-bench's own, not a setting
+			environ = append(environ, kv)
+		}
+	}
+	services, err := conf.Load(nil, environ)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	o.Services = services
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rep, err := loadtest.Execute(ctx, o, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill-bench:", err)
+		os.Exit(2)
+	}
+	if !rep.Passed {
+		os.Exit(1)
+	}
+}

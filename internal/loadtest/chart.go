@@ -1,0 +1,77 @@
+package loadtest
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"slices"
+	"strings"
+)
+
+// WriteChart writes a self-contained SVG: p99 latency over time, and the reply mix over time
+// as stacked bars, one per timeline sample. It needs no script or network to open.
+func WriteChart(w io.Writer, title string, r Result) error {
+	const width, height, pad, top = 900, 520, 50, 40
+	plotH := (height - top - 3*pad) / 2
+	n := len(r.Timeline)
+	if n == 0 {
+		return ErrNoRequests
+	}
+	var maxP99 int64 = 1
+	var maxCount int64 = 1
+	kinds := map[string]bool{}
+	for _, s := range r.Timeline {
+		maxP99 = max(maxP99, s.P99.Microseconds())
+		var sum int64
+		for k, v := range s.Replies {
+			kinds[k] = true
+			sum += v
+		}
+		maxCount = max(maxCount, sum)
+	}
+	order := make([]string, 0, len(kinds))
+	for k := range kinds {
+		order = append(order, k)
+	}
+	slices.Sort(order)
+	colors := map[string]string{ReplyOrder: "#2e7d32", ReplySoldOut: "#9e9e9e", ReplyDuplicate: "#f9a825",
+		ReplyClosed: "#6a1b9a", ReplyUnavailable: "#c62828", ReplyOther: "#000000"}
+	step := float64(width-2*pad) / float64(n)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%d" y="24" font-size="16">%s</text>`+"\n", pad, html.EscapeString(title))
+	// Latency.
+	y0 := top + pad + plotH
+	fmt.Fprintf(&b, `<text x="%d" y="%d">p99 latency per %v (max %v)</text>`+"\n", pad, top+pad-8, sampleEvery, us(maxP99))
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>`+"\n", pad, y0, width-pad, y0)
+	var pts []string
+	for i, s := range r.Timeline {
+		x := float64(pad) + step*(float64(i)+0.5)
+		y := float64(y0) - float64(s.P99.Microseconds())/float64(maxP99)*float64(plotH)
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+	}
+	fmt.Fprintf(&b, `<polyline fill="none" stroke="#1565c0" stroke-width="2" points="%s"/>`+"\n", strings.Join(pts, " "))
+	// Reply mix.
+	y1 := y0 + pad + plotH
+	fmt.Fprintf(&b, `<text x="%d" y="%d">replies per %v (max %d)</text>`+"\n", pad, y0+pad-8, sampleEvery, maxCount)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>`+"\n", pad, y1, width-pad, y1)
+	for i, s := range r.Timeline {
+		x := float64(pad) + step*float64(i)
+		y := float64(y1)
+		for _, k := range order {
+			h := float64(s.Replies[k]) / float64(maxCount) * float64(plotH)
+			if h <= 0 {
+				continue
+			}
+			y -= h
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x, y, max(step-1, 0.5), h, colors[k])
+		}
+	}
+	for i, k := range order {
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",
+			pad+i*130, height-18, colors[k], pad+i*130+14, height-9, html.EscapeString(k))
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

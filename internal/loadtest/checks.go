@@ -1,0 +1,155 @@
+package loadtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/guard"
+)
+
+// State is what the checks look at once the pipeline has drained: MySQL and Redis for one
+// sale version, and what the buyers were told.
+type State struct {
+	Units int64 // the stock the sale started with
+	// MySQL.
+	MySQLStock     int64
+	Confirmed      int64 // confirmed orders of this sale
+	ConfirmedUnits int64 // their units
+	Rejected       int64
+	DupBuyers      int64 // buyers with more than one confirmed order
+	MissingOrders  []string
+	// Redis.
+	RedisStock  int64
+	RedisBuyers int64
+	Outbox      int64
+	// The buyers: order replies, and units per order.
+	Successes int64
+	Qty       int64
+}
+
+// Check is one invariant's verdict.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Evaluate checks the invariants of DESIGN.md on s. Each check can fail on its own.
+func Evaluate(s State) []Check {
+	sold := s.Units - s.MySQLStock
+	missing := fmt.Sprintf("%d", len(s.MissingOrders))
+	if n := len(s.MissingOrders); n > 0 {
+		missing += " (first: " + s.MissingOrders[0] + ")"
+	}
+	return []Check{
+		{"I1 no oversell", s.ConfirmedUnits <= s.Units && s.MySQLStock >= 0 && s.RedisStock >= 0,
+			fmt.Sprintf("confirmed units %d of %d; MySQL stock %d; Redis stock %d", s.ConfirmedUnits, s.Units, s.MySQLStock, s.RedisStock)},
+		{"successes = confirmed orders = units sold", s.Successes == s.Confirmed && s.Successes*s.Qty == sold && s.ConfirmedUnits == sold,
+			fmt.Sprintf("successes %d, confirmed orders %d (%d units), units sold %d", s.Successes, s.Confirmed, s.ConfirmedUnits, sold)},
+		{"I2 every order handed out is in MySQL", len(s.MissingOrders) == 0, "missing " + missing},
+		{"I3 no duplicate buyer", s.DupBuyers == 0, fmt.Sprintf("buyers with more than one confirmed order: %d", s.DupBuyers)},
+		{"no rejected order", s.Rejected == 0, fmt.Sprintf("rejected %d", s.Rejected)},
+		{"I5 Redis stock = MySQL stock", s.RedisStock == s.MySQLStock, fmt.Sprintf("Redis %d, MySQL %d", s.RedisStock, s.MySQLStock)},
+		{"I5 Redis buyers = MySQL confirmed", s.RedisBuyers == s.Confirmed, fmt.Sprintf("Redis %d, MySQL %d", s.RedisBuyers, s.Confirmed)},
+		{"outbox drained", s.Outbox == 0, fmt.Sprintf("%d entries", s.Outbox)},
+	}
+}
+
+// Sale is the sale under test.
+type Sale struct {
+	SKU     string
+	Units   int
+	Version int64
+	Qty     int
+}
+
+// Setup creates or resets sku's item in MySQL with units, and opens a new sale through the
+// proxy (closing any open one first). It returns the sale version.
+func Setup(ctx context.Context, db *sql.DB, proxy redis.UniversalClient, sku string, units, limit int) (int64, error) {
+	if _, err := db.ExecContext(ctx, `INSERT INTO seckill_items (sku, stock) VALUES (?, ?)
+		ON DUPLICATE KEY UPDATE stock = VALUES(stock)`, sku, units); err != nil {
+		return 0, fmt.Errorf("setup item: %w", err)
+	}
+	if err := proxy.Do(ctx, "seckill.close", sku).Err(); err != nil && !strings.Contains(err.Error(), "never warmed") {
+		return 0, fmt.Errorf("close the previous sale: %w", err)
+	}
+	v, err := proxy.Do(ctx, "seckill.warm", sku, "LIMIT", limit).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("SECKILL.WARM: %w", err)
+	}
+	for i := 0; i+1 < len(v); i += 2 {
+		if v[i] == "version" {
+			n, _ := v[i+1].(int64)
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("SECKILL.WARM replied %v", v)
+}
+
+// Drain waits until MySQL holds an outcome for every order handed out, and returns how long
+// after lastBuy that was.
+func Drain(ctx context.Context, db *sql.DB, s Sale, orders int, lastBuy time.Time) (time.Duration, error) {
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version).Scan(&n); err != nil {
+			return 0, err
+		}
+		if n >= orders {
+			return time.Since(lastBuy), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the sink stored %d of %d orders before the drain timeout", n, orders)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Gather reads the state of s after the drain.
+func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, orders []string) (State, error) {
+	st := State{Units: int64(s.Units), Successes: int64(len(orders)), Qty: int64(s.Qty)}
+	if err := db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, s.SKU).Scan(&st.MySQLStock); err != nil {
+		return st, err
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0) FROM seckill_orders WHERE sku = ? AND sale_version = ? AND status = 'confirmed'`,
+		s.SKU, s.Version).Scan(&st.Confirmed, &st.ConfirmedUnits); err != nil {
+		return st, err
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version = ? AND status = 'rejected'`,
+		s.SKU, s.Version).Scan(&st.Rejected); err != nil {
+		return st, err
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT uid FROM seckill_orders WHERE sku = ? AND sale_version = ? AND status = 'confirmed'
+		GROUP BY uid HAVING COUNT(*) > 1) d`, s.SKU, s.Version).Scan(&st.DupBuyers); err != nil {
+		return st, err
+	}
+	stored := map[string]bool{}
+	rows, err := db.QueryContext(ctx, `SELECT order_id FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version)
+	if err != nil {
+		return st, err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return st, err
+		}
+		stored[id] = true
+	}
+	rows.Close()
+	for _, id := range orders {
+		if !stored[id] {
+			st.MissingOrders = append(st.MissingOrders, id)
+		}
+	}
+	k := guard.KeysFor(s.SKU)
+	st.RedisStock, _ = rc.Get(ctx, k.Stock).Int64()
+	st.RedisBuyers = rc.HLen(ctx, k.Buyers).Val()
+	st.Outbox = rc.XLen(ctx, k.Outbox).Val()
+	return st, nil
+}

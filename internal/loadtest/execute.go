@@ -1,0 +1,205 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/redis/go-redis/v9"
+	"github.com/schollz/progressbar/v3"
+	"go.uber.org/zap"
+	"golang.org/x/term"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+	"seckill-proxy/internal/schema"
+	"seckill-proxy/sink"
+)
+
+// Modes of a run.
+const (
+	ModeProxy = "proxy" // buyers talk RESP to the proxy
+	ModeSeeds = "seeds" // buyers call the seeds' in-app design (no sink, no checks)
+)
+
+// Options are seckill-bench's flags.
+type Options struct {
+	Mode     string
+	Addr     string // the proxy
+	User     string
+	Password string
+	SKU      string
+	Units    int
+	Limit    int
+	Load     Load
+	JSON     bool
+	Chart    string // SVG file to write, or ""
+	Check    bool
+	Drain    time.Duration // the most to wait for the sink
+	// Services are the stack's addresses (SECKILL_* variables, as the binaries read them).
+	Services conf.Config
+}
+
+// Execute runs one benchmark and writes its report to out (progress goes to progress). It
+// returns the report; its Passed says whether every check held.
+func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, error) {
+	if err := o.Load.Validate(); err != nil {
+		return Report{}, err
+	}
+	if o.Units < 1 || o.Limit < o.Load.Qty {
+		return Report{}, fmt.Errorf("units must be at least 1 and limit at least qty; got units %d, limit %d, qty %d", o.Units, o.Limit, o.Load.Qty)
+	}
+	db, err := schema.Open(o.Services.MySQL)
+	if err != nil {
+		return Report{}, err
+	}
+	defer db.Close()
+	rc := guard.NewClusterClient(o.Services.Redis)
+	defer rc.Close()
+
+	var buy Buyer
+	var pipe func(context.Context, []string) []result
+	var sale Sale
+	switch o.Mode {
+	case ModeProxy:
+		if _, err := schema.Migrate(ctx, db, nopLogger()); err != nil {
+			return Report{}, err
+		}
+		pc := redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.User, Password: o.Password,
+			PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
+		defer pc.Close()
+		version, err := Setup(ctx, db, pc, o.SKU, o.Units, o.Limit)
+		if err != nil {
+			return Report{}, err
+		}
+		sale = Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}
+		buy, pipe = ProxyBuyer(pc, o.SKU, o.Load.Qty)
+	case ModeSeeds:
+		sc, err := sink.SaramaConfig(o.Services.Kafka)
+		if err != nil {
+			return Report{}, err
+		}
+		producer, err := sarama.NewSyncProducer(o.Services.Kafka.Brokers, sc)
+		if err != nil {
+			return Report{}, err
+		}
+		defer producer.Close()
+		seeds, err := NewSeeds(ctx, rc, producer, o.Services.Kafka.Topic+".seeds", o.SKU, o.Units)
+		if err != nil {
+			return Report{}, err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return Report{}, err
+		}
+		sctx, stopSeeds := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- seeds.Serve(sctx, ln) }()
+		defer func() {
+			stopSeeds()
+			<-served
+		}()
+		sc2 := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
+		defer sc2.Close()
+		buy, pipe = ProxyBuyer(sc2, o.SKU, o.Load.Qty)
+	default:
+		return Report{}, fmt.Errorf("mode must be %q or %q, got %q", ModeProxy, ModeSeeds, o.Mode)
+	}
+
+	done, stop := showProgress(progress, o.Load.Buyers)
+	res := Run(ctx, o.Load, buy, pipe, func(n int) { done.Add(int64(n)) })
+	stop()
+	rep := NewReport(o.Mode, o.SKU, o.Units, o.Load, res)
+	if res.Requests == 0 {
+		return rep, ErrNoRequests
+	}
+	if o.Mode == ModeProxy && o.Check {
+		fmt.Fprintf(progress, "waiting for the sink to store %d orders...\n", len(res.Orders))
+		dctx, cancel := context.WithTimeout(ctx, o.Drain)
+		drain, err := Drain(dctx, db, sale, len(res.Orders), res.LastBuy)
+		cancel()
+		if err != nil {
+			rep.AddChecks([]Check{{Name: "drain", Detail: err.Error()}}, 0)
+		} else {
+			// The outbox empties a moment after Kafka acknowledges; give it that moment.
+			k := guard.KeysFor(o.SKU)
+			for deadline := time.Now().Add(5 * time.Second); rc.XLen(ctx, k.Outbox).Val() > 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			st, err := Gather(ctx, db, rc, sale, res.Orders)
+			if err != nil {
+				return rep, err
+			}
+			rep.AddChecks(Evaluate(st), drain)
+		}
+	}
+	if o.Chart != "" {
+		f, err := os.Create(o.Chart)
+		if err != nil {
+			return rep, err
+		}
+		err = WriteChart(f, fmt.Sprintf("seckill-bench %s: %d buyers, %d units, %d connections", o.Mode, o.Load.Buyers, o.Units, o.Load.Conns), res)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return rep, err
+		}
+	}
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return rep, enc.Encode(rep)
+	}
+	return rep, rep.WriteText(out)
+}
+
+// showProgress shows a live bar on a terminal, or a plain line a second otherwise, until stop.
+func showProgress(w io.Writer, total int) (*atomic.Int64, func()) {
+	var done atomic.Int64
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	f, isFile := w.(*os.File)
+	tty := isFile && term.IsTerminal(int(f.Fd()))
+	go func() {
+		defer close(finished)
+		var bar *progressbar.ProgressBar
+		if tty {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("buying"),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("buys"), progressbar.OptionThrottle(100*time.Millisecond))
+		}
+		ticker := time.NewTicker(map[bool]time.Duration{true: 100 * time.Millisecond, false: time.Second}[tty])
+		defer ticker.Stop()
+		for {
+			select {
+			case <-quit:
+				if bar != nil {
+					_ = bar.Set(int(done.Load()))
+					_ = bar.Finish()
+					fmt.Fprintln(w)
+				} else {
+					fmt.Fprintf(w, "buying: %d/%d done\n", done.Load(), total)
+				}
+				return
+			case <-ticker.C:
+				if bar != nil {
+					_ = bar.Set(int(done.Load()))
+				} else {
+					fmt.Fprintf(w, "buying: %d/%d\n", done.Load(), total)
+				}
+			}
+		}
+	}()
+	return &done, func() {
+		close(quit)
+		<-finished
+	}
+}
+
+func nopLogger() *zap.Logger { return zap.NewNop() }

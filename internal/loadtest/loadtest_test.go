@@ -1,0 +1,159 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// good is the state of a sale that went right: 2,000 units, all sold, all stored.
+func good() State {
+	return State{Units: 2000, MySQLStock: 0, Confirmed: 2000, ConfirmedUnits: 2000, RedisStock: 0, RedisBuyers: 2000, Successes: 2000, Qty: 1}
+}
+
+func TestEvaluatePassesAGoodSale(t *testing.T) {
+	for _, c := range Evaluate(good()) {
+		if !c.OK {
+			t.Errorf("%s failed on a good sale: %s", c.Name, c.Detail)
+		}
+	}
+}
+
+// TestEachCheckCanFail breaks the state one way at a time; the named check must fail.
+func TestEachCheckCanFail(t *testing.T) {
+	tests := []struct {
+		check string
+		break_ func(s *State)
+	}{
+		{"I1 no oversell", func(s *State) { s.ConfirmedUnits, s.Confirmed, s.Successes, s.MySQLStock = 2053, 2053, 2053, -53 }},
+		{"I1 no oversell", func(s *State) { s.RedisStock = -1 }},
+		{"successes = confirmed orders = units sold", func(s *State) { s.Successes = 2001 }},
+		{"successes = confirmed orders = units sold", func(s *State) { s.MySQLStock = 1 }},
+		{"I2 every order handed out is in MySQL", func(s *State) { s.MissingOrders = []string{"dc6f2p1ksdu8am6vpjd0"} }},
+		{"I3 no duplicate buyer", func(s *State) { s.DupBuyers = 1 }},
+		{"no rejected order", func(s *State) { s.Rejected = 53 }},
+		{"I5 Redis stock = MySQL stock", func(s *State) { s.RedisStock = 50 }},
+		{"I5 Redis buyers = MySQL confirmed", func(s *State) { s.RedisBuyers = 2053 }},
+		{"outbox drained", func(s *State) { s.Outbox = 3 }},
+	}
+	for _, tt := range tests {
+		s := good()
+		tt.break_(&s)
+		found := false
+		for _, c := range Evaluate(s) {
+			if c.Name == tt.check {
+				found = true
+				if c.OK {
+					t.Errorf("%s passed on a broken state %+v", tt.check, s)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no check named %q", tt.check)
+		}
+	}
+}
+
+func TestReportArithmetic(t *testing.T) {
+	h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	for v := int64(1); v <= 1000; v++ {
+		_ = h.RecordValue(v) // 1..1000 µs
+	}
+	r := Result{Requests: 1000, Elapsed: 500 * time.Millisecond, Latency: h, Replies: map[string]int64{ReplyOrder: 10, ReplySoldOut: 990}}
+	rep := NewReport(ModeProxy, "sku", 10, Load{Conns: 4, Pipeline: 2}, r)
+	if rep.Throughput != 2000 {
+		t.Errorf("throughput %v, want 2000", rep.Throughput)
+	}
+	if rep.Latency.P50 != 500 || rep.Latency.P90 != 900 || rep.Latency.P99 != 990 || rep.Latency.Max != 1000 || rep.Latency.P999 != 999 {
+		t.Errorf("percentiles %+v", rep.Latency)
+	}
+	if !rep.Passed {
+		t.Error("a run with requests and no checks did not pass")
+	}
+	rep.AddChecks([]Check{{Name: "a", OK: true}, {Name: "b", OK: false, Detail: "broken"}}, 1500*time.Microsecond)
+	if rep.Passed || rep.DrainMs != 1.5 {
+		t.Errorf("after a failed check: passed %v, drain %v", rep.Passed, rep.DrainMs)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2000 requests/s", "p50 500µs", "FAIL  b", "PASS  a", "SOLDOUT 990, order 10", "FAILED"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil || !strings.Contains(string(b), `"p99_9":999`) || !strings.Contains(string(b), `"passed":false`) {
+		t.Errorf("json %s, %v", b, err)
+	}
+	if NewReport(ModeProxy, "sku", 1, Load{}, Result{}).Throughput != 0 {
+		t.Error("an empty run has a throughput")
+	}
+}
+
+func TestKind(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, ReplyOrder},
+		{errors.New("SOLDOUT sku"), ReplySoldOut},
+		{errors.New("DUPLICATE abc"), ReplyDuplicate},
+		{errors.New("CLOSED ended"), ReplyClosed},
+		{errors.New("UNAVAILABLE redis"), ReplyUnavailable},
+		{errors.New("ERR bad"), ReplyOther},
+		{errors.New("i/o timeout"), ReplyOther},
+	}
+	for _, tt := range tests {
+		if got := Kind(tt.err); got != tt.want {
+			t.Errorf("Kind(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestRepeatShare(t *testing.T) {
+	l := Load{Buyers: 10000, RepeatShare: 0.1}
+	uids := map[string]bool{}
+	for i := range l.Buyers {
+		uids[l.uid(i)] = true
+	}
+	if got := len(uids); got != 9100 {
+		t.Fatalf("%d distinct buyers out of 10000 with a repeat share of 0.1, want 9100", got)
+	}
+	if err := (Load{Buyers: 1, Conns: 1, Pipeline: 1, Qty: 1, RepeatShare: 1}).Validate(); err == nil {
+		t.Fatal("a repeat share of 1 was accepted")
+	}
+}
+
+// TestRun drives an in-process buyer: every request is answered and counted once.
+func TestRun(t *testing.T) {
+	stock := make(chan struct{}, 5)
+	for range 5 {
+		stock <- struct{}{}
+	}
+	buy := func(_ context.Context, uid string) (string, error) {
+		select {
+		case <-stock:
+			return "order-" + uid, nil
+		default:
+			return "", errors.New("SOLDOUT sku")
+		}
+	}
+	var progressed atomic.Int64
+	r := Run(context.Background(), Load{Buyers: 100, Conns: 4, Pipeline: 3, Qty: 1}, buy, nil, func(n int) { progressed.Add(int64(n)) })
+	if r.Requests != 100 || progressed.Load() != 100 || r.Replies[ReplyOrder] != 5 || r.Replies[ReplySoldOut] != 95 || len(r.Orders) != 5 {
+		t.Fatalf("requests %d, progress %d, replies %v, orders %d", r.Requests, progressed.Load(), r.Replies, len(r.Orders))
+	}
+	var svg bytes.Buffer
+	if err := WriteChart(&svg, "t", r); err != nil || !strings.HasPrefix(svg.String(), "<svg") || !strings.Contains(svg.String(), "polyline") {
+		t.Fatalf("chart: %v\n%s", err, svg.String())
+	}
+}

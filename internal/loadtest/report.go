@@ -1,0 +1,118 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is a run's summary, as printed and as -json writes it.
+type Report struct {
+	Mode       string           `json:"mode"`
+	SKU        string           `json:"sku"`
+	Units      int              `json:"units"`
+	Requests   int64            `json:"requests"`
+	Conns      int              `json:"conns"`
+	Pipeline   int              `json:"pipeline"`
+	ElapsedMs  float64          `json:"elapsed_ms"`
+	Throughput float64          `json:"throughput_rps"`
+	Latency    Percentiles      `json:"latency_us"`
+	Replies    map[string]int64 `json:"replies"`
+	FirstError string           `json:"first_error,omitempty"`
+	DrainMs    float64          `json:"drain_ms,omitempty"`
+	Checks     []Check          `json:"checks,omitempty"`
+	Passed     bool             `json:"passed"`
+}
+
+// Percentiles of latency, in microseconds.
+type Percentiles struct {
+	P50  int64 `json:"p50"`
+	P90  int64 `json:"p90"`
+	P99  int64 `json:"p99"`
+	P999 int64 `json:"p99_9"`
+	Max  int64 `json:"max"`
+}
+
+// NewReport summarises r.
+func NewReport(mode, sku string, units int, l Load, r Result) Report {
+	rep := Report{
+		Mode: mode, SKU: sku, Units: units, Requests: r.Requests, Conns: l.Conns, Pipeline: l.Pipeline,
+		ElapsedMs:  float64(r.Elapsed.Microseconds()) / 1000,
+		Throughput: r.Throughput(),
+		Replies:    r.Replies,
+		FirstError: r.FirstError,
+		Passed:     r.Requests > 0,
+	}
+	if r.Latency != nil && r.Latency.TotalCount() > 0 {
+		h := r.Latency
+		rep.Latency = Percentiles{P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99),
+			P999: h.ValueAtQuantile(99.9), Max: h.Max()}
+	}
+	return rep
+}
+
+// AddChecks records the invariant checks and the drain time.
+func (rep *Report) AddChecks(checks []Check, drain time.Duration) {
+	rep.Checks = checks
+	rep.DrainMs = float64(drain.Microseconds()) / 1000
+	for _, c := range checks {
+		if !c.OK {
+			rep.Passed = false
+		}
+	}
+}
+
+func us(v int64) string { return (time.Duration(v) * time.Microsecond).String() }
+
+// WriteText prints the report as tables for people.
+func (rep Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "sale\t%s (%s), %d units\n", rep.SKU, rep.Mode, rep.Units)
+	fmt.Fprintf(tw, "load\t%d requests over %d connections, pipeline %d\n", rep.Requests, rep.Conns, rep.Pipeline)
+	fmt.Fprintf(tw, "elapsed\t%.0f ms\n", rep.ElapsedMs)
+	fmt.Fprintf(tw, "throughput\t%.0f requests/s\n", rep.Throughput)
+	fmt.Fprintf(tw, "latency\tp50 %s\tp90 %s\tp99 %s\tp99.9 %s\tmax %s\n",
+		us(rep.Latency.P50), us(rep.Latency.P90), us(rep.Latency.P99), us(rep.Latency.P999), us(rep.Latency.Max))
+	kinds := make([]string, 0, len(rep.Replies))
+	for k := range rep.Replies {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, rep.Replies[k])
+	}
+	fmt.Fprintf(tw, "replies\t%s\n", strings.Join(parts, ", "))
+	if rep.FirstError != "" {
+		fmt.Fprintf(tw, "first error\t%s\n", rep.FirstError)
+	}
+	if rep.DrainMs > 0 {
+		fmt.Fprintf(tw, "drain\t%.0f ms from the last buy until the sale was entirely in MySQL\n", rep.DrainMs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Checks) > 0 {
+		fmt.Fprintln(w, "\ninvariant checks:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, c := range rep.Checks {
+			mark := "PASS"
+			if !c.OK {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, c.Name, c.Detail)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	verdict := "all checks passed"
+	if !rep.Passed {
+		verdict = "FAILED"
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", verdict)
+	return err
+}
