@@ -29,7 +29,7 @@ func TestEvaluatePassesAGoodSale(t *testing.T) {
 // TestEachCheckCanFail breaks the state one way at a time; the named check must fail.
 func TestEachCheckCanFail(t *testing.T) {
 	tests := []struct {
-		check string
+		check  string
 		break_ func(s *State)
 	}{
 		{"I1 no oversell", func(s *State) { s.ConfirmedUnits, s.Confirmed, s.Successes, s.MySQLStock = 2053, 2053, 2053, -53 }},
