@@ -3,7 +3,7 @@ SHELL := /bin/bash
 STACK := scripts/devstack.sh
 GO_PACKAGES := ./...
 
-.PHONY: run test vet build stack-up stack-down stack-status fuzz clean
+.PHONY: run demo bench test vet build stack-up stack-down stack-status clean
 
 # run: bring up the dev stack, start the sink in the background and the proxy in the
 # foreground; Ctrl-C stops both.
@@ -12,6 +12,15 @@ run: stack-up build
 	./bin/seckill-sink -log.format=console & sink=$$!; \
 	trap 'kill $$sink 2>/dev/null; wait $$sink' EXIT; \
 	./bin/seckill-proxy -log.format=console
+
+# demo: the seeds' sale end to end with the report and the invariant checks
+# (KEEP=1 leaves the proxy and the sink running).
+demo:
+	scripts/demo.sh
+
+# bench: every comparison of BENCHMARKS.md, measured in one run; rewrites BENCHMARKS.md.
+bench:
+	scripts/bench.sh
 
 # test: the dev stack, go vet, then every test with the race detector against real services.
 # -p 1: packages share one cluster, and the failover test kills one of its masters.

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,16 +131,18 @@ func (g *Guard) Stats() Stats {
 // Flags exposes the local sold-out and closed flags.
 func (g *Guard) Flags() *Flags { return g.flags }
 
-// skuCounters are one SKU's buy outcomes in this proxy.
+// skuCounters are one SKU's buy outcomes in this proxy, and its answers made once, so that
+// the sold-out path allocates nothing for them.
 type skuCounters struct {
 	successes, soldOut, duplicates, closed, local atomic.Int64
+	soldOutErr, closedErr                         error
 }
 
 func (g *Guard) countersFor(sku string) *skuCounters {
 	if c, ok := g.perSKU.Load(sku); ok {
 		return c.(*skuCounters)
 	}
-	c, _ := g.perSKU.LoadOrStore(sku, new(skuCounters))
+	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(StateClosed)})
 	return c.(*skuCounters)
 }
 
@@ -163,14 +166,16 @@ type attempt struct {
 	sold    Sold  // set when the script sold the order
 }
 
-// BuyBatch runs the buys of one client pipeline. The sold-out flag answers what it can with no
+// BuyBatch runs the buys of one client pipeline, and returns their results in res (reused,
+// and grown if need be; nil is fine). The sold-out flag answers what it can with no
 // network call; the rest go to the masters through their coalescers, shared with every other
 // client. Results are in the order of reqs.
-func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
-	res := make([]BuyResult, len(reqs))
+func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult) []BuyResult {
+	res = slices.Grow(res[:0], len(reqs))[:len(reqs)]
+	clear(res)
 	now := g.opt.Now()
 	g.stats.buys.Add(int64(len(reqs)))
-	todo := make([]*attempt, 0, len(reqs))
+	var todo []*attempt // made only when a buy must go to Redis
 	for i := range reqs {
 		r := &reqs[i]
 		if flagged, isClosed := g.flags.Get(r.SKU, now); flagged {
@@ -180,11 +185,11 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest) []BuyResult {
 			if isClosed {
 				g.stats.closed.Add(1)
 				c.closed.Add(1)
-				res[i].Err = closed(StateClosed)
+				res[i].Err = c.closedErr
 			} else {
 				g.stats.soldOut.Add(1)
 				c.soldOut.Add(1)
-				res[i].Err = soldOut(r.SKU)
+				res[i].Err = c.soldOutErr
 			}
 			continue
 		}

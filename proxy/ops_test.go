@@ -181,10 +181,13 @@ func TestCheck(t *testing.T) {
 	sku := newSKU("check")
 	s.sale(t, c, sku, 100)
 	buyAll(t, c, sku, "u", 150, 20)
-	eventually(t, 30*time.Second, "CHECK OK after the drain", func() bool {
-		ok, _ := c.Do(ctx, "seckill.check", sku).Text()
-		return ok == "OK"
+	eventually(t, 30*time.Second, "the sale drained into MySQL", func() bool {
+		st, _ := s.mysqlOrders(t, sku)
+		return st[sink.StatusConfirmed] == 100 && s.rc.XLen(ctx, guard.KeysFor(sku).Outbox).Val() == 0
 	})
+	if ok, err := c.Do(ctx, "seckill.check", sku).Text(); ok != "OK" {
+		t.Fatalf("CHECK after the drain = %q, %v", ok, err)
+	}
 	if err := s.rc.Set(ctx, guard.KeysFor(sku).Stock, 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}

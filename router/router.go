@@ -54,6 +54,11 @@ type Session struct {
 	LibVer  string
 	// Quit is set by QUIT: the proxy closes the connection after writing the reply.
 	Quit bool
+
+	// Buffers for a pipeline's buys, reused from one read to the next.
+	buys    []guard.BuyRequest
+	buyErrs []error
+	results []guard.BuyResult
 }
 
 // Options configure a Router.
@@ -135,15 +140,15 @@ func (r *Router) lookup(name []byte) *command {
 // Serve runs one client pipeline, cmds, writing one reply per command to w, in order.
 // Consecutive SECKILL.BUY commands go to Redis as one batch.
 func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Writer) {
-	var buys []guard.BuyRequest
-	var buyErrs []error // per pending buy: an argument error, or nil
+	buys, buyErrs := s.buys[:0], s.buyErrs[:0] // buyErrs: per pending buy, an argument error or nil
 	flush := func() {
 		if len(buyErrs) == 0 {
 			return
 		}
-		r.writeBuys(ctx, buys, buyErrs, w)
+		s.results = r.writeBuys(ctx, buys, buyErrs, s.results, w)
 		buys, buyErrs = buys[:0], buyErrs[:0]
 	}
+	defer func() { s.buys, s.buyErrs = buys[:0], buyErrs[:0] }()
 	r.commands.Add(int64(len(cmds)))
 	for _, args := range cmds {
 		c, err := r.check(s, args)
@@ -204,9 +209,10 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	return c, nil
 }
 
-// writeBuys runs the valid buys as one batch and writes every buy's reply in order.
-func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, w Writer) {
-	results := r.guard.BuyBatch(ctx, buys)
+// writeBuys runs the valid buys as one batch and writes every buy's reply in order. It
+// returns the results buffer for reuse.
+func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, results []guard.BuyResult, w Writer) []guard.BuyResult {
+	results = r.guard.BuyBatch(ctx, buys, results)
 	next := 0
 	for _, perr := range errs {
 		if perr != nil {
@@ -227,6 +233,7 @@ func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []
 			w.WriteBulkString(res.OrderID)
 		}
 	}
+	return results
 }
 
 // compatReply maps a buy's outcome to the seeds' integers.

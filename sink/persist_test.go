@@ -184,3 +184,11 @@ func BenchmarkPersist(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkEncodeOrder(b *testing.B) {
+	o := order("sku_1001", "user_123456", 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = o.Encode()
+	}
+}
