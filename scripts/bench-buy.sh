@@ -23,8 +23,15 @@ go build -o bin/ ./cmd/seckill-proxy
 run_id=$(date +%s)
 SKU=bench_$run_id
 SOLD=benchsold_$run_id
+# Direct EVALSHA runs on SKUs of their own, kept out of the sweepers' set: their outbox entries
+# are never published, and a sweeper republishing them would load the proxy under test.
+DSKU=benchdirect_$run_id
+DSOLD=benchdirectsold_$run_id
+SKUS=("$SKU" "$SOLD" "$DSKU" "$DSOLD")
 mariadb --no-defaults -h 127.0.0.1 -u root seckill -e \
-  "INSERT INTO seckill_items (sku, stock) VALUES ('$SKU', 100000000), ('$SOLD', 1)" 2>/dev/null || true
+  "INSERT INTO seckill_items (sku, stock) VALUES ('$SKU', 100000000), ('$SOLD', 1), ('$DSKU', 100000000), ('$DSOLD', 1)"
+# A topic of this run's own, so that a sink consuming the default topic never sees these orders.
+export SECKILL_KAFKA_TOPIC=bench.buy.$run_id SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.buy.$run_id.dlq
 
 # Compatibility replies (1, 0, -1) keep redis-benchmark, which stops at the first error reply,
 # running when two random uids collide and the second buy is a duplicate.
@@ -33,17 +40,19 @@ proxy_pid=$!
 cleanup() {
   kill "$proxy_pid" 2>/dev/null || true
   wait "$proxy_pid" 2>/dev/null || true
-  for sku in "$SKU" "$SOLD"; do
-    for k in stock meta buyers outbox result; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
+  for sku in "${SKUS[@]}"; do
+    for k in stock meta buyers outbox result sweep; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
+    redis-cli -c -p 7000 srem seckill:sales "$sku" >/dev/null
   done
-  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD')"
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD', '$DSKU', '$DSOLD')"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-redis-cli -p "$PORT" seckill.warm "$SKU" >/dev/null
-redis-cli -p "$PORT" seckill.warm "$SOLD" >/dev/null
+for sku in "${SKUS[@]}"; do redis-cli -p "$PORT" seckill.warm "$sku" >/dev/null; done
 redis-cli -p "$PORT" seckill.buy "$SOLD" first >/dev/null
+redis-cli -p "$PORT" seckill.buy "$DSOLD" first >/dev/null
+redis-cli -c -p 7000 srem seckill:sales "$DSKU" "$DSOLD" >/dev/null
 
 # The master that owns a SKU, and the script's SHA loaded there.
 master_port() {
@@ -55,8 +64,8 @@ master_port() {
     /^role$/ { getline r; if (inrange && r == "master") { print port; exit } }'
 }
 keys() { echo "seckill:{$1}:meta seckill:{$1}:stock seckill:{$1}:buyers seckill:{$1}:outbox seckill:{$1}:result"; }
-MPORT=$(master_port "$SKU")
-SPORT=$(master_port "$SOLD")
+MPORT=$(master_port "$DSKU")
+SPORT=$(master_port "$DSOLD")
 SHA=$(redis-cli -p "$MPORT" script load "$(cat guard/lua/buy.lua)")
 redis-cli -p "$SPORT" script load "$(cat guard/lua/buy.lua)" >/dev/null
 
@@ -72,18 +81,18 @@ printf '# %s, %s cores, %d requests, %d clients, median of %d rounds\n' "$(date 
 printf '| path | -P | proxy rps | direct rps | proxy/direct |\n|---|---|---|---|---|\n'
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# measure NAME SKU MASTER_PORT: one table row per pipeline depth.
+# measure NAME SKU DIRECT_SKU MASTER_PORT: one table row per pipeline depth.
 measure() {
-  local name=$1 sku=$2 mport=$3 P i ps ds
+  local name=$1 sku=$2 dsku=$3 mport=$4 P i ps ds
   for P in 1 16; do
     ps=() ds=()
     for ((i = 0; i < ROUNDS; i++)); do
       ps+=("$(rps "$PORT" "$P" SECKILL.BUY "$sku" __rand_int__ 1)")
       # shellcheck disable=SC2046
-      ds+=("$(rps "$mport" "$P" EVALSHA "$SHA" 5 $(keys "$sku") "" __rand_int__ 1 direct bench)")
+      ds+=("$(rps "$mport" "$P" EVALSHA "$SHA" 5 $(keys "$dsku") "" __rand_int__ 1 direct bench)")
     done
     row "$name" "$P" "$(printf '%s\n' "${ps[@]}" | median)" "$(printf '%s\n' "${ds[@]}" | median)"
   done
 }
-measure buy "$SKU" "$MPORT"
-measure "sold out" "$SOLD" "$SPORT"
+measure buy "$SKU" "$DSKU" "$MPORT"
+measure "sold out" "$SOLD" "$DSOLD" "$SPORT"
