@@ -296,3 +296,32 @@ func TestTwoProxies(t *testing.T) {
 		return isClosed
 	})
 }
+
+// TestOpsArgumentsOverTheWire: wrong arity and bad arguments of the sale commands, through
+// a real client.
+func TestOpsArgumentsOverTheWire(t *testing.T) {
+	s := start(t, nil)
+	c := s.client(t, 1)
+	ctx := context.Background()
+	tests := []struct {
+		args []any
+		want string
+	}{
+		{[]any{"seckill.close"}, "ERR wrong number of arguments for 'seckill.close' command"},
+		{[]any{"seckill.close", "a", "b"}, "ERR wrong number of arguments for 'seckill.close' command"},
+		{[]any{"seckill.release", "sku"}, "ERR wrong number of arguments for 'seckill.release' command"},
+		{[]any{"seckill.release", "sku", "u 1"}, `ERR uid must be 1-64 characters of [A-Za-z0-9_.:-], got "u 1"`},
+		{[]any{"seckill.check"}, "ERR wrong number of arguments for 'seckill.check' command"},
+		{[]any{"seckill.check", "sku*"}, `ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got "sku*"`},
+		{[]any{"seckill.info", "a", "b"}, "ERR wrong number of arguments for 'seckill.info' command"},
+		{[]any{"seckill.warm", "sku", "LIMIT", "0"}, "ERR LIMIT must be a positive integer, got \"0\""},
+		{[]any{"seckill.release", "never_warmed_sku", "u1"}, "ERR u1 has no order in sale never_warmed_sku"},
+		{[]any{"seckill.close", "never_warmed_sku"}, "ERR no sale never_warmed_sku: it was never warmed"},
+		{[]any{"seckill.check", "never_warmed_sku"}, "ERR no sale never_warmed_sku: it was never warmed"},
+	}
+	for _, tt := range tests {
+		if err := c.Do(ctx, tt.args...).Err(); err == nil || err.Error() != tt.want {
+			t.Errorf("%v: %v, want %s", tt.args, err, tt.want)
+		}
+	}
+}
