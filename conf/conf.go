@@ -133,6 +133,11 @@ type Redis struct {
 	// second, or the client stays blind after a failover.
 	StateReloadInterval time.Duration `koanf:"state_reload_interval"`
 	MaxRedirects        int           `koanf:"max_redirects"`
+	// PassthroughConns is how many idle connections pass-through keeps per node.
+	PassthroughConns int `koanf:"passthrough_conns"`
+	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
+	// user may run all the same.
+	AdminAllow []string `koanf:"admin_allow"`
 }
 
 // Kafka configures the Sarama producer (the tee) and consumer group (the sink).
@@ -214,6 +219,8 @@ func Default() Config {
 			PoolTimeout:         time.Second,
 			StateReloadInterval: time.Second,
 			MaxRedirects:        8,
+			PassthroughConns:    64,
+			AdminAllow:          []string{},
 		},
 		Kafka: Kafka{
 			Brokers:           []string{"127.0.0.1:9092"},

@@ -208,6 +208,7 @@ func TestValidate(t *testing.T) {
 		{"redis.state_reload_interval", func(c *Config) { c.Redis.StateReloadInterval = time.Millisecond }},
 		{"redis.state_reload_interval", func(c *Config) { c.Redis.StateReloadInterval = time.Hour }},
 		{"redis.max_redirects", func(c *Config) { c.Redis.MaxRedirects = 0 }},
+		{"redis.passthrough_conns", func(c *Config) { c.Redis.PassthroughConns = 0 }},
 		{"kafka.brokers", func(c *Config) { c.Kafka.Brokers = []string{"kafka"} }},
 		{"kafka.topic", func(c *Config) { c.Kafka.Topic = "" }},
 		{"kafka.dead_letter_topic", func(c *Config) { c.Kafka.DeadLetterTopic = "" }},

@@ -53,6 +53,7 @@ func (c *Config) Validate() error {
 	}
 	v.between("redis.state_reload_interval", c.Redis.StateReloadInterval, 100*time.Millisecond, time.Minute)
 	v.atLeast("redis.max_redirects", c.Redis.MaxRedirects, 1)
+	v.atLeast("redis.passthrough_conns", c.Redis.PassthroughConns, 1)
 
 	v.addrs("kafka.brokers", c.Kafka.Brokers)
 	v.nonEmpty("kafka.topic", c.Kafka.Topic)

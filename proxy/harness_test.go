@@ -23,6 +23,7 @@ import (
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
 	"seckill-proxy/sink"
+	"seckill-proxy/upstream"
 )
 
 // stack is a proxy started in-process on 127.0.0.1:0 against the real cluster, Kafka and
@@ -111,7 +112,9 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	}
 	s.g = guard.New(rc, db, log, opt)
 	var srv *proxy.Server
-	ropt := router.Options{Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies,
+	pass := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout, guard.KeyPrefix)
+	t.Cleanup(pass.Close)
+	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies,
 		MaxArgBytes: cfg.Limits.MaxArgBytes, Clients: func() int64 { return srv.Clients() }}
 	if s.tee != nil {
 		ropt.Extra = s.tee.InfoFields

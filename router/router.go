@@ -72,11 +72,23 @@ type Options struct {
 	Clients func() int64
 	// Extra adds lines to INFO's seckill section (the tee's counters, say); nil adds none.
 	Extra func() []guard.Field
+	// Upstream passes every command the proxy does not serve itself through to Redis, and
+	// returns Redis's raw replies; nil answers them "unknown command".
+	Upstream Upstream
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
 }
+
+// Upstream passes a client's pipeline of commands through to Redis: one raw RESP reply per
+// command, in order. admin says whether the client has the admin role.
+type Upstream interface {
+	Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte
+}
+
+// errPassThrough marks a command for the upstream.
+var errPassThrough = respError("pass through")
 
 // Router holds the command table and serves a client's commands. It is safe for concurrent
 // use once built with New.
@@ -149,9 +161,25 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		buys, buyErrs = buys[:0], buyErrs[:0]
 	}
 	defer func() { s.buys, s.buyErrs = buys[:0], buyErrs[:0] }()
+	var pass [][][]byte // commands for the upstream, sent together
+	flushPass := func() {
+		if len(pass) == 0 {
+			return
+		}
+		for _, reply := range r.opt.Upstream.Do(ctx, pass, s.Admin) {
+			w.WriteRaw(reply)
+		}
+		pass = pass[:0]
+	}
 	r.commands.Add(int64(len(cmds)))
 	for _, args := range cmds {
 		c, err := r.check(s, args)
+		if err == errPassThrough {
+			flush()
+			pass = append(pass, args)
+			continue
+		}
+		flushPass()
 		if err == nil && c.flags&flagBuy != 0 {
 			req, perr := guard.ParseBuy(args[1:])
 			if perr == nil {
@@ -176,6 +204,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		}
 	}
 	flush()
+	flushPass()
 }
 
 // check finds the command and checks auth and arity.
@@ -193,6 +222,9 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	c := r.lookup(args[0])
 	if !s.Authed && (c == nil || c.flags&flagNoAuth == 0) {
 		return nil, respError("NOAUTH Authentication required.")
+	}
+	if c == nil && r.opt.Upstream != nil {
+		return nil, errPassThrough
 	}
 	if c == nil {
 		if touchesProtected(args[1:]) {

@@ -24,6 +24,7 @@ import (
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
 	"seckill-proxy/sink"
+	"seckill-proxy/upstream"
 )
 
 // shutdownGrace bounds how long a SIGTERM waits for calls in flight.
@@ -96,8 +97,11 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		defer close(sweeperDone)
 		sink.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
 	}()
+	passthrough := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout, guard.KeyPrefix)
+	defer passthrough.Close()
 	var srv *proxy.Server
 	r := router.New(g, log, router.Options{
+		Upstream:      passthrough,
 		Password:      cfg.Password,
 		Users:         cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies,

@@ -1,0 +1,263 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/conf"
+)
+
+// Options configure a Cluster.
+type Options struct {
+	// ConnsPerNode is how many idle connections each node keeps.
+	ConnsPerNode int
+	// Timeout bounds one batch to one node (a blocking command gets its own timeout plus
+	// this).
+	Timeout     time.Duration
+	DialTimeout time.Duration
+	Username    string
+	Password    string
+	// AdminAllow names refused commands that an admin user may run all the same.
+	AdminAllow []string
+	// KeyPrefix is the prefix of keys that no pass-through write may touch.
+	KeyPrefix string
+}
+
+// Cluster passes commands through to a Redis Cluster. Its slot map is go-redis's (reloaded
+// about every second, and on MOVED). It is safe for concurrent use.
+type Cluster struct {
+	rc  *redis.ClusterClient
+	opt Options
+
+	mu    sync.Mutex
+	nodes map[string]*node
+	info  map[string]*redis.CommandInfo
+}
+
+// New returns a Cluster on rc's slot map.
+func New(rc *redis.ClusterClient, opt Options) *Cluster {
+	return &Cluster{rc: rc, opt: opt, nodes: map[string]*node{}}
+}
+
+// FromConf returns a Cluster configured by c, protecting keys under keyPrefix.
+func FromConf(rc *redis.ClusterClient, c conf.Redis, timeout time.Duration, keyPrefix string) *Cluster {
+	return New(rc, Options{ConnsPerNode: c.PassthroughConns, Timeout: timeout, DialTimeout: c.DialTimeout,
+		Username: c.Username, Password: c.Password, AdminAllow: c.AdminAllow, KeyPrefix: keyPrefix})
+}
+
+// Close closes the idle connections.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		n.close()
+	}
+}
+
+func (c *Cluster) node(addr string) *node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[addr]
+	if !ok {
+		var auth [][]byte
+		if c.opt.Password != "" {
+			auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Password)}
+			if c.opt.Username != "" {
+				auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Username), []byte(c.opt.Password)}
+			}
+		}
+		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, auth)
+		c.nodes[addr] = n
+	}
+	return n
+}
+
+// commandInfo returns Redis's COMMAND INFO table, loading it on first use.
+func (c *Cluster) commandInfo(ctx context.Context) (map[string]*redis.CommandInfo, error) {
+	c.mu.Lock()
+	info := c.info
+	c.mu.Unlock()
+	if info != nil {
+		return info, nil
+	}
+	info, err := c.rc.Command(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.info = info
+	c.mu.Unlock()
+	return info, nil
+}
+
+func unavailable(err error) []byte {
+	return errorReply("UNAVAILABLE " + strings.ReplaceAll(err.Error(), "\r\n", " "))
+}
+
+// Do passes one client's pipeline of commands through, in order, and returns one raw reply
+// per command. admin says whether the client may run AdminAllow's commands.
+func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte {
+	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
+	defer cancel()
+	out := make([][]byte, len(cmds))
+	info, err := c.commandInfo(ctx)
+	if err != nil {
+		for i := range out {
+			out[i] = unavailable(err)
+		}
+		return out
+	}
+	// Runs of plainly routed commands go out together, a batch per node; anything else runs
+	// alone, after the run before it, so that effects keep the client's order.
+	var run []routed
+	flush := func() {
+		c.doRouted(ctx, run, out)
+		run = run[:0]
+	}
+	for i, args := range cmds {
+		p := c.plan(ctx, info, args, admin)
+		if p.reply != nil {
+			flush()
+			out[i] = p.reply
+			continue
+		}
+		if p.special != nil {
+			flush()
+			out[i] = p.special(ctx)
+			continue
+		}
+		run = append(run, routed{i: i, addr: p.addr, args: args})
+	}
+	flush()
+	return out
+}
+
+type routed struct {
+	i    int
+	addr string
+	args [][]byte
+}
+
+// doRouted sends each node its commands as one batch, the nodes in parallel, and follows
+// MOVED and ASK one by one.
+func (c *Cluster) doRouted(ctx context.Context, run []routed, out [][]byte) {
+	if len(run) == 0 {
+		return
+	}
+	byNode := map[string][]routed{}
+	for _, r := range run {
+		byNode[r.addr] = append(byNode[r.addr], r)
+	}
+	var wg sync.WaitGroup
+	for addr, rs := range byNode {
+		wg.Go(func() {
+			cmds := make([][][]byte, len(rs))
+			for i, r := range rs {
+				cmds[i] = r.args
+			}
+			replies, err := c.node(addr).do(ctx, cmds)
+			for i, r := range rs {
+				if err != nil {
+					out[r.i] = unavailable(err)
+				} else {
+					out[r.i] = c.redirect(ctx, replies[i], r.args)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// redirect follows a MOVED or ASK reply (twice at most); any other reply is returned as is.
+func (c *Cluster) redirect(ctx context.Context, reply []byte, args [][]byte) []byte {
+	for hop := 0; hop < 2; hop++ {
+		moved := bytes.HasPrefix(reply, []byte("-MOVED "))
+		ask := bytes.HasPrefix(reply, []byte("-ASK "))
+		if !moved && !ask {
+			return reply
+		}
+		fields := strings.Fields(string(reply[1:]))
+		if len(fields) != 3 {
+			return reply
+		}
+		addr := fields[2]
+		cmds := [][][]byte{args}
+		if moved {
+			c.rc.ReloadState(ctx)
+		} else {
+			cmds = [][][]byte{{[]byte("ASKING")}, args}
+		}
+		replies, err := c.node(addr).do(ctx, cmds)
+		if err != nil {
+			return unavailable(err)
+		}
+		reply = replies[len(replies)-1]
+	}
+	return reply
+}
+
+// masterAddr is the address of the master that owns key's slot.
+func (c *Cluster) masterAddr(ctx context.Context, key []byte) (string, error) {
+	m, err := c.rc.MasterForKey(ctx, string(key))
+	if err != nil {
+		return "", err
+	}
+	return m.Options().Addr, nil
+}
+
+// masters lists the masters' addresses, sorted, so that a SCAN cursor means the same node
+// each time.
+func (c *Cluster) masters(ctx context.Context) ([]string, error) {
+	var mu sync.Mutex
+	var addrs []string
+	err := c.rc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+		mu.Lock()
+		addrs = append(addrs, m.Options().Addr)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(addrs)
+	return addrs, nil
+}
+
+// splitArray returns the raw elements of a raw array reply.
+func splitArray(raw []byte) ([][]byte, error) {
+	r := bufio.NewReader(bytes.NewReader(raw))
+	var head []byte
+	body, err := readLine(r, &head)
+	if err != nil || head[0] != '*' {
+		return nil, ErrProtocol
+	}
+	n, err := strconv.Atoi(string(body))
+	if err != nil {
+		return nil, ErrProtocol
+	}
+	out := make([][]byte, 0, max(n, 0))
+	for range max(n, 0) {
+		el, err := readReply(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, el)
+	}
+	return out, nil
+}
+
+func arrayReply(els [][]byte) []byte {
+	b := []byte("*" + strconv.Itoa(len(els)) + "\r\n")
+	for _, e := range els {
+		b = append(b, e...)
+	}
+	return b
+}

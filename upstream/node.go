@@ -1,0 +1,129 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"time"
+)
+
+// node is a pool of raw RESP connections to one Redis server. A connection is taken for one
+// batch (written in one go, its replies read in order) and put back, unless anything went
+// wrong with it.
+type node struct {
+	addr string
+	idle chan *conn
+	dial func(ctx context.Context) (*conn, error)
+}
+
+type conn struct {
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func newNode(addr string, size int, dialTimeout time.Duration, auth [][]byte) *node {
+	n := &node{addr: addr, idle: make(chan *conn, size)}
+	n.dial = func(ctx context.Context) (*conn, error) {
+		d := net.Dialer{Timeout: dialTimeout}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		c := &conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+		if auth != nil {
+			replies, err := c.roundTrip(ctx, [][][]byte{auth})
+			if err != nil {
+				nc.Close()
+				return nil, err
+			}
+			if len(replies[0]) > 0 && replies[0][0] == '-' {
+				nc.Close()
+				return nil, &replyError{string(replies[0][1 : len(replies[0])-2])}
+			}
+		}
+		return c, nil
+	}
+	return n
+}
+
+type replyError struct{ msg string }
+
+func (e *replyError) Error() string { return e.msg }
+
+func (n *node) get(ctx context.Context) (*conn, error) {
+	select {
+	case c := <-n.idle:
+		return c, nil
+	default:
+		return n.dial(ctx)
+	}
+}
+
+func (n *node) put(c *conn) {
+	select {
+	case n.idle <- c:
+	default:
+		c.nc.Close()
+	}
+}
+
+// do sends cmds on one pooled connection and returns their raw replies in order.
+func (n *node) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
+	c, err := n.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	replies, err := c.roundTrip(ctx, cmds)
+	if err != nil {
+		c.nc.Close()
+		return nil, err
+	}
+	n.put(c)
+	return replies, nil
+}
+
+// doOwn sends cmds on a connection of their own, closed afterwards: for blocking commands,
+// which must not hold up anyone else.
+func (n *node) doOwn(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
+	c, err := n.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.nc.Close()
+	return c.roundTrip(ctx, cmds)
+}
+
+func (c *conn) roundTrip(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	_ = c.nc.SetDeadline(deadline)
+	var buf []byte
+	for _, cmd := range cmds {
+		buf = appendCommand(buf, cmd)
+	}
+	if _, err := c.nc.Write(buf); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(cmds))
+	for i := range cmds {
+		reply, err := readReply(c.r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = reply
+	}
+	return out, nil
+}
+
+func (n *node) close() {
+	for {
+		select {
+		case c := <-n.idle:
+			c.nc.Close()
+		default:
+			return
+		}
+	}
+}

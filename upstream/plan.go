@@ -1,0 +1,210 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// plan is how one command is passed through: a reply made here, a special handler, or the
+// node to send it to.
+type plan struct {
+	reply   []byte
+	special func(ctx context.Context) []byte
+	addr    string
+}
+
+// refused are commands a shared proxy does not pass through: they act on whole servers or the
+// cluster, or leak or change what other clients see. An admin may run those named in
+// Options.AdminAllow.
+var refused = map[string]bool{
+	"flushall": true, "flushdb": true, "config": true, "debug": true, "shutdown": true,
+	"cluster": true, "replicaof": true, "slaveof": true, "monitor": true, "save": true,
+	"bgsave": true, "bgrewriteaof": true, "acl": true, "module": true, "failover": true,
+	"sync": true, "psync": true, "migrate": true, "swapdb": true, "move": true,
+	"lastsave": true, "slowlog": true, "latency": true, "function": true, "keys": true,
+}
+
+// unsupported are connection-bound commands not carried through the proxy yet.
+var unsupported = map[string]bool{
+	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
+	"subscribe": true, "psubscribe": true, "ssubscribe": true, "unsubscribe": true,
+	"punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
+	"readonly": true, "readwrite": true, "asking": true, "reset": true,
+}
+
+// splittable are multi-key commands whose keys may span slots: they are split per slot and
+// their replies merged into the one Redis would give.
+var splittable = map[string]bool{"mget": true, "mset": true, "del": true, "unlink": true, "exists": true, "touch": true}
+
+func (c *Cluster) plan(ctx context.Context, info map[string]*redis.CommandInfo, args [][]byte, admin bool) plan {
+	name := strings.ToLower(string(args[0]))
+	if refused[name] && !(admin && c.allowed(name)) {
+		if name == "keys" {
+			return plan{reply: errorReply("ERR KEYS is refused by seckill-proxy: it blocks every master; use SCAN")}
+		}
+		return plan{reply: errorReply("ERR '" + name + "' is refused by seckill-proxy")}
+	}
+	if unsupported[name] {
+		return plan{reply: errorReply("ERR '" + name + "' is not supported through seckill-proxy yet")}
+	}
+	ci := info[name]
+	keys := commandKeys(name, ci, args)
+	if c.touchesProtected(name, ci, args, keys) {
+		return plan{reply: errorReply("NOPERM " + c.opt.KeyPrefix + "* keys change only through SECKILL commands")}
+	}
+	switch name {
+	case "dbsize":
+		return plan{special: func(ctx context.Context) []byte { return c.sumOverMasters(ctx, args) }}
+	case "scan":
+		return plan{special: func(ctx context.Context) []byte { return c.scan(ctx, args) }}
+	case "script":
+		return plan{special: func(ctx context.Context) []byte { return c.script(ctx, args) }}
+	}
+	if ci != nil && hasFlag(ci, "blocking") {
+		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
+	}
+	if len(keys) == 0 {
+		addr, err := c.anyMaster(ctx)
+		if err != nil {
+			return plan{reply: unavailable(err)}
+		}
+		return plan{addr: addr}
+	}
+	slot := Slot(keys[0])
+	same := true
+	for _, k := range keys[1:] {
+		if Slot(k) != slot {
+			same = false
+			break
+		}
+	}
+	if !same {
+		if splittable[name] {
+			return plan{special: func(ctx context.Context) []byte { return c.split(ctx, name, args) }}
+		}
+		return plan{reply: errorReply("CROSSSLOT Keys in request don't hash to the same slot")}
+	}
+	addr, err := c.masterAddr(ctx, keys[0])
+	if err != nil {
+		return plan{reply: unavailable(err)}
+	}
+	return plan{addr: addr}
+}
+
+func (c *Cluster) allowed(name string) bool {
+	for _, a := range c.opt.AdminAllow {
+		if strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFlag(ci *redis.CommandInfo, flag string) bool {
+	for _, f := range ci.Flags {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// touchesProtected: a command that may write (anything not flagged readonly by Redis, and any
+// command Redis does not know) and that names a protected key. Unknown commands are checked
+// on every argument, so that a command added later cannot slip through.
+func (c *Cluster) touchesProtected(name string, ci *redis.CommandInfo, args, keys [][]byte) bool {
+	if c.opt.KeyPrefix == "" {
+		return false
+	}
+	prefix := []byte(c.opt.KeyPrefix)
+	if ci == nil {
+		for _, a := range args[1:] {
+			if bytes.HasPrefix(a, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	if ci.ReadOnly || hasFlag(ci, "readonly") {
+		return false
+	}
+	for _, k := range keys {
+		if bytes.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandKeys returns the keys of a command: from Redis's key positions, or, for commands
+// whose keys move, from their arguments.
+func commandKeys(name string, ci *redis.CommandInfo, args [][]byte) [][]byte {
+	numkeysAt := func(pos int) [][]byte {
+		if pos >= len(args) {
+			return nil
+		}
+		n, err := strconv.Atoi(string(args[pos]))
+		if err != nil || n < 0 || pos+1+n > len(args) {
+			return nil
+		}
+		return args[pos+1 : pos+1+n]
+	}
+	switch name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return numkeysAt(2)
+	case "zunion", "zinter", "zdiff", "zintercard", "sintercard", "lmpop", "zmpop":
+		return numkeysAt(1)
+	case "blmpop", "bzmpop":
+		return numkeysAt(2)
+	case "zunionstore", "zinterstore", "zdiffstore":
+		if len(args) < 2 {
+			return nil
+		}
+		return append([][]byte{args[1]}, numkeysAt(2)...)
+	case "xread", "xreadgroup":
+		for i, a := range args {
+			if strings.EqualFold(string(a), "streams") {
+				rest := args[i+1:]
+				return rest[:len(rest)/2]
+			}
+		}
+		return nil
+	}
+	if ci == nil || ci.FirstKeyPos <= 0 {
+		return nil
+	}
+	first, last, step := int(ci.FirstKeyPos), int(ci.LastKeyPos), int(ci.StepCount)
+	if last < 0 {
+		last = len(args) + last
+	}
+	if step <= 0 {
+		step = 1
+	}
+	var keys [][]byte
+	for i := first; i <= last && i < len(args); i += step {
+		keys = append(keys, args[i])
+	}
+	return keys
+}
+
+func (c *Cluster) anyMaster(ctx context.Context) (string, error) {
+	ms, err := c.masters(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(ms) == 0 {
+		return "", errNoMasters
+	}
+	return ms[time.Now().UnixNano()%int64(len(ms))], nil
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errNoMasters = constError("no master is known")

@@ -1,0 +1,250 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Slot is the Redis Cluster slot of key: CRC16 (XMODEM) of the key, or of its hash tag, the
+// part between the first '{' and the next '}' when that part is not empty, modulo 16384.
+func Slot(key []byte) uint16 {
+	if s := bytes.IndexByte(key, '{'); s >= 0 {
+		if e := bytes.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for _, b := range key {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+// one sends one command to addr and returns its reply, following MOVED and ASK.
+func (c *Cluster) one(ctx context.Context, addr string, args [][]byte) []byte {
+	replies, err := c.node(addr).do(ctx, [][][]byte{args})
+	if err != nil {
+		return unavailable(err)
+	}
+	return c.redirect(ctx, replies[0], args)
+}
+
+// split runs a multi-key command per slot and merges the replies as Redis would answer the
+// whole: MGET's values in the keys' order, MSET's OK, the sum of DEL, UNLINK, EXISTS and TOUCH.
+func (c *Cluster) split(ctx context.Context, name string, args [][]byte) []byte {
+	step := 1
+	if name == "mset" {
+		step = 2
+		if (len(args)-1)%2 != 0 {
+			return errorReply("ERR wrong number of arguments for 'mset' command")
+		}
+	}
+	type part struct {
+		pos  []int // positions of the keys in the original command
+		args [][]byte
+	}
+	parts := map[uint16]*part{}
+	var order []uint16
+	for i := 1; i < len(args); i += step {
+		s := Slot(args[i])
+		p, ok := parts[s]
+		if !ok {
+			p = &part{args: [][]byte{args[0]}}
+			parts[s] = p
+			order = append(order, s)
+		}
+		p.pos = append(p.pos, (i-1)/step)
+		p.args = append(p.args, args[i:i+step]...)
+	}
+	replies := make([][]byte, len(order))
+	for j, s := range order {
+		p := parts[s]
+		addr, err := c.masterAddr(ctx, p.args[1])
+		if err != nil {
+			return unavailable(err)
+		}
+		replies[j] = c.one(ctx, addr, p.args)
+		if replies[j][0] == '-' {
+			return replies[j]
+		}
+	}
+	switch name {
+	case "mget":
+		values := make([][]byte, (len(args)-1)/step)
+		for j, s := range order {
+			els, err := splitArray(replies[j])
+			if err != nil || len(els) != len(parts[s].pos) {
+				return errorReply("ERR upstream MGET reply did not match its keys")
+			}
+			for k, pos := range parts[s].pos {
+				values[pos] = els[k]
+			}
+		}
+		return arrayReply(values)
+	case "mset":
+		return []byte("+OK\r\n")
+	}
+	var sum int64
+	for _, r := range replies {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(r[1:])), 10, 64)
+		if err != nil || r[0] != ':' {
+			return errorReply("ERR upstream " + strings.ToUpper(name) + " reply was not an integer")
+		}
+		sum += n
+	}
+	return []byte(":" + strconv.FormatInt(sum, 10) + "\r\n")
+}
+
+// sumOverMasters answers DBSIZE: the sum over the masters.
+func (c *Cluster) sumOverMasters(ctx context.Context, args [][]byte) []byte {
+	ms, err := c.masters(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	var sum int64
+	for _, m := range ms {
+		r := c.one(ctx, m, args)
+		if r[0] != ':' {
+			return r
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(r[1:])), 10, 64)
+		sum += n
+	}
+	return []byte(":" + strconv.FormatInt(sum, 10) + "\r\n")
+}
+
+// scan walks every master in turn. The proxy's cursor holds the master's index and that
+// master's own cursor: cursor = own*masters + index; 0 starts and ends the walk.
+func (c *Cluster) scan(ctx context.Context, args [][]byte) []byte {
+	if len(args) < 2 {
+		return errorReply("ERR wrong number of arguments for 'scan' command")
+	}
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		return errorReply("ERR invalid cursor")
+	}
+	ms, err := c.masters(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	k := uint64(len(ms))
+	idx, own := cursor%k, cursor/k
+	sub := append([][]byte{args[0], []byte(strconv.FormatUint(own, 10))}, args[2:]...)
+	r := c.one(ctx, ms[idx], sub)
+	els, err := splitArray(r)
+	if err != nil || len(els) != 2 {
+		return r
+	}
+	next, err := strconv.ParseUint(string(bulkValue(els[0])), 10, 64)
+	if err != nil {
+		return errorReply("ERR upstream SCAN cursor")
+	}
+	var out uint64
+	switch {
+	case next != 0:
+		out = next*k + idx
+	case idx+1 < k:
+		out = idx + 1
+	}
+	cur := strconv.FormatUint(out, 10)
+	return arrayReply([][]byte{[]byte("$" + strconv.Itoa(len(cur)) + "\r\n" + cur + "\r\n"), els[1]})
+}
+
+// bulkValue is the value of a raw bulk string reply.
+func bulkValue(raw []byte) []byte {
+	i := bytes.IndexByte(raw, '\n')
+	if i < 0 || len(raw) < i+3 {
+		return nil
+	}
+	return raw[i+1 : len(raw)-2]
+}
+
+// script: SCRIPT LOAD goes to every master (the SHA is the same everywhere); SCRIPT EXISTS
+// answers 1 for a script only if every master has it; the rest is refused.
+func (c *Cluster) script(ctx context.Context, args [][]byte) []byte {
+	if len(args) < 2 {
+		return errorReply("ERR wrong number of arguments for 'script' command")
+	}
+	sub := strings.ToLower(string(args[1]))
+	if sub != "load" && sub != "exists" {
+		return errorReply("ERR 'script|" + sub + "' is refused by seckill-proxy")
+	}
+	ms, err := c.masters(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	var merged [][]byte
+	for _, m := range ms {
+		r := c.one(ctx, m, args)
+		if r[0] == '-' || sub == "load" {
+			if r[0] == '-' {
+				return r
+			}
+			merged = [][]byte{r}
+			continue
+		}
+		els, err := splitArray(r)
+		if err != nil {
+			return r
+		}
+		if merged == nil {
+			merged = els
+			continue
+		}
+		for i := range merged {
+			if i < len(els) && string(els[i]) == ":0\r\n" {
+				merged[i] = els[i]
+			}
+		}
+	}
+	if sub == "load" {
+		return merged[0]
+	}
+	return arrayReply(merged)
+}
+
+// blocking runs a blocking command on a connection of its own, so that one client's long
+// BLPOP delays nobody else, with room for the command's own timeout.
+func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
+	var addr string
+	var err error
+	if len(keys) > 0 {
+		for _, k := range keys[1:] {
+			if Slot(k) != Slot(keys[0]) {
+				return errorReply("CROSSSLOT Keys in request don't hash to the same slot")
+			}
+		}
+		addr, err = c.masterAddr(ctx, keys[0])
+	} else {
+		addr, err = c.anyMaster(ctx)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	wait := time.Duration(0)
+	for _, a := range args[1:] {
+		if f, err := strconv.ParseFloat(string(a), 64); err == nil && f > 0 && f < 1e6 {
+			wait = max(wait, time.Duration(f*float64(time.Second)))
+		}
+	}
+	if wait == 0 {
+		wait = 24 * time.Hour // a timeout of 0 blocks until data comes
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+c.opt.Timeout+time.Second)
+	defer cancel()
+	replies, err := c.node(addr).doOwn(bctx, [][][]byte{args})
+	if err != nil {
+		return unavailable(err)
+	}
+	return c.redirect(ctx, replies[0], args)
+}
