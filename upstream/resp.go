@@ -18,8 +18,12 @@ import (
 // ErrProtocol is a malformed reply from upstream.
 var ErrProtocol = errors.New("upstream: malformed RESP reply")
 
-// maxDepth bounds the nesting of a reply.
-const maxDepth = 64
+// maxDepth bounds the nesting of a reply, and maxBulk the length of one bulk string (Redis's
+// own proto-max-bulk-len).
+const (
+	maxDepth = 64
+	maxBulk  = 512 << 20
+)
 
 // readReply reads one whole RESP2 reply from r and returns its raw bytes.
 func readReply(r *bufio.Reader) ([]byte, error) {
@@ -69,10 +73,18 @@ func appendReply(r *bufio.Reader, out *[]byte, depth int) error {
 		if n == -1 {
 			return nil
 		}
-		start := len(*out)
-		*out = append(*out, make([]byte, n+2)...)
-		if _, err := io.ReadFull(r, (*out)[start:]); err != nil {
-			return err
+		if n > maxBulk {
+			return fmt.Errorf("%w: bulk of %d bytes", ErrProtocol, n)
+		}
+		// Grow as the bytes arrive, not as the length claims.
+		for left := n + 2; left > 0; {
+			chunk := min(left, 64<<10)
+			start := len(*out)
+			*out = append(*out, make([]byte, chunk)...)
+			if _, err := io.ReadFull(r, (*out)[start:]); err != nil {
+				return err
+			}
+			left -= chunk
 		}
 		if (*out)[len(*out)-2] != '\r' || (*out)[len(*out)-1] != '\n' {
 			return fmt.Errorf("%w: bulk not ended by CRLF", ErrProtocol)
@@ -110,3 +122,7 @@ func appendCommand(b []byte, args [][]byte) []byte {
 
 // errorReply renders msg as a RESP error.
 func errorReply(msg string) []byte { return []byte("-" + msg + "\r\n") }
+
+// ReadReply reads one whole RESP2 reply from r and returns its raw bytes; a test client uses
+// it to compare replies byte for byte.
+func ReadReply(r *bufio.Reader) ([]byte, error) { return readReply(r) }
