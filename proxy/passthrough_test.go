@@ -1,0 +1,259 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/xid"
+
+	"seckill-proxy/upstream"
+)
+
+// rawClient sends commands and reads raw RESP replies, so that replies compare byte for byte.
+type rawClient struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawClient {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &rawClient{c: c, r: bufio.NewReader(c)}
+}
+
+func (rc *rawClient) do(t *testing.T, args ...string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	_ = rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := rc.c.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := upstream.ReadReply(rc.r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(reply)
+}
+
+// scripts are the differential tests' command scripts. {k} is replaced by a key prefix of the
+// run's own, with one hash tag, so that every key of a script sits in one slot and the direct
+// run can go to that slot's master.
+var scripts = map[string][]string{
+	"strings": {"SET {k}s hello", "GET {k}s", "GET {k}missing", "APPEND {k}s !", "STRLEN {k}s", "INCR {k}s",
+		"SETNX {k}s x", "GETRANGE {k}s 0 2", "MSET {k}a 1 {k}b 2", "MGET {k}a {k}b {k}nope", "INCRBYFLOAT {k}a 1.5", "GETDEL {k}b"},
+	"hashes": {"HSET {k}h f1 v1 f2 v2", "HGET {k}h f1", "HGET {k}h nope", "HGETALL {k}h", "HINCRBY {k}h n 5", "HDEL {k}h f1", "HLEN {k}h", "HMGET {k}h f2 nope"},
+	"lists": {"RPUSH {k}l a b c", "LRANGE {k}l 0 -1", "LPOP {k}l", "LPOP {k}l 5", "LPOP {k}l 2", "LRANGE {k}none 0 -1", "LINDEX {k}l 9"},
+	"sets":  {"SADD {k}set 1 2 3", "SISMEMBER {k}set 2", "SCARD {k}set", "SREM {k}set 9", "SMISMEMBER {k}set 1 9"},
+	"zsets": {"ZADD {k}z 1 a 2 b", "ZRANGE {k}z 0 -1 WITHSCORES", "ZSCORE {k}z nope", "ZINCRBY {k}z 2.5 a", "ZRANK {k}z b"},
+	"streams": {"XADD {k}x 1-1 f v", "XADD {k}x 2-1 g w", "XRANGE {k}x - +", "XLEN {k}x", "XADD {k}x 1-0 h u",
+		"XREAD COUNT 1 STREAMS {k}x 0"},
+	"hyperloglog": {"PFADD {k}hll a b c", "PFCOUNT {k}hll", "PFADD {k}hll a"},
+	"bitmaps":     {"SETBIT {k}bits 7 1", "GETBIT {k}bits 7", "BITCOUNT {k}bits", "BITPOS {k}bits 1"},
+	"geo":         {"GEOADD {k}geo 13.361389 38.115556 Palermo 15.087269 37.502669 Catania", "GEODIST {k}geo Palermo Catania km", "GEOPOS {k}geo Palermo nowhere"},
+	"expiry":      {"SET {k}e v EX 100", "TTL {k}e", "PERSIST {k}e", "TTL {k}e", "TTL {k}nope", "EXPIRE {k}nope 5", "PEXPIRE {k}e 100000", "TYPE {k}e"},
+	"scripting": {"EVAL return(1) 0", "EVAL return{1,'a',{false}} 0", "EVAL return(redis.status_reply('FINE')) 0",
+		"EVAL return(redis.error_reply('MYERR custom')) 0", "EVAL return(redis.call('incr',KEYS[1])) 1 {k}n"},
+	"errors": {"SET {k}t x", "LPUSH {k}t y", "GET", "GET {k}t extra", "NOSUCHCOMMAND {k}t", "INCR {k}t", "HSET {k}t f"},
+	"blocking": {"BLPOP {k}empty 0.1", "RPUSH {k}q one", "BLPOP {k}q {k}empty 1", "BRPOP {k}empty 0.1"},
+	"pubsub":   {"PUBLISH {k}ch hello"},
+	"cross-slot atomic": {"MSETNX {k}a 1 {k}b 2", "RENAME {k}a {k}c", "GET {k}c"},
+}
+
+// TestDifferential runs each script against the owning master directly and through the proxy,
+// from a clean state each time, and compares the replies as raw RESP.
+func TestDifferential(t *testing.T) {
+	s := start(t, nil)
+	ctx := context.Background()
+	for name, script := range scripts {
+		t.Run(name, func(t *testing.T) {
+			prefix := "{d" + xid.New().String() + "}:"
+			master, err := s.rc.MasterForKey(ctx, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct, through := dialRaw(t, master.Options().Addr), dialRaw(t, s.addr)
+			run := func(c *rawClient) []string {
+				var mu sync.Mutex
+				var keys []string
+				_ = s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+					found := m.Keys(ctx, prefix+"*").Val()
+					mu.Lock()
+					defer mu.Unlock()
+					keys = append(keys, found...)
+					return nil
+				})
+				if len(keys) > 0 {
+					s.rc.Del(ctx, keys...)
+				}
+				var out []string
+				for _, line := range script {
+					out = append(out, c.do(t, strings.Fields(strings.ReplaceAll(line, "{k}", prefix))...))
+				}
+				return out
+			}
+			want, got := run(direct), run(through)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("%s:\n  redis %q\n  proxy %q", script[i], want[i], got[i])
+				}
+			}
+		})
+	}
+}
+
+// TestCrossSlotSplit: multi-key commands over several slots get the one reply Redis would
+// give for keys in one slot.
+func TestCrossSlotSplit(t *testing.T) {
+	s := start(t, nil)
+	c := dialRaw(t, s.addr)
+	id := xid.New().String()
+	keys := make([]string, 6)
+	for i := range keys {
+		keys[i] = "split:" + id + ":" + strconv.Itoa(i) // no hash tag: they spread over the slots
+	}
+	mset := []string{"MSET"}
+	for i, k := range keys {
+		mset = append(mset, k, "v"+strconv.Itoa(i))
+	}
+	if got := c.do(t, mset...); got != "+OK\r\n" {
+		t.Fatalf("MSET = %q", got)
+	}
+	got := c.do(t, "MGET", keys[0], keys[1], "split:"+id+":none", keys[5])
+	if got != "*4\r\n$2\r\nv0\r\n$2\r\nv1\r\n$-1\r\n$2\r\nv5\r\n" {
+		t.Fatalf("MGET = %q", got)
+	}
+	if got := c.do(t, append([]string{"EXISTS"}, keys...)...); got != ":6\r\n" {
+		t.Fatalf("EXISTS = %q", got)
+	}
+	if got := c.do(t, "DEL", keys[0], keys[1], keys[2]); got != ":3\r\n" {
+		t.Fatalf("DEL = %q", got)
+	}
+	if got := c.do(t, "UNLINK", keys[3], keys[4], keys[5], keys[0]); got != ":3\r\n" {
+		t.Fatalf("UNLINK = %q", got)
+	}
+	if got := c.do(t, "MSETNX", keys[0], "1", keys[1], "2"); Slot(keys[0]) != Slot(keys[1]) && got != "-CROSSSLOT Keys in request don't hash to the same slot\r\n" {
+		t.Fatalf("MSETNX across slots = %q", got)
+	}
+}
+
+// Slot is upstream.Slot, shortened for the tests.
+func Slot(k string) uint16 { return upstream.Slot([]byte(k)) }
+
+// TestRefusedAndKeyless: dangerous commands are refused, keyless ones answered across the
+// masters.
+func TestRefusedAndKeyless(t *testing.T) {
+	s := start(t, nil)
+	c := dialRaw(t, s.addr)
+	for _, cmd := range [][]string{{"FLUSHALL"}, {"CONFIG", "GET", "maxmemory"}, {"DEBUG", "SLEEP", "0"}, {"SHUTDOWN"}, {"CLUSTER", "NODES"}, {"KEYS", "*"}, {"SCRIPT", "FLUSH"}} {
+		if got := c.do(t, cmd...); !strings.HasPrefix(got, "-ERR ") || !strings.Contains(got, "refused by seckill-proxy") {
+			t.Errorf("%v = %q, want a refusal", cmd, got)
+		}
+	}
+	if got := c.do(t, "MULTI"); !strings.Contains(got, "not supported") {
+		t.Errorf("MULTI = %q", got)
+	}
+	ctx := context.Background()
+	var sizes atomic.Int64
+	_ = s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		sizes.Add(m.DBSize(ctx).Val())
+		return nil
+	})
+	total := sizes.Load()
+	got := c.do(t, "DBSIZE")
+	n, _ := strconv.ParseInt(strings.TrimSpace(got[1:]), 10, 64)
+	if got[0] != ':' || n < total-50 || n > total+50 {
+		t.Fatalf("DBSIZE = %q, the masters hold about %d", got, total)
+	}
+	// SCAN walks every master and ends with cursor 0.
+	id := xid.New().String()
+	for i := range 20 {
+		c.do(t, "SET", "scan:"+id+":"+strconv.Itoa(i), "x")
+	}
+	seen := map[string]bool{}
+	cursor := "0"
+	for range 10000 {
+		reply := c.do(t, "SCAN", cursor, "MATCH", "scan:"+id+":*", "COUNT", "1000")
+		parts := strings.Split(reply, "\r\n")
+		cursor = parts[2]
+		for _, p := range parts[4:] {
+			if strings.HasPrefix(p, "scan:") {
+				seen[p] = true
+			}
+		}
+		if cursor == "0" {
+			break
+		}
+	}
+	if len(seen) != 20 || cursor != "0" {
+		t.Fatalf("SCAN found %d of 20 keys, cursor %s", len(seen), cursor)
+	}
+}
+
+// TestPassThroughWithGoRedis: go-redis as a plain client through the proxy, with pipelines.
+func TestPassThroughWithGoRedis(t *testing.T) {
+	s := start(t, nil)
+	c := s.client(t, 4)
+	ctx := context.Background()
+	key := "gr:" + xid.New().String()
+	pipe := c.Pipeline()
+	set := pipe.Set(ctx, key, "v", time.Minute)
+	get := pipe.Get(ctx, key)
+	incr := pipe.Incr(ctx, key+":n")
+	miss := pipe.Get(ctx, key+":none")
+	hset := pipe.HSet(ctx, key+":h", "a", 1)
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	if set.Val() != "OK" || get.Val() != "v" || incr.Val() != 1 || miss.Err() != redis.Nil || hset.Val() != 1 {
+		t.Fatalf("set %v get %v incr %v miss %v hset %v", set.Val(), get.Val(), incr.Val(), miss.Err(), hset.Val())
+	}
+	c.Del(ctx, key, key+":n", key+":h")
+}
+
+// TestBlockingDoesNotHoldUpOthers: one client blocks in BLPOP while another's GETs all finish
+// before the BLPOP does.
+func TestBlockingDoesNotHoldUpOthers(t *testing.T) {
+	s := start(t, nil)
+	blocker, other := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	key := "hol:" + xid.New().String()
+	done := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*3\r\n$5\r\nBLPOP\r\n$%d\r\n%s\r\n$1\r\n5\r\n", len(key), key)
+		_, _ = blocker.c.Write([]byte(b.String()))
+		_ = blocker.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		reply, _ := upstream.ReadReply(blocker.r)
+		done <- string(reply)
+	}()
+	for i := range 100 {
+		if got := other.do(t, "GET", key+":x"+strconv.Itoa(i)); got != "$-1\r\n" {
+			t.Fatalf("GET = %q", got)
+		}
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("BLPOP returned %q before the other client's GETs were answered", r)
+	default:
+	}
+	other.do(t, "RPUSH", key, "wake")
+	if r := <-done; r != fmt.Sprintf("*2\r\n$%d\r\n%s\r\n$4\r\nwake\r\n", len(key), key) {
+		t.Fatalf("BLPOP = %q", r)
+	}
+}
