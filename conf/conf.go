@@ -114,8 +114,17 @@ type Log struct {
 	Level string `koanf:"level"`
 }
 
+// Redis upstream modes.
+const (
+	ModeCluster    = "cluster"
+	ModeStandalone = "standalone"
+)
+
 // Redis configures the go-redis ClusterClient.
 type Redis struct {
+	// Mode is "cluster" (a Redis Cluster; the default) or "standalone" (one plain server, as
+	// small shops and developers run; Addrs then holds exactly that server).
+	Mode string `koanf:"mode"`
 	// Addrs are the cluster's seed nodes, host:port.
 	Addrs    []string `koanf:"addrs"`
 	Username string   `koanf:"username"`
@@ -210,6 +219,7 @@ func Default() Config {
 		Users:       []User{},
 		Log:         Log{Format: LogJSON, Level: "info"},
 		Redis: Redis{
+			Mode:                ModeCluster,
 			Addrs:               []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
 			DialTimeout:         time.Second,
 			ReadTimeout:         500 * time.Millisecond,

@@ -197,6 +197,8 @@ func TestValidate(t *testing.T) {
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
 		{"log.level", func(c *Config) { c.Log.Level = "loud" }},
 		{"redis.addrs", func(c *Config) { c.Redis.Addrs = nil }},
+		{"redis.mode", func(c *Config) { c.Redis.Mode = "sentinel" }},
+		{"redis.addrs", func(c *Config) { c.Redis.Mode = ModeStandalone }},
 		{"redis.addrs", func(c *Config) { c.Redis.Addrs = []string{"127.0.0.1:7000", ""} }},
 		{"redis.dial_timeout", func(c *Config) { c.Redis.DialTimeout = 0 }},
 		{"redis.read_timeout", func(c *Config) { c.Redis.ReadTimeout = -time.Second }},

@@ -41,7 +41,11 @@ func (c *Config) Validate() error {
 		v.fail("log.level", c.Log.Level, "not a log level (debug, info, warn, error)")
 	}
 
+	v.oneOf("redis.mode", c.Redis.Mode, ModeCluster, ModeStandalone)
 	v.addrs("redis.addrs", c.Redis.Addrs)
+	if c.Redis.Mode == ModeStandalone && len(c.Redis.Addrs) != 1 {
+		v.fail("redis.addrs", c.Redis.Addrs, "standalone mode takes exactly one address")
+	}
 	v.positive("redis.dial_timeout", c.Redis.DialTimeout)
 	v.positive("redis.read_timeout", c.Redis.ReadTimeout)
 	v.positive("redis.write_timeout", c.Redis.WriteTimeout)

@@ -12,8 +12,11 @@ import (
 // NewClusterClient returns a go-redis ClusterClient set up to survive a failover: it reloads
 // the slot map every c.StateReloadInterval (about a second), follows MOVED and ASK, and
 // keeps a pool per node at least as large as the calls in flight.
+//
+// In standalone mode the one server is given every slot, so the same client (and every
+// script of this package) runs against a plain Redis server.
 func NewClusterClient(c conf.Redis) *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{
+	opt := &redis.ClusterOptions{
 		Addrs:                      c.Addrs,
 		Username:                   c.Username,
 		Password:                   c.Password,
@@ -29,7 +32,14 @@ func NewClusterClient(c conf.Redis) *redis.ClusterClient {
 		// Protocol 2 keeps replies in the shapes the scripts and the proxy expect.
 		Protocol:        2,
 		DisableIdentity: true,
-	})
+	}
+	if c.Mode == conf.ModeStandalone {
+		addr := c.Addrs[0]
+		opt.ClusterSlots = func(context.Context) ([]redis.ClusterSlot, error) {
+			return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: addr}}}}, nil
+		}
+	}
+	return redis.NewClusterClient(opt)
 }
 
 // RedisLogger adapts log for go-redis's own messages (dial failures, pool trouble), which

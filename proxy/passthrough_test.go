@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
 	"seckill-proxy/upstream"
 )
 
@@ -255,5 +257,51 @@ func TestBlockingDoesNotHoldUpOthers(t *testing.T) {
 	other.do(t, "RPUSH", key, "wake")
 	if r := <-done; r != fmt.Sprintf("*2\r\n$%d\r\n%s\r\n$4\r\nwake\r\n", len(key), key) {
 		t.Fatalf("BLPOP = %q", r)
+	}
+}
+
+// TestStandaloneUpstream: with one plain Redis server as the upstream, the differential
+// scripts match it byte for byte, cross-slot commands run as on any plain server, and the buy
+// path works there too.
+func TestStandaloneUpstream(t *testing.T) {
+	addr := testenv.Standalone(t)
+	s := start(t, func(c *conf.Config) { c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr} })
+	ctx := context.Background()
+	plain := redis.NewClient(&redis.Options{Addr: addr})
+	defer plain.Close()
+	for name, script := range scripts {
+		prefix := "{s" + xid.New().String() + "}:"
+		direct, through := dialRaw(t, addr), dialRaw(t, s.addr)
+		run := func(c *rawClient) []string {
+			if keys := plain.Keys(ctx, prefix+"*").Val(); len(keys) > 0 {
+				plain.Del(ctx, keys...)
+			}
+			var out []string
+			for _, line := range script {
+				out = append(out, c.do(t, strings.Fields(strings.ReplaceAll(line, "{k}", prefix))...))
+			}
+			return out
+		}
+		want, got := run(direct), run(through)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: %s:\n  redis %q\n  proxy %q", name, script[i], want[i], got[i])
+			}
+		}
+	}
+	c := dialRaw(t, s.addr)
+	id := xid.New().String()
+	if got := c.do(t, "MSETNX", "a"+id, "1", "b"+id, "2"); got != ":1\r\n" {
+		t.Fatalf("MSETNX on a plain server = %q", got)
+	}
+	plain.Del(ctx, "a"+id, "b"+id)
+	gc := s.client(t, 2)
+	sku := newSKU("standalone")
+	s.sale(t, gc, sku, 1)
+	if err := gc.Do(ctx, "seckill.buy", sku, "u1").Err(); err != nil {
+		t.Fatalf("BUY on a standalone upstream: %v", err)
+	}
+	if err := gc.Do(ctx, "seckill.buy", sku, "u2").Err(); code(err) != "SOLDOUT" {
+		t.Fatalf("second BUY: %v", err)
 	}
 }

@@ -9,6 +9,7 @@
 #
 # Services:
 #   Redis Cluster  6 nodes of Debian's redis-server (3 masters, 3 replicas), 127.0.0.1:7000-7005
+#   Redis          one plain server, 127.0.0.1:7010, for the standalone upstream mode
 #   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
 #
@@ -21,6 +22,7 @@ KAFKA_POM=$ROOT/scripts/kafka/pom.xml
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")
 KAFKA_LIBS=$STACK/cache/kafka-$KAFKA_VERSION
 REDIS_PORTS=(7000 7001 7002 7003 7004 7005)
+STANDALONE_PORT=7010
 MYSQL_PORT=3306
 KAFKA_PORT=9092
 KAFKA_CONTROLLER_PORT=9093
@@ -92,11 +94,13 @@ redis_cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
 
 redis_start() {
   local port dir
-  for port in "${REDIS_PORTS[@]}"; do
+  for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
     dir=$STACK/redis/$port
     claim_port "$port" "$dir/redis.pid" redis-server
     alive "$dir/redis.pid" redis-server && continue
     mkdir -p "$dir"
+    local cluster=yes
+    [[ $port == "$STANDALONE_PORT" ]] && cluster=no
     cat >"$dir/redis.conf" <<EOF
 bind $HOST
 port $port
@@ -104,7 +108,7 @@ daemonize yes
 dir $dir
 pidfile $dir/redis.pid
 logfile $dir/redis.log
-cluster-enabled yes
+cluster-enabled $cluster
 cluster-config-file nodes.conf
 cluster-node-timeout 2000
 repl-diskless-sync-delay 0
@@ -115,7 +119,7 @@ protected-mode no
 EOF
     redis-server "$dir/redis.conf"
   done
-  for port in "${REDIS_PORTS[@]}"; do
+  for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
     wait_for 20 "redis-server on $port" redis_cli "$port" ping
   done
   if ! redis_ready; then
@@ -149,7 +153,7 @@ redis_ready() {
 
 redis_alive() {
   local port
-  for port in "${REDIS_PORTS[@]}"; do alive "$STACK/redis/$port/redis.pid" redis-server || return 1; done
+  for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do alive "$STACK/redis/$port/redis.pid" redis-server || return 1; done
 }
 
 # ---------- MariaDB ----------
@@ -271,7 +275,7 @@ cmd_down() {
   local port
   stop "$(KAFKA_DIR)/kafka.pid" kafka.Kafka
   stop "$(MYSQL_DIR)/mysqld.pid" mariadbd
-  for port in "${REDIS_PORTS[@]}"; do
+  for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
     stop "$STACK/redis/$port/redis.pid" redis-server
   done
   log "down"
@@ -279,7 +283,7 @@ cmd_down() {
 
 cmd_status() {
   local rc=0 port
-  for port in "${REDIS_PORTS[@]}"; do
+  for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
     if alive "$STACK/redis/$port/redis.pid" redis-server; then
       echo "redis   $HOST:$port  up    log $STACK/redis/$port/redis.log"
     else

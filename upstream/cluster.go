@@ -29,6 +29,9 @@ type Options struct {
 	AdminAllow []string
 	// KeyPrefix is the prefix of keys that no pass-through write may touch.
 	KeyPrefix string
+	// Standalone is the address of a plain Redis server to send everything to, instead of a
+	// cluster: no slots, no CROSSSLOT, no splitting.
+	Standalone string
 }
 
 // Cluster passes commands through to a Redis Cluster. Its slot map is go-redis's (reloaded
@@ -49,8 +52,12 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 
 // FromConf returns a Cluster configured by c, protecting keys under keyPrefix.
 func FromConf(rc *redis.ClusterClient, c conf.Redis, timeout time.Duration, keyPrefix string) *Cluster {
-	return New(rc, Options{ConnsPerNode: c.PassthroughConns, Timeout: timeout, DialTimeout: c.DialTimeout,
-		Username: c.Username, Password: c.Password, AdminAllow: c.AdminAllow, KeyPrefix: keyPrefix})
+	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: timeout, DialTimeout: c.DialTimeout,
+		Username: c.Username, Password: c.Password, AdminAllow: c.AdminAllow, KeyPrefix: keyPrefix}
+	if c.Mode == conf.ModeStandalone {
+		opt.Standalone = c.Addrs[0]
+	}
+	return New(rc, opt)
 }
 
 // Close closes the idle connections.
@@ -152,26 +159,38 @@ func (c *Cluster) doRouted(ctx context.Context, run []routed, out [][]byte) {
 	if len(run) == 0 {
 		return
 	}
+	send := func(addr string, rs []routed) {
+		cmds := make([][][]byte, len(rs))
+		for i, r := range rs {
+			cmds[i] = r.args
+		}
+		replies, err := c.node(addr).do(ctx, cmds)
+		for i, r := range rs {
+			if err != nil {
+				out[r.i] = unavailable(err)
+			} else {
+				out[r.i] = c.redirect(ctx, replies[i], r.args)
+			}
+		}
+	}
+	single := true
+	for _, r := range run[1:] {
+		if r.addr != run[0].addr {
+			single = false
+			break
+		}
+	}
+	if single { // the common case: no goroutine, no map
+		send(run[0].addr, run)
+		return
+	}
 	byNode := map[string][]routed{}
 	for _, r := range run {
 		byNode[r.addr] = append(byNode[r.addr], r)
 	}
 	var wg sync.WaitGroup
 	for addr, rs := range byNode {
-		wg.Go(func() {
-			cmds := make([][][]byte, len(rs))
-			for i, r := range rs {
-				cmds[i] = r.args
-			}
-			replies, err := c.node(addr).do(ctx, cmds)
-			for i, r := range rs {
-				if err != nil {
-					out[r.i] = unavailable(err)
-				} else {
-					out[r.i] = c.redirect(ctx, replies[i], r.args)
-				}
-			}
-		})
+		wg.Go(func() { send(addr, rs) })
 	}
 	wg.Wait()
 }
@@ -206,6 +225,9 @@ func (c *Cluster) redirect(ctx context.Context, reply []byte, args [][]byte) []b
 
 // masterAddr is the address of the master that owns key's slot.
 func (c *Cluster) masterAddr(ctx context.Context, key []byte) (string, error) {
+	if c.opt.Standalone != "" {
+		return c.opt.Standalone, nil
+	}
 	m, err := c.rc.MasterForKey(ctx, string(key))
 	if err != nil {
 		return "", err
@@ -216,6 +238,9 @@ func (c *Cluster) masterAddr(ctx context.Context, key []byte) (string, error) {
 // masters lists the masters' addresses, sorted, so that a SCAN cursor means the same node
 // each time.
 func (c *Cluster) masters(ctx context.Context) ([]string, error) {
+	if c.opt.Standalone != "" {
+		return []string{c.opt.Standalone}, nil
+	}
 	var mu sync.Mutex
 	var addrs []string
 	err := c.rc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {

@@ -75,6 +75,9 @@ func (c *Cluster) plan(ctx context.Context, info map[string]*redis.CommandInfo, 
 		}
 		return plan{addr: addr}
 	}
+	if c.opt.Standalone != "" {
+		return plan{addr: c.opt.Standalone}
+	}
 	slot := Slot(keys[0])
 	same := true
 	for _, k := range keys[1:] {

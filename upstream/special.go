@@ -218,13 +218,15 @@ func (c *Cluster) script(ctx context.Context, args [][]byte) []byte {
 func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 	var addr string
 	var err error
-	if len(keys) > 0 {
+	if len(keys) > 0 && c.opt.Standalone == "" {
 		for _, k := range keys[1:] {
 			if Slot(k) != Slot(keys[0]) {
 				return errorReply("CROSSSLOT Keys in request don't hash to the same slot")
 			}
 		}
 		addr, err = c.masterAddr(ctx, keys[0])
+	} else if c.opt.Standalone != "" {
+		addr = c.opt.Standalone
 	} else {
 		addr, err = c.anyMaster(ctx)
 	}

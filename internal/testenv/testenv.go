@@ -91,3 +91,15 @@ func MySQL(t testing.TB) *sql.DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
+
+// StandaloneAddr is the dev stack's plain (non-cluster) Redis server.
+const StandaloneAddr = "127.0.0.1:7010"
+
+// Standalone returns the plain Redis server's address, once it accepts a connection.
+func Standalone(t testing.TB) string {
+	t.Helper()
+	if err := dialAny([]string{StandaloneAddr}); err != nil {
+		missing(t, "standalone Redis "+StandaloneAddr, err)
+	}
+	return StandaloneAddr
+}
