@@ -142,7 +142,8 @@ type Redis struct {
 	// second, or the client stays blind after a failover.
 	StateReloadInterval time.Duration `koanf:"state_reload_interval"`
 	MaxRedirects        int           `koanf:"max_redirects"`
-	// PassthroughConns is how many idle connections pass-through keeps per node.
+	// PassthroughConns is how many shared connections carry pass-through commands to each
+	// node; every client's commands are coalesced into them.
 	PassthroughConns int `koanf:"passthrough_conns"`
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
@@ -229,7 +230,7 @@ func Default() Config {
 			PoolTimeout:         time.Second,
 			StateReloadInterval: time.Second,
 			MaxRedirects:        8,
-			PassthroughConns:    64,
+			PassthroughConns:    4,
 			AdminAllow:          []string{},
 		},
 		Kafka: Kafka{

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,7 @@ import (
 
 // Options configure a Cluster.
 type Options struct {
-	// ConnsPerNode is how many idle connections each node keeps.
+	// ConnsPerNode is how many shared connections carry each node's ordinary commands.
 	ConnsPerNode int
 	// Timeout bounds one batch to one node (a blocking command gets its own timeout plus
 	// this).
@@ -40,14 +41,14 @@ type Cluster struct {
 	rc  *redis.ClusterClient
 	opt Options
 
-	mu    sync.Mutex
-	nodes map[string]*node
-	info  map[string]*redis.CommandInfo
+	mu    sync.Mutex // guards making nodes
+	nodes sync.Map   // addr -> *node
+	info  atomic.Pointer[map[string]*redis.CommandInfo]
 }
 
 // New returns a Cluster on rc's slot map.
 func New(rc *redis.ClusterClient, opt Options) *Cluster {
-	return &Cluster{rc: rc, opt: opt, nodes: map[string]*node{}}
+	return &Cluster{rc: rc, opt: opt}
 }
 
 // FromConf returns a Cluster configured by c, protecting keys under keyPrefix.
@@ -60,19 +61,24 @@ func FromConf(rc *redis.ClusterClient, c conf.Redis, timeout time.Duration, keyP
 	return New(rc, opt)
 }
 
-// Close closes the idle connections.
+// Close stops the shared connections.
 func (c *Cluster) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, n := range c.nodes {
-		n.close()
-	}
+	c.nodes.Range(func(_, n any) bool {
+		n.(*node).close()
+		return true
+	})
 }
 
 func (c *Cluster) node(addr string) *node {
+	if n, ok := c.nodes.Load(addr); ok {
+		return n.(*node)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, ok := c.nodes[addr]
+	v, ok := c.nodes.Load(addr)
+	n, _ := v.(*node)
 	if !ok {
 		var auth [][]byte
 		if c.opt.Password != "" {
@@ -82,26 +88,21 @@ func (c *Cluster) node(addr string) *node {
 			}
 		}
 		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, auth)
-		c.nodes[addr] = n
+		c.nodes.Store(addr, n)
 	}
 	return n
 }
 
 // commandInfo returns Redis's COMMAND INFO table, loading it on first use.
 func (c *Cluster) commandInfo(ctx context.Context) (map[string]*redis.CommandInfo, error) {
-	c.mu.Lock()
-	info := c.info
-	c.mu.Unlock()
-	if info != nil {
-		return info, nil
+	if info := c.info.Load(); info != nil {
+		return *info, nil
 	}
 	info, err := c.rc.Command(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.info = info
-	c.mu.Unlock()
+	c.info.Store(&info)
 	return info, nil
 }
 

@@ -7,13 +7,12 @@ import (
 	"time"
 )
 
-// node is a pool of raw RESP connections to one Redis server. A connection is taken for one
-// batch (written in one go, its replies read in order) and put back, unless anything went
-// wrong with it.
+// node is one Redis server: a few shared connections (lanes) for ordinary commands, and a
+// dialer for connections of their own.
 type node struct {
-	addr string
-	idle chan *conn
-	dial func(ctx context.Context) (*conn, error)
+	addr  string
+	dial  func(ctx context.Context) (*conn, error)
+	lanes *lanes
 }
 
 type conn struct {
@@ -21,8 +20,8 @@ type conn struct {
 	r  *bufio.Reader
 }
 
-func newNode(addr string, size int, dialTimeout time.Duration, auth [][]byte) *node {
-	n := &node{addr: addr, idle: make(chan *conn, size)}
+func newNode(addr string, lanes int, dialTimeout time.Duration, auth [][]byte) *node {
+	n := &node{addr: addr}
 	n.dial = func(ctx context.Context) (*conn, error) {
 		d := net.Dialer{Timeout: dialTimeout}
 		nc, err := d.DialContext(ctx, "tcp", addr)
@@ -43,6 +42,7 @@ func newNode(addr string, size int, dialTimeout time.Duration, auth [][]byte) *n
 		}
 		return c, nil
 	}
+	n.lanes = newLanes(n, lanes)
 	return n
 }
 
@@ -50,36 +50,9 @@ type replyError struct{ msg string }
 
 func (e *replyError) Error() string { return e.msg }
 
-func (n *node) get(ctx context.Context) (*conn, error) {
-	select {
-	case c := <-n.idle:
-		return c, nil
-	default:
-		return n.dial(ctx)
-	}
-}
-
-func (n *node) put(c *conn) {
-	select {
-	case n.idle <- c:
-	default:
-		c.nc.Close()
-	}
-}
-
-// do sends cmds on one pooled connection and returns their raw replies in order.
+// do sends cmds through the node's shared lanes and returns their raw replies in order.
 func (n *node) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
-	c, err := n.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	replies, err := c.roundTrip(ctx, cmds)
-	if err != nil {
-		c.nc.Close()
-		return nil, err
-	}
-	n.put(c)
-	return replies, nil
+	return n.lanes.do(ctx, cmds)
 }
 
 // doOwn sends cmds on a connection of their own, closed afterwards: for blocking commands,
@@ -117,13 +90,4 @@ func (c *conn) roundTrip(ctx context.Context, cmds [][][]byte) ([][]byte, error)
 	return out, nil
 }
 
-func (n *node) close() {
-	for {
-		select {
-		case c := <-n.idle:
-			c.nc.Close()
-		default:
-			return
-		}
-	}
-}
+func (n *node) close() { n.lanes.close() }

@@ -42,7 +42,14 @@ var unsupported = map[string]bool{
 var splittable = map[string]bool{"mget": true, "mset": true, "del": true, "unlink": true, "exists": true, "touch": true}
 
 func (c *Cluster) plan(ctx context.Context, info map[string]*redis.CommandInfo, args [][]byte, admin bool) plan {
-	name := strings.ToLower(string(args[0]))
+	var buf [32]byte
+	lname := lowerASCII(buf[:0], args[0])
+	ci := info[string(lname)]
+	if ci != nil && !refused[ci.Name] && !unsupported[ci.Name] && !hasFlag(ci, "movablekeys") && !special[ci.Name] {
+		// The common case, with no allocation for the name.
+		return c.routeByKeys(ctx, ci.Name, ci, args, positionalKeys(ci, args))
+	}
+	name := string(lname)
 	if refused[name] && !(admin && c.allowed(name)) {
 		if name == "keys" {
 			return plan{reply: errorReply("ERR KEYS is refused by seckill-proxy: it blocks every master; use SCAN")}
@@ -52,11 +59,6 @@ func (c *Cluster) plan(ctx context.Context, info map[string]*redis.CommandInfo, 
 	if unsupported[name] {
 		return plan{reply: errorReply("ERR '" + name + "' is not supported through seckill-proxy yet")}
 	}
-	ci := info[name]
-	keys := commandKeys(name, ci, args)
-	if c.touchesProtected(name, ci, args, keys) {
-		return plan{reply: errorReply("NOPERM " + c.opt.KeyPrefix + "* keys change only through SECKILL commands")}
-	}
 	switch name {
 	case "dbsize":
 		return plan{special: func(ctx context.Context) []byte { return c.sumOverMasters(ctx, args) }}
@@ -64,6 +66,29 @@ func (c *Cluster) plan(ctx context.Context, info map[string]*redis.CommandInfo, 
 		return plan{special: func(ctx context.Context) []byte { return c.scan(ctx, args) }}
 	case "script":
 		return plan{special: func(ctx context.Context) []byte { return c.script(ctx, args) }}
+	}
+	return c.routeByKeys(ctx, name, ci, args, commandKeys(name, ci, args))
+}
+
+// special are commands handled here rather than routed by key.
+var special = map[string]bool{"dbsize": true, "scan": true, "script": true}
+
+// lowerASCII appends b in lower case to dst.
+func lowerASCII(dst, b []byte) []byte {
+	for _, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
+}
+
+// routeByKeys sends a command to the master of its keys' slot; blocking ones on a
+// connection of their own, multi-key ones over several slots split or refused.
+func (c *Cluster) routeByKeys(ctx context.Context, name string, ci *redis.CommandInfo, args, keys [][]byte) plan {
+	if c.touchesProtected(name, ci, args, keys) {
+		return plan{reply: errorReply("NOPERM " + c.opt.KeyPrefix + "* keys change only through SECKILL commands")}
 	}
 	if ci != nil && hasFlag(ci, "blocking") {
 		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
@@ -178,6 +203,11 @@ func commandKeys(name string, ci *redis.CommandInfo, args [][]byte) [][]byte {
 		}
 		return nil
 	}
+	return positionalKeys(ci, args)
+}
+
+// positionalKeys are the keys at the positions COMMAND INFO gives.
+func positionalKeys(ci *redis.CommandInfo, args [][]byte) [][]byte {
 	if ci == nil || ci.FirstKeyPos <= 0 {
 		return nil
 	}

@@ -1,0 +1,125 @@
+package upstream
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// maxCoalesce is the most commands one shared upstream write carries.
+const maxCoalesce = 1024
+
+// call is one client batch's commands for one node, in the client's order. A call is never
+// split, so one client's commands run in the order it sent them.
+type call struct {
+	cmds     [][][]byte
+	replies  [][]byte
+	err      error
+	deadline time.Time
+	done     chan struct{}
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// lanes are a node's shared connections: each lane is one goroutine with one connection that
+// takes every call waiting (up to maxCoalesce commands), writes them in one go, and reads the
+// replies back, so that under load many clients share each write and read.
+type lanes struct {
+	n     *node
+	calls chan *call
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newLanes(n *node, count int) *lanes {
+	l := &lanes{n: n, calls: make(chan *call, 4096), stop: make(chan struct{})}
+	for range count {
+		l.wg.Go(l.run)
+	}
+	return l
+}
+
+// do sends cmds through a lane and waits for the replies.
+func (l *lanes) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
+	cl := callPool.Get().(*call)
+	cl.cmds, cl.replies, cl.err = cmds, nil, nil
+	cl.deadline, _ = ctx.Deadline()
+	select {
+	case l.calls <- cl:
+	case <-ctx.Done():
+		callPool.Put(cl)
+		return nil, ctx.Err()
+	}
+	<-cl.done
+	replies, err := cl.replies, cl.err
+	cl.cmds, cl.replies = nil, nil
+	callPool.Put(cl)
+	return replies, err
+}
+
+func (l *lanes) run() {
+	var c *conn
+	defer func() {
+		if c != nil {
+			c.nc.Close()
+		}
+	}()
+	var batch []*call
+	var cmds [][][]byte
+	for {
+		select {
+		case <-l.stop:
+			return
+		case first := <-l.calls:
+			batch = append(batch[:0], first)
+		}
+		n := len(batch[0].cmds)
+	fill:
+		for n < maxCoalesce {
+			select {
+			case next := <-l.calls:
+				batch = append(batch, next)
+				n += len(next.cmds)
+			default:
+				break fill
+			}
+		}
+		deadline := time.Now().Add(time.Minute)
+		cmds = cmds[:0]
+		for _, cl := range batch {
+			if !cl.deadline.IsZero() && cl.deadline.Before(deadline) {
+				deadline = cl.deadline
+			}
+			cmds = append(cmds, cl.cmds...)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		var replies [][]byte
+		var err error
+		if c == nil {
+			c, err = l.n.dial(ctx)
+		}
+		if err == nil {
+			replies, err = c.roundTrip(ctx, cmds)
+			if err != nil {
+				c.nc.Close()
+				c = nil
+			}
+		}
+		cancel()
+		at := 0
+		for _, cl := range batch {
+			if err != nil {
+				cl.err = err
+			} else {
+				cl.replies = replies[at : at+len(cl.cmds)]
+			}
+			at += len(cl.cmds)
+			cl.done <- struct{}{}
+		}
+	}
+}
+
+func (l *lanes) close() {
+	close(l.stop)
+	l.wg.Wait()
+}
