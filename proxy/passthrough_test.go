@@ -61,9 +61,9 @@ var scripts = map[string][]string{
 	"strings": {"SET {k}s hello", "GET {k}s", "GET {k}missing", "APPEND {k}s !", "STRLEN {k}s", "INCR {k}s",
 		"SETNX {k}s x", "GETRANGE {k}s 0 2", "MSET {k}a 1 {k}b 2", "MGET {k}a {k}b {k}nope", "INCRBYFLOAT {k}a 1.5", "GETDEL {k}b"},
 	"hashes": {"HSET {k}h f1 v1 f2 v2", "HGET {k}h f1", "HGET {k}h nope", "HGETALL {k}h", "HINCRBY {k}h n 5", "HDEL {k}h f1", "HLEN {k}h", "HMGET {k}h f2 nope"},
-	"lists": {"RPUSH {k}l a b c", "LRANGE {k}l 0 -1", "LPOP {k}l", "LPOP {k}l 5", "LPOP {k}l 2", "LRANGE {k}none 0 -1", "LINDEX {k}l 9"},
-	"sets":  {"SADD {k}set 1 2 3", "SISMEMBER {k}set 2", "SCARD {k}set", "SREM {k}set 9", "SMISMEMBER {k}set 1 9"},
-	"zsets": {"ZADD {k}z 1 a 2 b", "ZRANGE {k}z 0 -1 WITHSCORES", "ZSCORE {k}z nope", "ZINCRBY {k}z 2.5 a", "ZRANK {k}z b"},
+	"lists":  {"RPUSH {k}l a b c", "LRANGE {k}l 0 -1", "LPOP {k}l", "LPOP {k}l 5", "LPOP {k}l 2", "LRANGE {k}none 0 -1", "LINDEX {k}l 9"},
+	"sets":   {"SADD {k}set 1 2 3", "SISMEMBER {k}set 2", "SCARD {k}set", "SREM {k}set 9", "SMISMEMBER {k}set 1 9"},
+	"zsets":  {"ZADD {k}z 1 a 2 b", "ZRANGE {k}z 0 -1 WITHSCORES", "ZSCORE {k}z nope", "ZINCRBY {k}z 2.5 a", "ZRANK {k}z b"},
 	"streams": {"XADD {k}x 1-1 f v", "XADD {k}x 2-1 g w", "XRANGE {k}x - +", "XLEN {k}x", "XADD {k}x 1-0 h u",
 		"XREAD COUNT 1 STREAMS {k}x 0"},
 	"hyperloglog": {"PFADD {k}hll a b c", "PFCOUNT {k}hll", "PFADD {k}hll a"},
@@ -72,9 +72,9 @@ var scripts = map[string][]string{
 	"expiry":      {"SET {k}e v EX 100", "TTL {k}e", "PERSIST {k}e", "TTL {k}e", "TTL {k}nope", "EXPIRE {k}nope 5", "PEXPIRE {k}e 100000", "TYPE {k}e"},
 	"scripting": {"EVAL return(1) 0", "EVAL return{1,'a',{false}} 0", "EVAL return(redis.status_reply('FINE')) 0",
 		"EVAL return(redis.error_reply('MYERR custom')) 0", "EVAL return(redis.call('incr',KEYS[1])) 1 {k}n"},
-	"errors": {"SET {k}t x", "LPUSH {k}t y", "GET", "GET {k}t extra", "NOSUCHCOMMAND {k}t", "INCR {k}t", "HSET {k}t f"},
-	"blocking": {"BLPOP {k}empty 0.1", "RPUSH {k}q one", "BLPOP {k}q {k}empty 1", "BRPOP {k}empty 0.1"},
-	"pubsub":   {"PUBLISH {k}ch hello"},
+	"errors":            {"SET {k}t x", "LPUSH {k}t y", "GET", "GET {k}t extra", "NOSUCHCOMMAND {k}t", "INCR {k}t", "HSET {k}t f"},
+	"blocking":          {"BLPOP {k}empty 0.1", "RPUSH {k}q one", "BLPOP {k}q {k}empty 1", "BRPOP {k}empty 0.1"},
+	"pubsub":            {"PUBLISH {k}ch hello"},
 	"cross-slot atomic": {"MSETNX {k}a 1 {k}b 2", "RENAME {k}a {k}c", "GET {k}c"},
 }
 
@@ -168,8 +168,8 @@ func TestRefusedAndKeyless(t *testing.T) {
 			t.Errorf("%v = %q, want a refusal", cmd, got)
 		}
 	}
-	if got := c.do(t, "MULTI"); !strings.Contains(got, "not supported") {
-		t.Errorf("MULTI = %q", got)
+	if got := c.do(t, "SUBSCRIBE", "ch"); !strings.Contains(got, "not supported") {
+		t.Errorf("SUBSCRIBE = %q", got)
 	}
 	ctx := context.Background()
 	var sizes atomic.Int64
@@ -304,4 +304,45 @@ func TestStandaloneUpstream(t *testing.T) {
 	if err := gc.Do(ctx, "seckill.buy", sku, "u2").Err(); code(err) != "SOLDOUT" {
 		t.Fatalf("second BUY: %v", err)
 	}
+}
+
+// TestTransactions: MULTI/EXEC runs atomically on the master of its slot, WATCH holds a
+// connection of the client's own, and a transaction over two slots is refused as Redis would.
+func TestTransactions(t *testing.T) {
+	s := start(t, nil)
+	c, other := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	k := "{tx" + xid.New().String() + "}:"
+	steps := []struct{ cmd, want string }{
+		{"EXEC", "-ERR EXEC without MULTI\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SET " + k + "a 1", "+QUEUED\r\n"},
+		{"INCR " + k + "a", "+QUEUED\r\n"},
+		{"GET " + k + "a", "+QUEUED\r\n"},
+		{"EXEC", "*3\r\n+OK\r\n:2\r\n$1\r\n2\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SET " + k + "a 1", "+QUEUED\r\n"},
+		{"SET other:" + xid.New().String() + " 2", "-CROSSSLOT Keys in request don't hash to the same slot\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SECKILL.STATUS sku u", "-ERR 'seckill.status' is not allowed inside MULTI through seckill-proxy\r\n"},
+		{"DISCARD", "+OK\r\n"},
+		{"WATCH " + k + "w", "+OK\r\n"},
+	}
+	for _, st := range steps {
+		if got := c.do(t, strings.Fields(st.cmd)...); got != st.want {
+			t.Fatalf("%s = %q, want %q", st.cmd, got, st.want)
+		}
+	}
+	other.do(t, "SET", k+"w", "changed")
+	for _, st := range []struct{ cmd, want string }{
+		{"MULTI", "+OK\r\n"},
+		{"SET " + k + "w mine", "+QUEUED\r\n"},
+		{"EXEC", "*-1\r\n"}, // the watched key changed: nothing ran
+		{"GET " + k + "w", "$7\r\nchanged\r\n"},
+	} {
+		if got := c.do(t, strings.Fields(st.cmd)...); got != st.want {
+			t.Fatalf("%s = %q, want %q", st.cmd, got, st.want)
+		}
+	}
+	s.rc.Del(context.Background(), k+"a", k+"w")
 }

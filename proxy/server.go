@@ -75,8 +75,9 @@ func (s *Server) accept(conn redcon.Conn) bool {
 }
 
 func (s *Server) closed(conn redcon.Conn, err error) {
-	if _, ok := conn.Context().(*router.Session); ok {
+	if sess, ok := conn.Context().(*router.Session); ok {
 		s.clients.Add(-1)
+		s.router.CloseSession(sess)
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("client connection ended", zap.String("remote", conn.RemoteAddr()), zap.Error(err))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill-proxy/guard"
+	"seckill-proxy/upstream"
 )
 
 // fieldsOf renders guard fields as a flat field/value array.
@@ -168,4 +169,43 @@ func (r *Router) cmdInfo(_ context.Context, _ *Session, args [][]byte) (Reply, e
 		section("seckill", r.proxyCounters())
 	}
 	return BulkString(b.String()), nil
+}
+
+func (r *Router) txOf(s *Session) *upstream.Tx {
+	if s.tx == nil {
+		s.tx = r.opt.Upstream.NewTx(s.Admin)
+	}
+	return s.tx
+}
+
+// rawReply is a reply passed through as Redis wrote it.
+type rawReply []byte
+
+func (r rawReply) write(w Writer) { w.WriteRaw(r) }
+
+func (r *Router) cmdMulti(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Multi()), nil
+}
+
+func (r *Router) cmdExec(ctx context.Context, s *Session, _ [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Exec(ctx)), nil
+}
+
+func (r *Router) cmdDiscard(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Discard()), nil
+}
+
+func (r *Router) cmdWatch(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Watch(ctx, args)), nil
+}
+
+func (r *Router) cmdUnwatch(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Unwatch()), nil
+}
+
+// CloseSession releases what a connection held upstream (a WATCH's pinned connection).
+func (r *Router) CloseSession(s *Session) {
+	if s.tx != nil {
+		s.tx.Close()
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/upstream"
 )
 
 // Flags of a command.
@@ -24,6 +25,8 @@ const (
 	flagBuy
 	// flagAdmin: only for users with the admin role.
 	flagAdmin
+	// flagTx: a transaction command, served only with an upstream.
+	flagTx
 )
 
 // handler serves one command: parse args, run the operation, return the reply.
@@ -55,6 +58,9 @@ type Session struct {
 	// Quit is set by QUIT: the proxy closes the connection after writing the reply.
 	Quit bool
 
+	// tx is the connection's MULTI/WATCH state, made on first use.
+	tx *upstream.Tx
+
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
 	buyErrs []error
@@ -74,17 +80,11 @@ type Options struct {
 	Extra func() []guard.Field
 	// Upstream passes every command the proxy does not serve itself through to Redis, and
 	// returns Redis's raw replies; nil answers them "unknown command".
-	Upstream Upstream
+	Upstream *upstream.Cluster
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
-}
-
-// Upstream passes a client's pipeline of commands through to Redis: one raw RESP reply per
-// command, in order. admin says whether the client has the admin role.
-type Upstream interface {
-	Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte
 }
 
 // errPassThrough marks a command for the upstream.
@@ -120,6 +120,11 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "client", arity: -2, handler: cmdClient},
 		{name: "command", arity: -1, handler: r.cmdCommand},
 		{name: "info", arity: -1, handler: r.cmdInfo},
+		{name: "multi", arity: 1, flags: flagTx, handler: r.cmdMulti},
+		{name: "exec", arity: 1, flags: flagTx, handler: r.cmdExec},
+		{name: "discard", arity: 1, flags: flagTx, handler: r.cmdDiscard},
+		{name: "watch", arity: -2, flags: flagTx, handler: r.cmdWatch},
+		{name: "unwatch", arity: 1, flags: flagTx, handler: r.cmdUnwatch},
 		{name: "seckill.buy", arity: -3, maxArgs: 4, flags: flagBuy},
 		{name: "seckill.status", arity: 3, handler: r.cmdStatus},
 		{name: "seckill.info", arity: -1, maxArgs: 2, handler: r.cmdSaleInfo},
@@ -174,6 +179,18 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	r.commands.Add(int64(len(cmds)))
 	for _, args := range cmds {
 		c, err := r.check(s, args)
+		if s.tx != nil && s.tx.Active() && (err == errPassThrough || (err == nil && c.flags&flagTx == 0 && c.name != "quit")) {
+			flush()
+			flushPass()
+			if err == nil {
+				// The proxy's own commands do not run inside a Redis transaction.
+				s.tx.Abort()
+				WriteError(w, respError("ERR '"+c.name+"' is not allowed inside MULTI through seckill-proxy"))
+				continue
+			}
+			w.WriteRaw(s.tx.Queue(ctx, args))
+			continue
+		}
 		if err == errPassThrough {
 			flush()
 			pass = append(pass, args)
@@ -222,6 +239,9 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	c := r.lookup(args[0])
 	if !s.Authed && (c == nil || c.flags&flagNoAuth == 0) {
 		return nil, respError("NOAUTH Authentication required.")
+	}
+	if c != nil && c.flags&flagTx != 0 && r.opt.Upstream == nil {
+		c = nil
 	}
 	if c == nil && r.opt.Upstream != nil {
 		return nil, errPassThrough

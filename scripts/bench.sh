@@ -33,6 +33,9 @@ SALE=(-units 2000 -buyers 80000 -conns 200)
 ./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_proxy "${SALE[@]}" -json >"$WORK/proxy.json" 2>/dev/null
 ./bin/seckill-bench -mode seeds -sku bench_seeds "${SALE[@]}" -check=false -json >"$WORK/seeds.json" 2>/dev/null
 
+echo "== (d) pass-through against twemproxy and direct" >&2
+scripts/bench-passthrough.sh 200000 3 >"$WORK/pass.md"
+
 echo "== (e) the sink" >&2
 SECKILL_REQUIRE_SERVICES=1 go test ./sink -run XXX -bench 'BenchmarkSink$' -benchtime 100000x >"$WORK/sink.txt"
 SECKILL_REQUIRE_SERVICES=1 go test ./sink -run XXX -bench 'BenchmarkPersist' -benchtime 20000x >"$WORK/persist.txt"
@@ -55,6 +58,7 @@ sink = metric(f"{work}/sink.txt", "BenchmarkSink")
 batch = metric(f"{work}/persist.txt", "BenchmarkPersist/batch=1000")
 single = metric(f"{work}/persist.txt", "BenchmarkPersist/batch=1-")
 buy = open(f"{work}/buy.md").read().strip().splitlines()
+passthrough = open(f"{work}/pass.md").read().strip().splitlines()
 hot = [l for l in open(f"{work}/hot.txt") if l.startswith("Benchmark")]
 def lat(r): return r["latency_us"]
 checks = "all passed" if proxy["passed"] else "FAILED: " + ", ".join(c["name"] for c in proxy.get("checks", []) if not c["ok"])
@@ -92,8 +96,12 @@ the proxy's outbox keeps it.
 
 ## (d) Pass-through
 
-Pending: pass-through of other commands to the cluster (and a standalone upstream, for
-comparison with twemproxy) is not built yet.
+`scripts/bench-passthrough.sh 200000 3`: `redis-benchmark -c 50 -n 200000 -r 100000 -t get|set -P 1|16`.
+Standalone: seckill-proxy in standalone mode, twemproxy (Debian's nutcracker 0.5.0) and direct,
+all in front of one redis-server. Cluster: seckill-proxy in front of the cluster, against
+`redis-benchmark --cluster` straight to the masters. Medians of 3 rounds.
+
+{chr(10).join(passthrough[1:])}
 
 ## (e) The sink
 

@@ -29,9 +29,9 @@ var refused = map[string]bool{
 	"lastsave": true, "slowlog": true, "latency": true, "function": true, "keys": true,
 }
 
-// unsupported are connection-bound commands not carried through the proxy yet.
+// unsupported are connection-bound commands not carried through the proxy yet. (MULTI, EXEC,
+// DISCARD, WATCH and UNWATCH are the router's, through Tx.)
 var unsupported = map[string]bool{
-	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
 	"subscribe": true, "psubscribe": true, "ssubscribe": true, "unsubscribe": true,
 	"punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
 	"readonly": true, "readwrite": true, "asking": true, "reset": true,

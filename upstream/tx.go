@@ -1,0 +1,171 @@
+package upstream
+
+import (
+	"context"
+	"strings"
+)
+
+// Tx is one client connection's transaction state: MULTI ... EXEC and WATCH, pinned to the
+// master that owns the transaction's slot. Commands are checked and queued here ("+QUEUED"),
+// and EXEC sends MULTI, the queue and EXEC in one round trip on one connection, so Redis runs
+// them atomically. WATCH opens a connection of the client's own to that master, kept until
+// EXEC, DISCARD or UNWATCH. A Tx is used by its connection's goroutine only.
+type Tx struct {
+	c       *Cluster
+	admin   bool
+	multi   bool
+	aborted bool
+	queue   [][][]byte
+	slot    int // -1: no key yet
+	addr    string
+	watch   *conn // the pinned connection, after WATCH
+}
+
+// NewTx returns the transaction state of a new client connection.
+func (c *Cluster) NewTx(admin bool) *Tx { return &Tx{c: c, admin: admin, slot: -1} }
+
+// Active reports whether a MULTI is open: then every command goes to Queue.
+func (t *Tx) Active() bool { return t.multi }
+
+// Multi opens a transaction.
+func (t *Tx) Multi() []byte {
+	if t.multi {
+		return errorReply("ERR MULTI calls can not be nested")
+	}
+	t.multi, t.aborted, t.queue = true, false, nil
+	return []byte("+OK\r\n")
+}
+
+// bind checks that keys share the transaction's slot, and pins its master.
+func (t *Tx) bind(ctx context.Context, keys [][]byte) []byte {
+	for _, k := range keys {
+		s := int(Slot(k))
+		if t.c.opt.Standalone != "" {
+			s = 0
+		}
+		if t.slot == -1 {
+			addr, err := t.c.masterAddr(ctx, k)
+			if err != nil {
+				return unavailable(err)
+			}
+			t.slot, t.addr = s, addr
+		} else if s != t.slot {
+			return errorReply("CROSSSLOT Keys in request don't hash to the same slot")
+		}
+	}
+	return nil
+}
+
+// Queue checks a command inside MULTI and queues it.
+func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
+	info, err := t.c.commandInfo(ctx)
+	if err != nil {
+		t.aborted = true
+		return unavailable(err)
+	}
+	name := strings.ToLower(string(args[0]))
+	p := t.c.plan(ctx, info, args, t.admin)
+	if p.reply != nil || p.special != nil || name == "watch" {
+		t.aborted = true
+		if p.reply != nil {
+			return p.reply
+		}
+		return errorReply("ERR '" + name + "' is not allowed inside MULTI through seckill-proxy")
+	}
+	if r := t.bind(ctx, commandKeys(name, info[name], args)); r != nil {
+		t.aborted = true
+		return r
+	}
+	t.queue = append(t.queue, args)
+	return []byte("+QUEUED\r\n")
+}
+
+// Exec runs the queue atomically on the transaction's master and returns EXEC's reply.
+func (t *Tx) Exec(ctx context.Context) []byte {
+	if !t.multi {
+		return errorReply("ERR EXEC without MULTI")
+	}
+	defer t.reset()
+	if t.aborted {
+		return errorReply("EXECABORT Transaction discarded because of previous errors.")
+	}
+	if t.addr == "" {
+		addr, err := t.c.anyMaster(ctx)
+		if err != nil {
+			return unavailable(err)
+		}
+		t.addr = addr
+	}
+	cmds := append([][][]byte{{[]byte("MULTI")}}, t.queue...)
+	cmds = append(cmds, [][]byte{[]byte("EXEC")})
+	var replies [][]byte
+	var err error
+	if t.watch != nil {
+		replies, err = t.watch.roundTrip(ctx, cmds)
+	} else {
+		replies, err = t.c.node(t.addr).doOwn(ctx, cmds)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	return replies[len(replies)-1]
+}
+
+// Discard drops the queue and any WATCH.
+func (t *Tx) Discard() []byte {
+	if !t.multi {
+		return errorReply("ERR DISCARD without MULTI")
+	}
+	t.reset()
+	return []byte("+OK\r\n")
+}
+
+// Watch pins a connection to the master of the keys and watches them there.
+func (t *Tx) Watch(ctx context.Context, args [][]byte) []byte {
+	if t.multi {
+		return errorReply("ERR WATCH inside MULTI is not allowed")
+	}
+	if r := t.bind(ctx, args[1:]); r != nil {
+		return r
+	}
+	if t.watch == nil {
+		c, err := t.c.node(t.addr).dial(ctx)
+		if err != nil {
+			return unavailable(err)
+		}
+		t.watch = c
+	}
+	replies, err := t.watch.roundTrip(ctx, [][][]byte{args})
+	if err != nil {
+		t.unpin()
+		return unavailable(err)
+	}
+	return replies[0]
+}
+
+// Unwatch forgets every WATCH.
+func (t *Tx) Unwatch() []byte {
+	t.unpin()
+	if !t.multi {
+		t.slot, t.addr = -1, ""
+	}
+	return []byte("+OK\r\n")
+}
+
+func (t *Tx) reset() {
+	t.unpin()
+	t.multi, t.aborted, t.queue, t.slot, t.addr = false, false, nil, -1, ""
+}
+
+func (t *Tx) unpin() {
+	if t.watch != nil {
+		t.watch.nc.Close()
+		t.watch = nil
+	}
+}
+
+// Abort marks the open transaction as failed: EXEC will answer EXECABORT.
+func (t *Tx) Abort() { t.aborted = true }
+
+// Close releases a pinned connection; call it when the client goes.
+func (t *Tx) Close() { t.unpin() }
