@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,4 +346,75 @@ func TestTransactions(t *testing.T) {
 		}
 	}
 	s.rc.Del(context.Background(), k+"a", k+"w")
+}
+
+// TestUpstreamDownAndBack: with the upstream server gone, a command fails fast with
+// UNAVAILABLE; when it is back, the proxy reconnects by itself.
+func TestUpstreamDownAndBack(t *testing.T) {
+	testenv.Redis(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	port := addr[strings.LastIndexByte(addr, ':')+1:]
+	startRedis := func() *exec.Cmd {
+		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "redis-server up", func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		return cmd
+	}
+	server := startRedis()
+	s := start(t, func(c *conf.Config) {
+		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr}
+		c.Buy.CallTimeout = 500 * time.Millisecond
+	})
+	c := dialRaw(t, s.addr)
+	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET = %q", got)
+	}
+	_ = server.Process.Kill()
+	_ = server.Wait()
+	t0 := time.Now()
+	if got := c.do(t, "GET", "k"); !strings.HasPrefix(got, "-UNAVAILABLE ") {
+		t.Fatalf("GET with the upstream down = %q", got)
+	}
+	if took := time.Since(t0); took > 3*time.Second {
+		t.Fatalf("UNAVAILABLE took %v", took)
+	}
+	server = startRedis()
+	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
+	eventually(t, 10*time.Second, "the proxy reconnects", func() bool { return c.do(t, "PING", "x") == "$1\r\nx\r\n" && c.do(t, "SET", "k", "w") == "+OK\r\n" })
+}
+
+// TestRedisCLI uses redis-cli, as an operator would, for plain commands through the proxy.
+func TestRedisCLI(t *testing.T) {
+	s := start(t, nil)
+	host, port, _ := net.SplitHostPort(s.addr)
+	key := "cli:" + xid.New().String()
+	run := func(args ...string) string {
+		out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := run("SET", key, "hello"); got != "OK" {
+		t.Fatalf("SET = %q", got)
+	}
+	if got := run("GET", key); got != "hello" {
+		t.Fatalf("GET = %q", got)
+	}
+	if got := run("DEL", key); got != "1" {
+		t.Fatalf("DEL = %q", got)
+	}
 }

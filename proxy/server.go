@@ -95,6 +95,13 @@ func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 		return
 	}
 	defer s.end()
+	defer func() {
+		// A bug in one command must not take every client down: drop this one, log why.
+		if p := recover(); p != nil {
+			s.log.Error("command panicked; closing its connection", zap.Any("panic", p), zap.String("remote", conn.RemoteAddr()))
+			conn.Close()
+		}
+	}()
 	rest := conn.ReadPipeline()
 	cmds := make([][][]byte, 0, 1+len(rest))
 	cmds = append(cmds, first.Args)

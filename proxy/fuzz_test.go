@@ -1,0 +1,72 @@
+package proxy_test
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+	"seckill-proxy/proxy"
+	"seckill-proxy/router"
+)
+
+// FuzzRequestPath sends arbitrary bytes to a proxy (no services behind it): malformed RESP,
+// huge bulk lengths, deep arrays. The proxy must neither crash nor hang: after each input a
+// fresh client still gets PONG, and a client that sent a protocol error gets an error.
+func FuzzRequestPath(f *testing.F) {
+	for _, seed := range []string{
+		"*1\r\n$4\r\nPING\r\n",
+		"*1\r\n$999999999999\r\n",
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n",
+		"*1\r\n*1\r\n*1\r\n$4\r\nPING\r\n",
+		"*-5\r\n", "$5\r\nhello\r\n", "PING\r\n", "\r\n\r\n", "*2\r\n$4\r\nECHO\r\n$-1\r\n",
+		"*2\r\n$11\r\nSECKILL.BUY\r\n$1\r\nx\r\n", strings.Repeat("*1\r\n", 1000),
+	} {
+		f.Add([]byte(seed))
+	}
+	cfg := conf.Default()
+	cfg.Redis.Addrs = []string{"127.0.0.1:1"} // nothing listens: buys fail fast, nothing hangs
+	limits := cfg.Limits
+	rc := guard.NewClusterClient(cfg.Redis)
+	f.Cleanup(func() { _ = rc.Close() })
+	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: limits.MaxInflight, Instance: "fuzz"})
+	f.Cleanup(g.Close)
+	r := router.New(g, zap.NewNop(), router.Options{MaxArgBytes: limits.MaxArgBytes})
+	srv := proxy.New(r, zap.NewNop(), limits)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write(in)
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		reply, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if strings.HasPrefix(reply, "-ERR Protocol error") && !strings.HasSuffix(reply, "\r\n") {
+			t.Fatalf("malformed error reply %q", reply)
+		}
+		probe, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("the proxy stopped accepting after %q: %v", in, err)
+		}
+		defer probe.Close()
+		_ = probe.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := probe.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := bufio.NewReader(probe).ReadString('\n'); err != nil || got != "+PONG\r\n" {
+			t.Fatalf("after %q, PING = %q, %v", in, got, err)
+		}
+	})
+}
