@@ -30,8 +30,8 @@ sink_pid=$!
 trap 'kill $proxy_pid $sink_pid 2>/dev/null || true; wait $proxy_pid $sink_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 SALE=(-units 2000 -buyers 80000 -conns 200)
-./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_proxy "${SALE[@]}" -json >"$WORK/proxy.json" 2>/dev/null
-./bin/seckill-bench -mode seeds -sku bench_seeds "${SALE[@]}" -check=false -json >"$WORK/seeds.json" 2>/dev/null
+./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_proxy "${SALE[@]}" -json >"$WORK/proxy.json" 2>"$WORK/proxy.err" || { cat "$WORK/proxy.err" >&2; exit 1; }
+./bin/seckill-bench -mode seeds -sku bench_seeds "${SALE[@]}" -check=false -json >"$WORK/seeds.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" >&2; exit 1; }
 
 echo "== (d) pass-through against twemproxy and direct" >&2
 scripts/bench-passthrough.sh 200000 3 >"$WORK/pass.md"
