@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -80,4 +81,29 @@ func (l Log) NewLogger() (*zap.Logger, error) {
 	}
 	zc.Level = zap.NewAtomicLevelAt(level)
 	return zc.Build()
+}
+
+// Main is a binary's whole main: it parses the command line (exit 2 on a bad one, 0 once
+// -check-config or a print flag is served), builds the logger, calls run, and exits 1 if run
+// fails, after logging why.
+func Main(name string, run func(*CommandLine, *zap.Logger) error) {
+	cl, err := ParseCommandLine(name, os.Args[1:], os.Environ(), os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if cl.Done {
+		return
+	}
+	log, err := cl.Config.Log.NewLogger()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := run(cl, log); err != nil {
+		log.Error(name+" stopped", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+	_ = log.Sync()
 }

@@ -91,8 +91,7 @@ func TestDifferential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct, through := dialRaw(t, master.Options().Addr), dialRaw(t, s.addr)
-			run := func(c *rawClient) []string {
+			clean := func() {
 				var mu sync.Mutex
 				var keys []string
 				_ = s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
@@ -105,19 +104,29 @@ func TestDifferential(t *testing.T) {
 				if len(keys) > 0 {
 					s.rc.Del(ctx, keys...)
 				}
-				var out []string
-				for _, line := range script {
-					out = append(out, c.do(t, strings.Fields(strings.ReplaceAll(line, "{k}", prefix))...))
-				}
-				return out
 			}
-			want, got := run(direct), run(through)
-			for i := range want {
-				if got[i] != want[i] {
-					t.Errorf("%s:\n  redis %q\n  proxy %q", script[i], want[i], got[i])
-				}
-			}
+			compareScript(t, script, prefix, master.Options().Addr, s.addr, clean)
 		})
+	}
+}
+
+// compareScript runs script from a clean state against Redis at direct and through the proxy
+// at proxied, and reports every reply that differs as raw RESP.
+func compareScript(t *testing.T, script []string, prefix, direct, proxied string, clean func()) {
+	t.Helper()
+	run := func(c *rawClient) []string {
+		clean()
+		var out []string
+		for _, line := range script {
+			out = append(out, c.do(t, strings.Fields(strings.ReplaceAll(line, "{k}", prefix))...))
+		}
+		return out
+	}
+	want, got := run(dialRaw(t, direct)), run(dialRaw(t, proxied))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s:\n  redis %q\n  proxy %q", script[i], want[i], got[i])
+		}
 	}
 }
 
@@ -271,24 +280,14 @@ func TestStandaloneUpstream(t *testing.T) {
 	plain := redis.NewClient(&redis.Options{Addr: addr})
 	defer plain.Close()
 	for name, script := range scripts {
-		prefix := "{s" + xid.New().String() + "}:"
-		direct, through := dialRaw(t, addr), dialRaw(t, s.addr)
-		run := func(c *rawClient) []string {
-			if keys := plain.Keys(ctx, prefix+"*").Val(); len(keys) > 0 {
-				plain.Del(ctx, keys...)
-			}
-			var out []string
-			for _, line := range script {
-				out = append(out, c.do(t, strings.Fields(strings.ReplaceAll(line, "{k}", prefix))...))
-			}
-			return out
-		}
-		want, got := run(direct), run(through)
-		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("%s: %s:\n  redis %q\n  proxy %q", name, script[i], want[i], got[i])
-			}
-		}
+		t.Run(name, func(t *testing.T) {
+			prefix := "{s" + xid.New().String() + "}:"
+			compareScript(t, script, prefix, addr, s.addr, func() {
+				if keys := plain.Keys(ctx, prefix+"*").Val(); len(keys) > 0 {
+					plain.Del(ctx, keys...)
+				}
+			})
+		})
 	}
 	c := dialRaw(t, s.addr)
 	id := xid.New().String()

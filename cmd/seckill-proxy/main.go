@@ -30,27 +30,7 @@ import (
 // shutdownGrace bounds how long a SIGTERM waits for calls in flight.
 const shutdownGrace = 10 * time.Second
 
-func main() {
-	cl, err := conf.ParseCommandLine("seckill-proxy", os.Args[1:], os.Environ(), os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if cl.Done {
-		return
-	}
-	log, err := cl.Config.Log.NewLogger()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	defer func() { _ = log.Sync() }()
-	if err := run(cl, log); err != nil {
-		log.Error("seckill-proxy stopped", zap.Error(err))
-		_ = log.Sync()
-		os.Exit(1)
-	}
-}
+func main() { conf.Main("seckill-proxy", run) }
 
 func run(cl *conf.CommandLine, log *zap.Logger) error {
 	cfg := cl.Config

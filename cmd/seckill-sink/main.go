@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -19,27 +17,7 @@ import (
 	"seckill-proxy/sink"
 )
 
-func main() {
-	cl, err := conf.ParseCommandLine("seckill-sink", os.Args[1:], os.Environ(), os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if cl.Done {
-		return
-	}
-	log, err := cl.Config.Log.NewLogger()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	defer func() { _ = log.Sync() }()
-	if err := run(cl, log); err != nil {
-		log.Error("seckill-sink stopped", zap.Error(err))
-		_ = log.Sync()
-		os.Exit(1)
-	}
-}
+func main() { conf.Main("seckill-sink", run) }
 
 func run(cl *conf.CommandLine, log *zap.Logger) error {
 	cfg := cl.Config
