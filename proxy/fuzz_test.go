@@ -37,7 +37,7 @@ func FuzzRequestPath(f *testing.F) {
 	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: limits.MaxInflight, Instance: "fuzz"})
 	f.Cleanup(g.Close)
 	r := router.New(g, zap.NewNop(), router.Options{MaxArgBytes: limits.MaxArgBytes})
-	srv := proxy.New(r, zap.NewNop(), limits)
+	srv := proxy.New(r, nil, zap.NewNop(), limits)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Fatal(err)

@@ -124,7 +124,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv = proxy.New(r, log, cfg.Limits)
+	srv = proxy.New(r, pass, log, cfg.Limits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.addr = ln.Addr().String()

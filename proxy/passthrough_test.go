@@ -178,8 +178,8 @@ func TestRefusedAndKeyless(t *testing.T) {
 			t.Errorf("%v = %q, want a refusal", cmd, got)
 		}
 	}
-	if got := c.do(t, "SUBSCRIBE", "ch"); !strings.Contains(got, "not supported") {
-		t.Errorf("SUBSCRIBE = %q", got)
+	if got := c.do(t, "WAIT", "1", "0"); !strings.Contains(got, "not supported") {
+		t.Errorf("WAIT = %q", got)
 	}
 	ctx := context.Background()
 	var sizes atomic.Int64
@@ -415,5 +415,33 @@ func TestRedisCLI(t *testing.T) {
 	}
 	if got := run("DEL", key); got != "1" {
 		t.Fatalf("DEL = %q", got)
+	}
+}
+
+// TestSubscriberMode: SUBSCRIBE switches the connection to subscriber mode as Redis does;
+// messages published through another client arrive raw.
+func TestSubscriberMode(t *testing.T) {
+	s := start(t, nil)
+	sub, pub := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	ch := "ch:" + xid.New().String()
+	if got := sub.do(t, "SUBSCRIBE", ch); got != fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(ch), ch) {
+		t.Fatalf("SUBSCRIBE = %q", got)
+	}
+	// In a cluster, PUBLISH counts the receivers on the node it reached only; the message
+	// itself travels to every node.
+	if got := pub.do(t, "PUBLISH", ch, "hello"); got != ":0\r\n" && got != ":1\r\n" {
+		t.Fatalf("PUBLISH = %q", got)
+	}
+	if got, err := upstream.ReadReply(sub.r); err != nil || string(got) != fmt.Sprintf("*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$5\r\nhello\r\n", len(ch), ch) {
+		t.Fatalf("message = %q, %v", got, err)
+	}
+	if got := sub.do(t, "GET", "x"); got != "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n" {
+		t.Fatalf("GET in subscriber mode = %q", got)
+	}
+	if got := sub.do(t, "UNSUBSCRIBE", ch); !strings.HasPrefix(got, "*3\r\n$11\r\nunsubscribe\r\n") {
+		t.Fatalf("UNSUBSCRIBE = %q", got)
+	}
+	if got := sub.do(t, "QUIT"); got != "+OK\r\n" {
+		t.Fatalf("QUIT = %q", got)
 	}
 }

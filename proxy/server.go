@@ -12,6 +12,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/router"
+	"seckill-proxy/upstream"
 )
 
 // ErrTooManyClients is the reply to a connection past limits.max_clients.
@@ -23,10 +24,12 @@ var errShuttingDown = errors.New("UNAVAILABLE proxy is shutting down")
 // Server serves RESP on one listener. Build it with New, start it with Serve, and stop it
 // with Shutdown. It is safe for concurrent use.
 type Server struct {
-	router *router.Router
-	log    *zap.Logger
-	limits conf.Limits
-	rs     *redcon.Server
+	router   *router.Router
+	upstream *upstream.Cluster // nil: no subscriber mode
+	log      *zap.Logger
+	limits   conf.Limits
+	rs       *redcon.Server
+	bridges  sync.WaitGroup // subscriber connections
 
 	// ctx is passed to every command; cancel ends calls in flight (hard stop only).
 	ctx    context.Context
@@ -40,10 +43,10 @@ type Server struct {
 	drained  chan struct{} // closed when draining and inflight reaches 0
 }
 
-// New returns a server that hands every command to r.
-func New(r *router.Router, log *zap.Logger, limits conf.Limits) *Server {
+// New returns a server that hands every command to r, and subscribers to up (nil: none).
+func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Limits) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{router: r, log: log, limits: limits, ctx: ctx, cancel: cancel, drained: make(chan struct{})}
+	s := &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel, drained: make(chan struct{})}
 	s.rs = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
 	return s
 }
@@ -108,13 +111,16 @@ func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 	for _, c := range rest {
 		cmds = append(cmds, c.Args)
 	}
-	for len(cmds) > 0 && !sess.Quit {
+	for len(cmds) > 0 && !sess.Quit && sess.Subscribe == nil {
 		n := min(len(cmds), s.limits.MaxPipeline)
 		s.router.Serve(s.ctx, sess, cmds[:n], conn)
 		cmds = cmds[n:]
 	}
-	if sess.Quit {
+	switch {
+	case sess.Quit:
 		conn.Close()
+	case sess.Subscribe != nil && s.upstream != nil:
+		s.subscribe(conn, sess)
 	}
 }
 
@@ -159,6 +165,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if cerr := s.rs.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
-	s.cancel()
+	s.cancel() // ends the subscriber bridges
+	s.bridges.Wait()
 	return err
 }

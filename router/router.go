@@ -27,6 +27,8 @@ const (
 	flagAdmin
 	// flagTx: a transaction command, served only with an upstream.
 	flagTx
+	// flagSubscribe: switches the connection to subscriber mode (with an upstream).
+	flagSubscribe
 )
 
 // handler serves one command: parse args, run the operation, return the reply.
@@ -60,6 +62,11 @@ type Session struct {
 
 	// tx is the connection's MULTI/WATCH state, made on first use.
 	tx *upstream.Tx
+	// Subscribe is set by (P|S)SUBSCRIBE: the proxy then turns the connection into a
+	// subscriber of its own upstream, and hands it Subscribe and the rest of the pipeline
+	// (SubscribeRest), copied.
+	Subscribe     [][]byte
+	SubscribeRest [][][]byte
 
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
@@ -125,6 +132,9 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "discard", arity: 1, flags: flagTx, handler: r.cmdDiscard},
 		{name: "watch", arity: -2, flags: flagTx, handler: r.cmdWatch},
 		{name: "unwatch", arity: 1, flags: flagTx, handler: r.cmdUnwatch},
+		{name: "subscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
+		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
+		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "seckill.buy", arity: -3, maxArgs: 4, flags: flagBuy},
 		{name: "seckill.status", arity: 3, handler: r.cmdStatus},
 		{name: "seckill.info", arity: -1, maxArgs: 2, handler: r.cmdSaleInfo},
@@ -177,7 +187,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		pass = pass[:0]
 	}
 	r.commands.Add(int64(len(cmds)))
-	for _, args := range cmds {
+	for i, args := range cmds {
 		c, err := r.check(s, args)
 		if s.tx != nil && s.tx.Active() && (err == errPassThrough || (err == nil && c.flags&flagTx == 0 && c.name != "quit")) {
 			flush()
@@ -219,9 +229,36 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		if s.Quit {
 			return
 		}
+		if s.Subscribe != nil {
+			for _, rest := range cmds[i+1:] {
+				s.SubscribeRest = append(s.SubscribeRest, copyArgs(rest))
+			}
+			return
+		}
 	}
 	flush()
 	flushPass()
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// noReply is written by the proxy itself (subscriber mode).
+type noReply struct{}
+
+func (noReply) write(Writer) {}
+
+func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+	if s.tx != nil && s.tx.Active() {
+		return nil, respError("ERR Command not allowed inside a transaction")
+	}
+	s.Subscribe = copyArgs(args)
+	return noReply{}, nil
 }
 
 // check finds the command and checks auth and arity.

@@ -55,7 +55,7 @@ func TestConnectionCommands(t *testing.T) {
 		{"CLIENT KILL x", "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n"},
 		{"CLIENT SETNAME", "-ERR wrong number of arguments for 'client|setname' command\r\n"},
 		{"COMMAND DOCS", "*0\r\n"},
-		{"COMMAND COUNT", ":21\r\n"},
+		{"COMMAND COUNT", ":24\r\n"},
 		{"COMMAND INFO nope", "*1\r\n$-1\r\n"},
 		{"COMMAND INFO ping", "*1\r\n*6\r\n$4\r\nping\r\n:-1\r\n*0\r\n:0\r\n:0\r\n:0\r\n"},
 		{"GETX a b", "-ERR unknown command 'GETX', with args beginning with: 'a' 'b' \r\n"},

@@ -29,11 +29,11 @@ var refused = map[string]bool{
 	"lastsave": true, "slowlog": true, "latency": true, "function": true, "keys": true,
 }
 
-// unsupported are connection-bound commands not carried through the proxy yet. (MULTI, EXEC,
-// DISCARD, WATCH and UNWATCH are the router's, through Tx.)
+// unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
+// DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the connection
+// to subscriber mode, through Subscriber; an UNSUBSCRIBE outside that mode has nothing to do.)
 var unsupported = map[string]bool{
-	"subscribe": true, "psubscribe": true, "ssubscribe": true, "unsubscribe": true,
-	"punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
+	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
 	"readonly": true, "readwrite": true, "asking": true, "reset": true,
 }
 

@@ -93,7 +93,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv = proxy.New(r, log, cfg.Limits)
+	srv = proxy.New(r, passthrough, log, cfg.Limits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.AdminListen != "" {
