@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"strings"
 	"testing"
@@ -69,4 +70,54 @@ func FuzzRequestPath(f *testing.F) {
 			t.Fatalf("after %q, PING = %q, %v", in, got, err)
 		}
 	})
+}
+
+// TestRequestTooLarge: a client that sends more than the bound without completing a command
+// gets an error and is disconnected; the proxy does not buffer on without end.
+func TestRequestTooLarge(t *testing.T) {
+	limits := conf.Default().Limits
+	limits.MaxArgBytes = 1024
+	r := router.New(nil, zap.NewNop(), router.Options{MaxArgBytes: limits.MaxArgBytes})
+	srv := proxy.New(r, nil, zap.NewNop(), limits)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Shutdown(context.Background())
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		_, _ = c.Write([]byte("*2\r\n$4\r\nECHO\r\n$100000000\r\n"))
+		chunk := make([]byte, 64<<10)
+		for range 64 { // 4 MiB, far past the bound of 1 MiB + 1 KiB
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "-ERR request of more than 1049600 bytes") {
+		t.Fatalf("reply %q, %v", line, err)
+	}
+	if _, err := br.ReadString('\n'); err == nil {
+		t.Fatal("the connection stayed open")
+	}
+	// A normal argument just under the bound still works on a new connection.
+	c2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	arg := strings.Repeat("x", 1000)
+	_, _ = c2.Write([]byte("*2\r\n$4\r\nECHO\r\n$1000\r\n" + arg + "\r\n"))
+	_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := bufio.NewReader(c2).ReadString('\n'); err != nil || got != "$1000\r\n" {
+		t.Fatalf("ECHO of 1000 bytes: %q, %v", got, err)
+	}
 }

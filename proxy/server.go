@@ -54,7 +54,8 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 // Serve accepts connections on ln until Shutdown. It returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.log.Info("serving RESP", zap.String("addr", ln.Addr().String()))
-	return s.rs.Serve(ln)
+	// The largest argument, plus room for a pipeline's other commands.
+	return s.rs.Serve(limitedListener{Listener: ln, max: int64(s.limits.MaxArgBytes) + 1<<20})
 }
 
 // Clients is the number of connected clients.
@@ -105,6 +106,7 @@ func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 			conn.Close()
 		}
 	}()
+	took(conn.NetConn())
 	rest := conn.ReadPipeline()
 	cmds := make([][][]byte, 0, 1+len(rest))
 	cmds = append(cmds, first.Args)
