@@ -257,7 +257,8 @@ func (g *Guard) publish(sold []*attempt, res []BuyResult, afterKafka bool) {
 		acks[i] = make(chan error, 1)
 		p.Publish(a.sold, func(err error) { acks[i] <- err })
 	}
-	timer := time.NewTimer(g.ackTimeout())
+	// A buy waits for Kafka's acknowledgement at most buy.call_timeout, on top of the script's.
+	timer := time.NewTimer(g.opt.Buy.CallTimeout)
 	defer timer.Stop()
 	expired := false
 	for i, a := range sold {
@@ -273,7 +274,7 @@ func (g *Guard) publish(sold []*attempt, res []BuyResult, afterKafka bool) {
 			select {
 			case err = <-acks[i]:
 			default:
-				err = errors.New("no acknowledgement in " + g.ackTimeout().String())
+				err = errors.New("no acknowledgement in " + g.opt.Buy.CallTimeout.String())
 			}
 		}
 		if err != nil {

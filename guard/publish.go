@@ -1,7 +1,5 @@
 package guard
 
-import "time"
-
 // Kinds of outbox entries.
 const (
 	KindOrder   = "order"
@@ -36,7 +34,3 @@ type Publisher interface {
 	// Healthy reports whether Kafka has been taking orders lately.
 	Healthy() bool
 }
-
-// ackTimeout is how long a buy waits for Kafka's acknowledgement with buy.reply_after=kafka,
-// on top of the script's own call timeout.
-func (g *Guard) ackTimeout() time.Duration { return g.opt.Buy.CallTimeout }

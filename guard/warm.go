@@ -109,8 +109,14 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
 	}
 	if redisStock > mysqlStock {
-		_ = transitionScript.Run(ctx, g.rc, keys, next, StateWarming, StateClosed).Err()
-		_, _ = g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, StateClosed, sku, next)
+		// Close the half-made sale on both sides; a failure here leaves it "warming", which
+		// no buy accepts, so it is logged and the refusal still returned.
+		if err := transitionScript.Run(ctx, g.rc, keys, next, StateWarming, StateClosed).Err(); err != nil {
+			g.log.Error("warm: could not close the refused sale in Redis", zap.String("sku", sku), zap.Error(err))
+		}
+		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, StateClosed, sku, next); err != nil {
+			g.log.Error("warm: could not close the refused sale in MySQL", zap.String("sku", sku), zap.Error(err))
+		}
 		return Warmed{}, badArgs("sale %s not opened: Redis stock %d is above MySQL stock %d", sku, redisStock, mysqlStock)
 	}
 

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -236,8 +237,4 @@ func (c *Cluster) anyMaster(ctx context.Context) (string, error) {
 	return ms[time.Now().UnixNano()%int64(len(ms))], nil
 }
 
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errNoMasters = constError("no master is known")
+var errNoMasters = errors.New("no master is known")

@@ -149,8 +149,14 @@ func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, o
 		}
 	}
 	k := guard.KeysFor(s.SKU)
-	st.RedisStock, _ = rc.Get(ctx, k.Stock).Int64()
-	st.RedisBuyers = rc.HLen(ctx, k.Buyers).Val()
-	st.Outbox = rc.XLen(ctx, k.Outbox).Val()
+	if st.RedisStock, err = rc.Get(ctx, k.Stock).Int64(); err != nil {
+		return st, fmt.Errorf("redis stock: %w", err)
+	}
+	if st.RedisBuyers, err = rc.HLen(ctx, k.Buyers).Result(); err != nil {
+		return st, fmt.Errorf("redis buyers: %w", err)
+	}
+	if st.Outbox, err = rc.XLen(ctx, k.Outbox).Result(); err != nil {
+		return st, fmt.Errorf("redis outbox: %w", err)
+	}
 	return st, nil
 }

@@ -68,7 +68,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	var sale Sale
 	switch o.Mode {
 	case ModeProxy:
-		if _, err := schema.Migrate(ctx, db, nopLogger()); err != nil {
+		if _, err := schema.Migrate(ctx, db, zap.NewNop()); err != nil {
 			return Report{}, err
 		}
 		pc := redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.User, Password: o.Password,
@@ -174,7 +174,11 @@ func showProgress(w io.Writer, total int) (*atomic.Int64, func()) {
 			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("buying"),
 				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("buys"), progressbar.OptionThrottle(100*time.Millisecond))
 		}
-		ticker := time.NewTicker(map[bool]time.Duration{true: 100 * time.Millisecond, false: time.Second}[tty])
+		every := time.Second
+		if tty {
+			every = 100 * time.Millisecond
+		}
+		ticker := time.NewTicker(every)
 		defer ticker.Stop()
 		for {
 			select {
@@ -201,5 +205,3 @@ func showProgress(w io.Writer, total int) (*atomic.Int64, func()) {
 		<-finished
 	}
 }
-
-func nopLogger() *zap.Logger { return zap.NewNop() }

@@ -36,7 +36,12 @@ func Migrate(ctx context.Context, db *sql.DB, log *zap.Logger) (int64, error) {
 	if got.Int64 != 1 {
 		return 0, fmt.Errorf("migrate: another process held %q for 30s", lockName)
 	}
-	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lockName) }()
+	defer func() {
+		// The lock also goes when the connection closes, just after.
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lockName); err != nil {
+			log.Warn("migrate: could not release the lock", zap.Error(err))
+		}
+	}()
 
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
