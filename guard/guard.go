@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,15 +18,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"seckill-proxy/conf"
-)
-
-var (
-	//go:embed lua/buy.lua
-	buyLua    string
-	buyScript = redis.NewScript(buyLua)
-	//go:embed lua/status.lua
-	statusLua    string
-	statusScript = redis.NewScript(statusLua)
 )
 
 // Stats are a Guard's counters since it started. Read them with Guard.Stats.

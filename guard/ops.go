@@ -2,7 +2,6 @@ package guard
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,15 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
-)
-
-var (
-	//go:embed lua/close.lua
-	closeLua    string
-	closeScript = redis.NewScript(closeLua)
-	//go:embed lua/release.lua
-	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
 )
 
 // Field is one field/value pair of an INFO or CHECK reply. Value is a string or an int64.

@@ -3,22 +3,11 @@ package guard
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
-)
-
-var (
-	//go:embed lua/warm.lua
-	warmLua    string
-	warmScript = redis.NewScript(warmLua)
-	//go:embed lua/transition.lua
-	transitionLua    string
-	transitionScript = redis.NewScript(transitionLua)
 )
 
 // Sale states, in Redis meta and in seckill_items.status.

@@ -1,0 +1,31 @@
+package guard
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua scripts, embedded from lua/. Every one takes the same keys, in the order of
+// Keys.scriptKeys, so that they all sit in one SKU's slot. Script.Run and EvalSha fall back to
+// EVAL on NOSCRIPT, since SCRIPT LOAD is not replicated to a promoted replica.
+var (
+	//go:embed lua/buy.lua
+	buyLua    string
+	buyScript = redis.NewScript(buyLua)
+	//go:embed lua/status.lua
+	statusLua    string
+	statusScript = redis.NewScript(statusLua)
+	//go:embed lua/warm.lua
+	warmLua    string
+	warmScript = redis.NewScript(warmLua)
+	//go:embed lua/transition.lua
+	transitionLua    string
+	transitionScript = redis.NewScript(transitionLua)
+	//go:embed lua/close.lua
+	closeLua    string
+	closeScript = redis.NewScript(closeLua)
+	//go:embed lua/release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+)
