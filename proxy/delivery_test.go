@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -71,6 +72,32 @@ func (s *stack) mysqlOrders(t *testing.T, sku string) (map[string]int, int64) {
 	return out, stock
 }
 
+// waitConfirmed waits until MySQL holds n confirmed orders of sku.
+func (s *stack) waitConfirmed(t *testing.T, sku string, n int, limit time.Duration) {
+	t.Helper()
+	eventually(t, limit, fmt.Sprintf("%d confirmed orders in MySQL", n), func() bool {
+		st, _ := s.mysqlOrders(t, sku)
+		return st[sink.StatusConfirmed] == n
+	})
+}
+
+// waitOutboxEmpty waits until sku's outbox holds nothing.
+func (s *stack) waitOutboxEmpty(t *testing.T, sku string, limit time.Duration) {
+	t.Helper()
+	eventually(t, limit, "outbox drained", func() bool {
+		return s.rc.XLen(context.Background(), guard.KeysFor(sku).Outbox).Val() == 0
+	})
+}
+
+// waitCheckOK waits until SECKILL.CHECK through c answers OK.
+func waitCheckOK(t *testing.T, c *redis.Client, sku string, limit time.Duration) {
+	t.Helper()
+	eventually(t, limit, "CHECK OK", func() bool {
+		ok, _ := c.Do(context.Background(), "seckill.check", sku).Text()
+		return ok == "OK"
+	})
+}
+
 // checkOrdersInMySQL asserts that every id handed out is one row in MySQL.
 func (s *stack) checkOrdersInMySQL(t *testing.T, sku string, ids []string) {
 	t.Helper()
@@ -110,10 +137,7 @@ func TestEndToEnd(t *testing.T) {
 	if replies[""] != units || replies["SOLDOUT"] != buyers-units {
 		t.Fatalf("replies %v", replies)
 	}
-	eventually(t, 60*time.Second, "all orders in MySQL", func() bool {
-		st, _ := s.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == units
-	})
+	s.waitConfirmed(t, sku, units, 60*time.Second)
 	t.Logf("the sale was entirely in MySQL %v after the last buy; sink %+v", time.Since(lastBuy).Round(time.Millisecond), snk.Stats())
 	st, stock := s.mysqlOrders(t, sku)
 	if len(st) != 1 || stock != 0 {
@@ -125,7 +149,7 @@ func TestEndToEnd(t *testing.T) {
 	if left, _ := s.rc.Get(ctx, k.Stock).Int64(); left != stock {
 		t.Fatalf("Redis stock %d != MySQL stock %d", left, stock)
 	}
-	eventually(t, 10*time.Second, "outbox empty", func() bool { return s.rc.XLen(ctx, k.Outbox).Val() == 0 })
+	s.waitOutboxEmpty(t, sku, 10*time.Second)
 }
 
 // TestStatusShowsTheOutcome: STATUS answers confirmed and rejected from the sink's outcomes.
@@ -176,10 +200,7 @@ func TestKafkaDownMidSale(t *testing.T) {
 	ctx := context.Background()
 
 	before, _ := buyAll(t, c, sku, "a", 100, 10)
-	eventually(t, 30*time.Second, "first orders in MySQL", func() bool {
-		st, _ := s.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == 100
-	})
+	s.waitConfirmed(t, sku, 100, 30*time.Second)
 	if err := devstack(t, "stop", "kafka"); err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +215,8 @@ func TestKafkaDownMidSale(t *testing.T) {
 	if err := devstack(t, "up"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 90*time.Second, "every order in MySQL after Kafka is back", func() bool {
-		st, _ := s.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == 300
-	})
-	eventually(t, 30*time.Second, "outbox drained", func() bool { return s.rc.XLen(ctx, k.Outbox).Val() == 0 })
+	s.waitConfirmed(t, sku, 300, 90*time.Second)
+	s.waitOutboxEmpty(t, sku, 30*time.Second)
 	st, stock := s.mysqlOrders(t, sku)
 	if len(st) != 1 || stock != 0 {
 		t.Fatalf("orders %v stock %d, want 300 confirmed and nothing else", st, stock)
@@ -265,17 +283,12 @@ func TestProxyKilledBeforePublish(t *testing.T) {
 
 	other := startProxy(t, cfg, true)
 	runSink(t, cfg)
-	eventually(t, 60*time.Second, "the orphaned orders in MySQL", func() bool {
-		st, _ := other.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == 30
-	})
+	other.waitConfirmed(t, sku, 30, 60*time.Second)
 	other.checkOrdersInMySQL(t, sku, ids)
 	if _, stock := other.mysqlOrders(t, sku); stock != 20 {
 		t.Fatalf("MySQL stock %d, want 20", stock)
 	}
-	eventually(t, 10*time.Second, "outbox drained", func() bool {
-		return other.rc.XLen(context.Background(), guard.KeysFor(sku).Outbox).Val() == 0
-	})
+	other.waitOutboxEmpty(t, sku, 10*time.Second)
 }
 
 // TestRedeliveryChangesNothing replays the topic from offset 0 through a new group.
@@ -287,10 +300,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	sku := newSKU("replay")
 	s.sale(t, c, sku, 100)
 	buyAll(t, c, sku, "u", 150, 8)
-	eventually(t, 30*time.Second, "orders in MySQL", func() bool {
-		st, _ := s.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == 100
-	})
+	s.waitConfirmed(t, sku, 100, 30*time.Second)
 	before, stockBefore := s.mysqlOrders(t, sku)
 
 	replay := cfg
@@ -348,10 +358,7 @@ func TestDeadLetter(t *testing.T) {
 	produce(t, cfg, sku, []byte(`{"v":1,"type":"order","order_id":`), []byte(`{"v":99}`))
 	ids, _ := buyAll(t, c, sku, "u", 3, 1)
 	runSink(t, cfg)
-	eventually(t, 30*time.Second, "orders after the bad messages stored", func() bool {
-		st, _ := s.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == 3
-	})
+	s.waitConfirmed(t, sku, 3, 30*time.Second)
 	s.checkOrdersInMySQL(t, sku, ids)
 
 	sc, err := sink.SaramaConfig(cfg.Kafka)

@@ -145,10 +145,7 @@ func TestRelease(t *testing.T) {
 	if err := c.Do(ctx, "seckill.buy", sku, "u2", 2).Err(); err != nil {
 		t.Fatalf("the released units are for sale again: %v", err)
 	}
-	eventually(t, 30*time.Second, "CHECK OK after the drain", func() bool {
-		ok, _ := c.Do(ctx, "seckill.check", sku).Text()
-		return ok == "OK"
-	})
+	waitCheckOK(t, c, sku, 30*time.Second)
 }
 
 func TestRebuyAfterRelease(t *testing.T) {
@@ -181,15 +178,10 @@ func TestCheck(t *testing.T) {
 	sku := newSKU("check")
 	s.sale(t, c, sku, 100)
 	buyAll(t, c, sku, "u", 150, 20)
-	eventually(t, 30*time.Second, "the sale drained into MySQL", func() bool {
-		st, _ := s.mysqlOrders(t, sku)
-		return st[sink.StatusConfirmed] == 100 && s.rc.XLen(ctx, guard.KeysFor(sku).Outbox).Val() == 0
-	})
+	s.waitConfirmed(t, sku, 100, 30*time.Second)
+	s.waitOutboxEmpty(t, sku, 30*time.Second)
 	// The sink writes the outcomes to Redis just after its commit: CHECK agrees once it has.
-	eventually(t, 10*time.Second, "CHECK OK after the drain", func() bool {
-		ok, _ := c.Do(ctx, "seckill.check", sku).Text()
-		return ok == "OK"
-	})
+	waitCheckOK(t, c, sku, 10*time.Second)
 	if err := s.rc.Set(ctx, guard.KeysFor(sku).Stock, 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
