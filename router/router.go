@@ -284,8 +284,9 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 		return nil, errPassThrough
 	}
 	if c == nil {
-		if touchesProtected(args[1:]) {
-			return nil, respError("NOPERM seckill:* keys change only through SECKILL commands")
+		// With no upstream nothing is passed through; refuse as the upstream would.
+		if upstream.NamesProtected(args[1:], guard.KeyPrefix) {
+			return nil, respError(upstream.ProtectedError(guard.KeyPrefix))
 		}
 		return nil, respError("ERR unknown command '" + string(args[0]) + "', with args beginning with: " + quoteArgs(args[1:]))
 	}
@@ -362,18 +363,6 @@ func (r *Router) cmdAuth(_ context.Context, s *Session, args [][]byte) (Reply, e
 	}
 	s.Authed, s.User, s.Admin = true, name, admin
 	return OK, nil
-}
-
-// touchesProtected reports whether any argument names a key under guard.KeyPrefix. The
-// proxy refuses such commands whatever they are, so that no command, today's or a future
-// one, can write stock behind the SECKILL commands' back.
-func touchesProtected(args [][]byte) bool {
-	for _, a := range args {
-		if bytes.HasPrefix(a, []byte(guard.KeyPrefix)) {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {

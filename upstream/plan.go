@@ -88,8 +88,8 @@ func lowerASCII(dst, b []byte) []byte {
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.
 func (c *Cluster) routeByKeys(ctx context.Context, name string, ci *redis.CommandInfo, args, keys [][]byte) plan {
-	if c.touchesProtected(name, ci, args, keys) {
-		return plan{reply: errorReply("NOPERM " + c.opt.KeyPrefix + "* keys change only through SECKILL commands")}
+	if c.touchesProtected(ci, args, keys) {
+		return plan{reply: errorReply(ProtectedError(c.opt.KeyPrefix))}
 	}
 	if ci != nil && hasFlag(ci, "blocking") {
 		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
@@ -146,28 +146,31 @@ func hasFlag(ci *redis.CommandInfo, flag string) bool {
 // touchesProtected: a command that may write (anything not flagged readonly by Redis, and any
 // command Redis does not know) and that names a protected key. Unknown commands are checked
 // on every argument, so that a command added later cannot slip through.
-func (c *Cluster) touchesProtected(name string, ci *redis.CommandInfo, args, keys [][]byte) bool {
-	if c.opt.KeyPrefix == "" {
+func (c *Cluster) touchesProtected(ci *redis.CommandInfo, args, keys [][]byte) bool {
+	switch {
+	case c.opt.KeyPrefix == "":
+		return false
+	case ci == nil:
+		return NamesProtected(args[1:], c.opt.KeyPrefix)
+	case ci.ReadOnly || hasFlag(ci, "readonly"):
 		return false
 	}
-	prefix := []byte(c.opt.KeyPrefix)
-	if ci == nil {
-		for _, a := range args[1:] {
-			if bytes.HasPrefix(a, prefix) {
-				return true
-			}
-		}
-		return false
-	}
-	if ci.ReadOnly || hasFlag(ci, "readonly") {
-		return false
-	}
-	for _, k := range keys {
-		if bytes.HasPrefix(k, prefix) {
+	return NamesProtected(keys, c.opt.KeyPrefix)
+}
+
+// NamesProtected reports whether any of args starts with prefix.
+func NamesProtected(args [][]byte, prefix string) bool {
+	for _, a := range args {
+		if bytes.HasPrefix(a, []byte(prefix)) {
 			return true
 		}
 	}
 	return false
+}
+
+// ProtectedError is the reply to a command refused for touching keys under prefix.
+func ProtectedError(prefix string) string {
+	return "NOPERM " + prefix + "* keys change only through SECKILL commands"
 }
 
 // commandKeys returns the keys of a command: from Redis's key positions, or, for commands
