@@ -94,13 +94,15 @@ func TestDifferential(t *testing.T) {
 			clean := func() {
 				var mu sync.Mutex
 				var keys []string
-				_ = s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-					found := m.Keys(ctx, prefix+"*").Val()
+				if err := s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+					found, err := m.Keys(ctx, prefix+"*").Result()
 					mu.Lock()
 					defer mu.Unlock()
 					keys = append(keys, found...)
-					return nil
-				})
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
 				if len(keys) > 0 {
 					s.rc.Del(ctx, keys...)
 				}
@@ -183,10 +185,13 @@ func TestRefusedAndKeyless(t *testing.T) {
 	}
 	ctx := context.Background()
 	var sizes atomic.Int64
-	_ = s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		sizes.Add(m.DBSize(ctx).Val())
-		return nil
-	})
+	if err := s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		n, err := m.DBSize(ctx).Result()
+		sizes.Add(n)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	total := sizes.Load()
 	got := c.do(t, "DBSIZE")
 	n, _ := strconv.ParseInt(strings.TrimSpace(got[1:]), 10, 64)
