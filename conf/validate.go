@@ -73,6 +73,7 @@ func (c *Config) Validate() error {
 		v.fail("kafka.version", c.Kafka.Version, "below 2.1.0, which the idempotent producer and Kafka 4 need")
 	}
 	v.positive("kafka.dial_timeout", c.Kafka.DialTimeout)
+	v.between("kafka.linger", c.Kafka.Linger, 0, time.Second)
 	v.atLeast("kafka.partitions", c.Kafka.Partitions, 1)
 	v.atLeast("kafka.replication_factor", c.Kafka.ReplicationFactor, 1)
 

@@ -29,6 +29,7 @@ func SaramaConfig(c conf.Kafka) (*sarama.Config, error) {
 	sc.Producer.Return.Errors = true
 	sc.Producer.Partitioner = sarama.NewHashPartitioner
 	sc.Producer.Retry.Max = 10
+	sc.Producer.Flush.Frequency = c.Linger
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	sc.Consumer.Offsets.AutoCommit.Enable = true
 	sc.Consumer.Return.Errors = true
