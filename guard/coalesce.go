@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -99,10 +100,9 @@ func (c *coalescer) send(batch []call) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := c.master.Pipeline()
-	for _, cl := range live {
-		for _, a := range cl.as {
-			a.queue(ctx, pipe, c.g.opt.Instance)
-		}
+	scripts := c.g.scriptsFor(live)
+	for _, sc := range scripts {
+		sc.queue(ctx, pipe, c.g.opt.Instance)
 	}
 	var wait *redis.Cmd
 	if n := c.g.opt.Buy.WaitReplicas; n > 0 {
@@ -114,8 +114,94 @@ func (c *coalescer) send(batch []call) {
 			c.g.stats.waitShort.Add(1)
 		}
 	}
+	for _, sc := range scripts {
+		sc.settle()
+	}
 	for _, cl := range live {
 		cl.done.Done()
+	}
+}
+
+// maxBuysPerScript bounds the buys of one script call, and so how long it holds Redis.
+const maxBuysPerScript = 64
+
+// script is one call of buy.lua: buys of one SKU, with the same expected version, in the
+// order their clients sent them.
+type script struct {
+	keys    []string
+	version string
+	useEval bool
+	as      []*attempt
+	cmd     *redis.Cmd
+}
+
+// scriptsFor groups the attempts of a pipeline into script calls, a call per SKU (and
+// version) in the order each SKU first appears, so that Redis checks the sale, reads the clock
+// and starts a script once for many buys. Each client's buys of one SKU keep their order;
+// buys of different SKUs touch different keys, so their relative order cannot matter.
+func (g *Guard) scriptsFor(calls []call) []*script {
+	var out []*script
+	var open map[scriptKey]*script
+	for _, cl := range calls {
+		for _, a := range cl.as {
+			k := scriptKey{sku: a.req.SKU, version: a.version, useEval: a.useEval}
+			var sc *script
+			if len(out) > 0 && out[len(out)-1].matches(k) {
+				sc = out[len(out)-1] // the common case: one SKU, no map
+			} else if open != nil {
+				sc = open[k]
+			}
+			if sc == nil || len(sc.as) == maxBuysPerScript {
+				sc = &script{keys: a.keys, version: a.version, useEval: a.useEval}
+				out = append(out, sc)
+				if open == nil {
+					open = map[scriptKey]*script{}
+				}
+				open[k] = sc
+			}
+			sc.as = append(sc.as, a)
+		}
+	}
+	return out
+}
+
+type scriptKey struct {
+	sku, version string
+	useEval      bool
+}
+
+func (sc *script) matches(k scriptKey) bool {
+	return sc.as[0].req.SKU == k.sku && sc.version == k.version && sc.useEval == k.useEval &&
+		len(sc.as) < maxBuysPerScript
+}
+
+func (sc *script) queue(ctx context.Context, pipe redis.Pipeliner, instance string) {
+	args := make([]any, 1, 1+4*len(sc.as))
+	args[0] = sc.version
+	for _, a := range sc.as {
+		a.err, a.reply = nil, nil
+		args = append(args, a.req.UID, a.req.Qty, a.orderID, instance)
+	}
+	if sc.useEval {
+		sc.cmd = buyScript.Eval(ctx, pipe, sc.keys, args...)
+	} else {
+		sc.cmd = buyScript.EvalSha(ctx, pipe, sc.keys, args...)
+	}
+}
+
+// settle hands each attempt its own reply, or the call's error.
+func (sc *script) settle() {
+	err := sc.cmd.Err()
+	replies, _ := sc.cmd.Val().([]any)
+	if err == nil && len(replies) != len(sc.as) {
+		err = fmt.Errorf("buy script answered %d replies for %d buys", len(replies), len(sc.as))
+	}
+	for i, a := range sc.as {
+		if err != nil {
+			a.err = err
+			continue
+		}
+		a.reply, _ = replies[i].([]any)
 	}
 }
 

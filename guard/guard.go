@@ -151,8 +151,8 @@ type attempt struct {
 	orderID string
 	version string
 	useEval bool
-	cmd     *redis.Cmd
-	err     error // set when the attempt is final with an error from the pipeline itself
+	reply   []any // the script's reply for this buy
+	err     error // the script's error, or the pipeline's
 	sold    Sold  // set when the script sold the order
 }
 
@@ -279,11 +279,7 @@ const maxRounds = 3
 
 // settle turns an attempt's reply into its result, or asks for another round.
 func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round int) (retry bool) {
-	err := a.err
-	if err == nil {
-		err = a.cmd.Err()
-	}
-	if err != nil {
+	if err := a.err; err != nil {
 		if round+1 < maxRounds {
 			switch {
 			case redis.HasErrorPrefix(err, "NOSCRIPT"):
@@ -301,7 +297,7 @@ func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round in
 		res.Err = unavailable(err)
 		return false
 	}
-	reply, _ := a.cmd.Val().([]any)
+	reply := a.reply
 	code, arg := replyString(reply, 0), replyString(reply, 1)
 	counters := g.countersFor(a.req.SKU)
 	switch code {
@@ -392,16 +388,6 @@ func (g *Guard) round(ctx context.Context, todo []*attempt) {
 		g.coalescerFor(master).calls <- call{as: as, deadline: deadline, done: &wg}
 	}
 	wg.Wait()
-}
-
-func (a *attempt) queue(ctx context.Context, pipe redis.Pipeliner, instance string) {
-	a.err = nil
-	args := []any{a.version, a.req.UID, a.req.Qty, a.orderID, instance}
-	if a.useEval {
-		a.cmd = buyScript.Eval(ctx, pipe, a.keys, args...)
-	} else {
-		a.cmd = buyScript.EvalSha(ctx, pipe, a.keys, args...)
-	}
 }
 
 func isRedirect(err error) bool {

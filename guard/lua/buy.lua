@@ -1,35 +1,58 @@
--- SECKILL.BUY, as one atomic step on the SKU's slot.
+-- SECKILL.BUY for one or more buys of one SKU, as one atomic step on the SKU's slot.
 -- KEYS: meta, stock, buyers, outbox, result (all tagged {<sku>})
 -- buyers maps uid -> "<order id>:<qty>".
--- ARGV: version the proxy expects ("" for any), uid, qty, order id, proxy instance
--- Returns one of:
+-- ARGV: version the proxy expects ("" for any), then for each buy: uid, qty, order id, proxy
+-- instance. The buys run in that order, each exactly as if it ran alone, so a buyer who
+-- appears twice gets DUPLICATE the second time.
+-- Returns an array with one reply per buy, in order, each one of:
 --   {"OK", order id, version, remaining, outbox entry id, server time ms}
 --   {"DUPLICATE", existing order id}
 --   {"SOLDOUT", remaining}
 --   {"CLOSED", why}
 --   {"STALE", current version}   the proxy's version is old: it retries with the current one
 --   {"LIMIT", per-user limit}
+local buys = (#ARGV - 1) / 4
+if buys < 1 or buys ~= math.floor(buys) then
+  return redis.error_reply('ERR buy.lua takes a version and then uid, qty, order id, instance per buy')
+end
+local function all(reply)
+  local out = {}
+  for i = 1, buys do out[i] = reply end
+  return out
+end
 local m = redis.call('HMGET', KEYS[1], 'state', 'version', 'start', 'end', 'limit')
 local state, version = m[1], m[2]
-if not state then return {'CLOSED', 'not warmed'} end
-if state ~= 'open' then return {'CLOSED', state} end
-if ARGV[1] ~= '' and ARGV[1] ~= version then return {'STALE', version} end
+if not state then return all({'CLOSED', 'not warmed'}) end
+if state ~= 'open' then return all({'CLOSED', state}) end
+if ARGV[1] ~= '' and ARGV[1] ~= version then return all({'STALE', version}) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now < tonumber(m[3]) then return {'CLOSED', 'not started'} end
+if now < tonumber(m[3]) then return all({'CLOSED', 'not started'}) end
 local ends = tonumber(m[4])
-if ends > 0 and now >= ends then return {'CLOSED', 'ended'} end
-local prev = redis.call('HGET', KEYS[3], ARGV[2])
-if prev then
-  -- "<order id>:<qty>", or "released:<order id>:<qty>" when a released buyer may not buy again
-  return {'DUPLICATE', string.match(prev, '^released:([^:]+)') or string.match(prev, '^([^:]+)')}
-end
-local qty = tonumber(ARGV[3])
-if qty > tonumber(m[5]) then return {'LIMIT', m[5]} end
+if ends > 0 and now >= ends then return all({'CLOSED', 'ended'}) end
+local limit = tonumber(m[5])
 local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
-if stock < qty then return {'SOLDOUT', tostring(stock)} end
-redis.call('DECRBY', KEYS[2], qty)
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[4] .. ':' .. ARGV[3])
-local entry = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4], 'version', version, 'uid', ARGV[2],
-  'qty', ARGV[3], 'ts', tostring(now), 'by', ARGV[5])
-return {'OK', ARGV[4], version, tostring(stock - qty), entry, tostring(now)}
+local ts = tostring(now)
+local out = {}
+for b = 1, buys do
+  local uid, q, id, by = ARGV[4 * b - 2], ARGV[4 * b - 1], ARGV[4 * b], ARGV[4 * b + 1]
+  local qty = tonumber(q)
+  local prev = redis.call('HGET', KEYS[3], uid)
+  if prev then
+    -- "<order id>:<qty>", or "released:<order id>:<qty>" when a released buyer may not buy again
+    out[b] = {'DUPLICATE', string.match(prev, '^released:([^:]+)') or string.match(prev, '^([^:]+)')}
+  elseif qty > limit then
+    out[b] = {'LIMIT', m[5]}
+  elseif stock < qty then
+    out[b] = {'SOLDOUT', tostring(stock)}
+  else
+    -- The decrement comes first: should a later write fail, stock is lost, never oversold.
+    stock = stock - qty
+    redis.call('DECRBY', KEYS[2], qty)
+    redis.call('HSET', KEYS[3], uid, id .. ':' .. q)
+    local entry = redis.call('XADD', KEYS[4], '*', 'order', id, 'version', version, 'uid', uid,
+      'qty', q, 'ts', ts, 'by', by)
+    out[b] = {'OK', id, version, tostring(stock), entry, ts}
+  end
+end
+return out

@@ -1,0 +1,113 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
+)
+
+// TestBuyBatchOneScript runs one client pipeline of buys of one SKU, which the coalescer sends
+// as one call of buy.lua, and checks that every buy got the answer it would have got alone,
+// in order: a duplicate of a buyer earlier in the same call, a quantity above the limit, a
+// quantity above what is left, and a smaller one that still fits.
+func TestBuyBatchOneScript(t *testing.T) {
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	sku := "batch_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	k := KeysFor(sku)
+	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers, k.Outbox) })
+	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", "7", "start", "0", "end", "0", "limit", "3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Set(ctx, k.Stock, 5, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	master, err := rc.MasterForKey(ctx, k.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := buyScript.Load(ctx, master).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := conf.Default()
+	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test"})
+	t.Cleanup(g.Close)
+
+	reqs := []BuyRequest{
+		{SKU: sku, UID: "a", Qty: 2},
+		{SKU: sku, UID: "b", Qty: 4}, // above the limit of 3
+		{SKU: sku, UID: "a", Qty: 1}, // a bought earlier in this very call
+		{SKU: sku, UID: "c", Qty: 3}, // 3 left: sold
+		{SKU: sku, UID: "d", Qty: 1}, // 0 left
+	}
+	before := evalCalls(ctx, t, master)
+	res := g.BuyBatch(ctx, reqs, nil)
+	if calls := evalCalls(ctx, t, master) - before; calls != 1 {
+		t.Errorf("the batch took %d script calls, want 1", calls)
+	}
+
+	id := regexp.MustCompile(`^[0-9a-v]{20}$`)
+	if res[0].Err != nil || !id.MatchString(res[0].OrderID) {
+		t.Errorf("buy a: %+v, want an order id", res[0])
+	}
+	if !errors.Is(res[1].Err, ErrBadArgs) {
+		t.Errorf("buy b (qty above the limit): %+v, want a bad-argument error", res[1])
+	}
+	var dup *DuplicateError
+	if !errors.As(res[2].Err, &dup) || dup.OrderID != res[0].OrderID {
+		t.Errorf("buy a again: %+v, want DUPLICATE %s", res[2], res[0].OrderID)
+	}
+	if res[3].Err != nil || !id.MatchString(res[3].OrderID) {
+		t.Errorf("buy c: %+v, want an order id", res[3])
+	}
+	if !errors.Is(res[4].Err, ErrSoldOut) {
+		t.Errorf("buy d: %+v, want SOLDOUT", res[4])
+	}
+
+	if stock, err := rc.Get(ctx, k.Stock).Int(); err != nil || stock != 0 {
+		t.Errorf("stock = %d (%v), want 0", stock, err)
+	}
+	buyers, err := rc.HGetAll(ctx, k.Buyers).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": res[0].OrderID + ":2", "c": res[3].OrderID + ":3"}
+	if len(buyers) != len(want) || buyers["a"] != want["a"] || buyers["c"] != want["c"] {
+		t.Errorf("buyers = %v, want %v", buyers, want)
+	}
+	entries, err := rc.XRange(ctx, k.Outbox, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Values["order"] != res[0].OrderID || entries[1].Values["order"] != res[3].OrderID {
+		t.Errorf("outbox = %v, want the orders of a and c, in that order", entries)
+	}
+}
+
+// evalCalls is how many EVALSHA and EVAL calls master has served.
+func evalCalls(ctx context.Context, t *testing.T, master *redis.Client) int {
+	t.Helper()
+	info, err := master.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range regexp.MustCompile(`cmdstat_(?:evalsha|eval):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
+		c, _ := strconv.Atoi(m[1])
+		n += c
+	}
+	return n
+}
