@@ -113,10 +113,10 @@ func unavailable(err error) []byte {
 // Do passes one client's pipeline of commands through, in order, and returns one raw reply
 // per command. admin says whether the client may run AdminAllow's commands.
 func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte {
-	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
-	defer cancel()
+	b := batch{Cluster: c, parent: ctx, deadline: time.Now().Add(c.opt.Timeout)}
+	defer b.close()
 	out := make([][]byte, len(cmds))
-	info, err := c.commandInfo(ctx)
+	info, err := c.commandInfo(b.timed())
 	if err != nil {
 		for i := range out {
 			out[i] = unavailable(err)
@@ -126,26 +126,48 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte 
 	// Runs of plainly routed commands go out together, a batch per node; anything else runs
 	// alone, after the run before it, so that effects keep the client's order.
 	var run []routed
-	flush := func() {
-		c.doRouted(ctx, run, out)
-		run = run[:0]
-	}
 	for i, args := range cmds {
 		p := c.plan(ctx, info, args, admin)
 		if p.reply != nil {
-			flush()
+			b.doRouted(run, out)
+			run = run[:0]
 			out[i] = p.reply
 			continue
 		}
 		if p.special != nil {
-			flush()
-			out[i] = p.special(ctx)
+			b.doRouted(run, out)
+			run = run[:0]
+			out[i] = p.special(b.timed())
 			continue
 		}
 		run = append(run, routed{i: i, addr: p.addr, args: args})
 	}
-	flush()
+	b.doRouted(run, out)
 	return out
+}
+
+// batch is one client pipeline on its way through Do. Plainly routed commands carry its
+// deadline to their lane as a value; a context with a timer is made only for the paths that
+// need one (specials, redirects), since making one per pipeline costs more than routing it.
+type batch struct {
+	*Cluster
+	parent   context.Context
+	deadline time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+func (b *batch) timed() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithDeadline(b.parent, b.deadline)
+	}
+	return b.ctx
+}
+
+func (b *batch) close() {
+	if b.cancel != nil {
+		b.cancel()
+	}
 }
 
 type routed struct {
@@ -156,7 +178,7 @@ type routed struct {
 
 // doRouted sends each node its commands as one batch, the nodes in parallel, and follows
 // MOVED and ASK one by one.
-func (c *Cluster) doRouted(ctx context.Context, run []routed, out [][]byte) {
+func (b *batch) doRouted(run []routed, out [][]byte) {
 	if len(run) == 0 {
 		return
 	}
@@ -165,12 +187,15 @@ func (c *Cluster) doRouted(ctx context.Context, run []routed, out [][]byte) {
 		for i, r := range rs {
 			cmds[i] = r.args
 		}
-		replies, err := c.node(addr).do(ctx, cmds)
+		replies, err := b.node(addr).doUntil(b.parent, b.deadline, cmds)
 		for i, r := range rs {
-			if err != nil {
+			switch {
+			case err != nil:
 				out[r.i] = unavailable(err)
-			} else {
-				out[r.i] = c.redirect(ctx, replies[i], r.args)
+			case isRedirect(replies[i]):
+				out[r.i] = b.redirect(b.timed(), replies[i], r.args)
+			default:
+				out[r.i] = replies[i]
 			}
 		}
 	}
@@ -190,10 +215,15 @@ func (c *Cluster) doRouted(ctx context.Context, run []routed, out [][]byte) {
 		byNode[r.addr] = append(byNode[r.addr], r)
 	}
 	var wg sync.WaitGroup
+	b.timed() // made before the goroutines, which may all need it for a redirect
 	for addr, rs := range byNode {
 		wg.Go(func() { send(addr, rs) })
 	}
 	wg.Wait()
+}
+
+func isRedirect(reply []byte) bool {
+	return bytes.HasPrefix(reply, []byte("-MOVED ")) || bytes.HasPrefix(reply, []byte("-ASK "))
 }
 
 // redirect follows a MOVED or ASK reply (twice at most); any other reply is returned as is.

@@ -39,11 +39,15 @@ func newLanes(n *node, count int) *lanes {
 	return l
 }
 
-// do sends cmds through a lane and waits for the replies.
-func (l *lanes) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
+// do sends cmds through a lane and waits for the replies, until deadline at the latest
+// (zero: ctx's deadline, if any). ctx ends the wait for a lane, not a call already sent.
+func (l *lanes) do(ctx context.Context, deadline time.Time, cmds [][][]byte) ([][]byte, error) {
 	cl := callPool.Get().(*call)
 	cl.cmds, cl.replies, cl.err = cmds, nil, nil
-	cl.deadline, _ = ctx.Deadline()
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	cl.deadline = deadline
 	select {
 	case l.calls <- cl:
 	case <-ctx.Done():
@@ -92,20 +96,21 @@ func (l *lanes) run() {
 			}
 			cmds = append(cmds, cl.cmds...)
 		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		var replies [][]byte
 		var err error
 		if c == nil {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			c, err = l.n.dial(ctx)
+			cancel()
 		}
 		if err == nil {
-			replies, err = c.roundTrip(ctx, cmds)
+			// No context here: a timer per batch costs more than the rest of the lane's work.
+			replies, err = c.roundTripUntil(deadline, cmds)
 			if err != nil {
 				c.nc.Close()
 				c = nil
 			}
 		}
-		cancel()
 		at := 0
 		for _, cl := range batch {
 			if err != nil {

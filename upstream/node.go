@@ -52,7 +52,12 @@ func (e *replyError) Error() string { return e.msg }
 
 // do sends cmds through the node's shared lanes and returns their raw replies in order.
 func (n *node) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
-	return n.lanes.do(ctx, cmds)
+	return n.lanes.do(ctx, time.Time{}, cmds)
+}
+
+// doUntil is do with a deadline of its own besides ctx's.
+func (n *node) doUntil(ctx context.Context, deadline time.Time, cmds [][][]byte) ([][]byte, error) {
+	return n.lanes.do(ctx, deadline, cmds)
 }
 
 // doOwn sends cmds on a connection of their own, closed afterwards: for blocking commands,
@@ -71,6 +76,11 @@ func (c *conn) roundTrip(ctx context.Context, cmds [][][]byte) ([][]byte, error)
 	if !ok {
 		deadline = time.Now().Add(time.Minute)
 	}
+	return c.roundTripUntil(deadline, cmds)
+}
+
+// roundTripUntil writes cmds and reads one reply per command, all before deadline.
+func (c *conn) roundTripUntil(deadline time.Time, cmds [][][]byte) ([][]byte, error) {
 	_ = c.nc.SetDeadline(deadline)
 	var buf []byte
 	for _, cmd := range cmds {
