@@ -33,12 +33,23 @@ if ends > 0 and now >= ends then return all({'CLOSED', 'ended'}) end
 local limit = tonumber(m[5])
 local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
 local ts = tostring(now)
+-- One read of every buyer, one decrement and one write of the new buyers for the whole call;
+-- a buyer sold earlier in this call counts as a duplicate like one sold before it.
+local uids = {}
+for b = 1, buys do uids[b] = ARGV[4 * b - 2] end
+local prevs = redis.call('HMGET', KEYS[3], unpack(uids))
+local mine = {}   -- uid -> order id, sold in this call
+local sold = {}   -- indexes of the buys sold, in order
+local fields = {} -- uid, "<order id>:<qty>", ... for HSET
+local taken = 0
 local out = {}
 for b = 1, buys do
-  local uid, q, id, by = ARGV[4 * b - 2], ARGV[4 * b - 1], ARGV[4 * b], ARGV[4 * b + 1]
+  local uid, q, id = uids[b], ARGV[4 * b - 1], ARGV[4 * b]
   local qty = tonumber(q)
-  local prev = redis.call('HGET', KEYS[3], uid)
-  if prev then
+  local prev = prevs[b]
+  if mine[uid] then
+    out[b] = {'DUPLICATE', mine[uid]}
+  elseif prev then
     -- "<order id>:<qty>", or "released:<order id>:<qty>" when a released buyer may not buy again
     out[b] = {'DUPLICATE', string.match(prev, '^released:([^:]+)') or string.match(prev, '^([^:]+)')}
   elseif qty > limit then
@@ -46,13 +57,22 @@ for b = 1, buys do
   elseif stock < qty then
     out[b] = {'SOLDOUT', tostring(stock)}
   else
-    -- The decrement comes first: should a later write fail, stock is lost, never oversold.
     stock = stock - qty
-    redis.call('DECRBY', KEYS[2], qty)
-    redis.call('HSET', KEYS[3], uid, id .. ':' .. q)
-    local entry = redis.call('XADD', KEYS[4], '*', 'order', id, 'version', version, 'uid', uid,
-      'qty', q, 'ts', ts, 'by', by)
-    out[b] = {'OK', id, version, tostring(stock), entry, ts}
+    taken = taken + qty
+    mine[uid] = id
+    sold[#sold + 1] = b
+    fields[#fields + 1] = uid
+    fields[#fields + 1] = id .. ':' .. q
+    out[b] = {'OK', id, version, tostring(stock), false, ts}
+  end
+end
+if taken > 0 then
+  -- The decrement comes first: should a later write fail, stock is lost, never oversold.
+  redis.call('DECRBY', KEYS[2], taken)
+  redis.call('HSET', KEYS[3], unpack(fields))
+  for _, b in ipairs(sold) do
+    out[b][5] = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4 * b], 'version', version,
+      'uid', uids[b], 'qty', ARGV[4 * b - 1], 'ts', ts, 'by', ARGV[4 * b + 1])
   end
 end
 return out
