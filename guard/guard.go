@@ -209,14 +209,14 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 	}
 	defer g.inflight.Release(n)
 
-	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
-	defer cancel()
+	// A deadline, not a context with a timer: at -P 1 a timer per buy was 5% of the proxy.
+	deadline := time.Now().Add(g.opt.Buy.CallTimeout)
 	var sold []*attempt
 	for round := 0; len(todo) > 0; round++ {
-		g.round(ctx, todo)
+		g.round(ctx, deadline, todo)
 		var again []*attempt
 		for _, a := range todo {
-			if retry := g.settle(ctx, a, &res[a.i], round); retry {
+			if retry := g.settle(ctx, deadline, a, &res[a.i], round); retry {
 				again = append(again, a)
 			} else if a.sold.OrderID != "" {
 				sold = append(sold, a)
@@ -278,7 +278,7 @@ func (g *Guard) publish(sold []*attempt, res []BuyResult, afterKafka bool) {
 const maxRounds = 3
 
 // settle turns an attempt's reply into its result, or asks for another round.
-func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round int) (retry bool) {
+func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res *BuyResult, round int) (retry bool) {
 	if err := a.err; err != nil {
 		if round+1 < maxRounds {
 			switch {
@@ -291,7 +291,7 @@ func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round in
 			}
 		}
 		g.stats.unavailable.Add(1)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			err = errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String())
 		}
 		res.Err = unavailable(err)
@@ -351,11 +351,10 @@ func (g *Guard) settle(ctx context.Context, a *attempt, res *BuyResult, round in
 
 // round sends every attempt's script once, through the coalescer of the master that owns its
 // SKU, and waits until every one has its reply or error.
-func (g *Guard) round(ctx context.Context, todo []*attempt) {
+func (g *Guard) round(ctx context.Context, deadline time.Time, todo []*attempt) {
 	g.stats.scripts.Add(int64(len(todo)))
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(g.opt.Buy.CallTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
 	// Most batches touch one master: group without a map until a second one shows up.
 	var first *redis.Client
