@@ -207,7 +207,9 @@ type Buy struct {
 	// again, a backstop in case a re-warm signal is missed.
 	SoldOutReprobe time.Duration `koanf:"sold_out_reprobe"`
 	// PipelinesPerMaster is how many pipelines may be in flight to one master at once; the
-	// buy scripts of all clients are coalesced into them.
+	// buy scripts of all clients are coalesced into them. One gives the fewest round trips and
+	// the biggest script calls, which is what a machine short of CPU wants; with WAIT on, or
+	// with Redis far away, more keep the master busy while a pipeline travels.
 	PipelinesPerMaster int `koanf:"pipelines_per_master"`
 	// RebuyAfterRelease lets a buyer whose order was released buy again in the same sale.
 	RebuyAfterRelease bool `koanf:"rebuy_after_release"`
@@ -280,7 +282,7 @@ func Default() Config {
 			WaitReplicas:       0,
 			WaitTimeout:        10 * time.Millisecond,
 			SoldOutReprobe:     2 * time.Second,
-			PipelinesPerMaster: 4,
+			PipelinesPerMaster: 1,
 		},
 	}
 }
