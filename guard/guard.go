@@ -126,13 +126,14 @@ func (g *Guard) Flags() *Flags { return g.flags }
 type skuCounters struct {
 	successes, soldOut, duplicates, closed, local atomic.Int64
 	soldOutErr, closedErr                         error
+	keys                                          []string // the scripts' keys, made once
 }
 
 func (g *Guard) countersFor(sku string) *skuCounters {
 	if c, ok := g.perSKU.Load(sku); ok {
 		return c.(*skuCounters)
 	}
-	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(StateClosed)})
+	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(StateClosed), keys: KeysFor(sku).scriptKeys()})
 	return c.(*skuCounters)
 }
 
@@ -185,7 +186,7 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 		}
 		v, _ := g.versions.Load(r.SKU)
 		ver, _ := v.(string)
-		todo = append(todo, &attempt{i: i, req: r, keys: KeysFor(r.SKU).scriptKeys(), orderID: xid.New().String(), version: ver})
+		todo = append(todo, &attempt{i: i, req: r, keys: g.countersFor(r.SKU).keys, orderID: xid.New().String(), version: ver})
 	}
 	if len(todo) == 0 {
 		return res
@@ -306,7 +307,9 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 		counters.successes.Add(1)
 		res.OrderID = arg
 		version := replyString(reply, 2)
-		g.versions.Store(a.req.SKU, version)
+		if a.version != version {
+			g.versions.Store(a.req.SKU, version)
+		}
 		if replyString(reply, 3) == "0" {
 			g.flags.SetSoldOut(a.req.SKU, g.opt.Now())
 			g.signal(eventSoldOut, a.req.SKU)
