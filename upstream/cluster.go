@@ -43,7 +43,31 @@ type Cluster struct {
 
 	mu    sync.Mutex // guards making nodes
 	nodes sync.Map   // addr -> *node
-	info  atomic.Pointer[map[string]*redis.CommandInfo]
+	info  atomic.Pointer[commandTable]
+}
+
+// commandTable is Redis's COMMAND INFO, and for the commands routed plainly by their
+// positional keys, what plan needs to know of them, worked out once.
+type commandTable struct {
+	info  map[string]*redis.CommandInfo
+	plain map[string]plainCommand
+}
+
+type plainCommand struct {
+	ci       *redis.CommandInfo
+	readOnly bool
+	blocking bool
+}
+
+func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
+	t := &commandTable{info: info, plain: make(map[string]plainCommand, len(info))}
+	for name, ci := range info {
+		if refused[ci.Name] || unsupported[ci.Name] || special[ci.Name] || hasFlag(ci, "movablekeys") {
+			continue
+		}
+		t.plain[name] = plainCommand{ci: ci, readOnly: ci.ReadOnly || hasFlag(ci, "readonly"), blocking: hasFlag(ci, "blocking")}
+	}
+	return t
 }
 
 // New returns a Cluster on rc's slot map.
@@ -93,17 +117,19 @@ func (c *Cluster) node(addr string) *node {
 	return n
 }
 
-// commandInfo returns Redis's COMMAND INFO table, loading it on first use.
-func (c *Cluster) commandInfo(ctx context.Context) (map[string]*redis.CommandInfo, error) {
-	if info := c.info.Load(); info != nil {
-		return *info, nil
+// commands returns the command table, loading Redis's COMMAND INFO on first use with the
+// context ctx makes.
+func (c *Cluster) commands(ctx func() context.Context) (*commandTable, error) {
+	if t := c.info.Load(); t != nil {
+		return t, nil
 	}
-	info, err := c.rc.Command(ctx).Result()
+	info, err := c.rc.Command(ctx()).Result()
 	if err != nil {
 		return nil, err
 	}
-	c.info.Store(&info)
-	return info, nil
+	t := newCommandTable(info)
+	c.info.Store(t)
+	return t, nil
 }
 
 func unavailable(err error) []byte {
@@ -116,7 +142,7 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte 
 	b := batch{Cluster: c, parent: ctx, deadline: time.Now().Add(c.opt.Timeout)}
 	defer b.close()
 	out := make([][]byte, len(cmds))
-	info, err := c.commandInfo(b.timed())
+	table, err := c.commands(b.timed)
 	if err != nil {
 		for i := range out {
 			out[i] = unavailable(err)
@@ -125,9 +151,9 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte 
 	}
 	// Runs of plainly routed commands go out together, a batch per node; anything else runs
 	// alone, after the run before it, so that effects keep the client's order.
-	var run []routed
+	run := make([]routed, 0, len(cmds))
 	for i, args := range cmds {
-		p := c.plan(ctx, info, args, admin)
+		p := c.plan(ctx, table, args, admin)
 		if p.reply != nil {
 			b.doRouted(run, out)
 			run = run[:0]

@@ -16,8 +16,9 @@ type node struct {
 }
 
 type conn struct {
-	nc net.Conn
-	r  *bufio.Reader
+	nc   net.Conn
+	r    *bufio.Reader
+	wbuf []byte // the last write, reused
 }
 
 func newNode(addr string, lanes int, dialTimeout time.Duration, auth [][]byte) *node {
@@ -79,23 +80,33 @@ func (c *conn) roundTrip(ctx context.Context, cmds [][][]byte) ([][]byte, error)
 	return c.roundTripUntil(deadline, cmds)
 }
 
-// roundTripUntil writes cmds and reads one reply per command, all before deadline.
+// roundTripUntil writes cmds and reads one reply per command, all before deadline. The
+// replies share one buffer, so a batch costs a few allocations, not a few per reply.
 func (c *conn) roundTripUntil(deadline time.Time, cmds [][][]byte) ([][]byte, error) {
 	_ = c.nc.SetDeadline(deadline)
-	var buf []byte
+	buf := c.wbuf[:0]
 	for _, cmd := range cmds {
 		buf = appendCommand(buf, cmd)
+	}
+	if cap(buf) <= 1<<20 { // a huge write is not kept for the next one
+		c.wbuf = buf
 	}
 	if _, err := c.nc.Write(buf); err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(cmds))
+	ends := make([]int, len(cmds))
+	var all []byte
 	for i := range cmds {
-		reply, err := readReply(c.r)
-		if err != nil {
+		if err := appendReply(c.r, &all, 0); err != nil {
 			return nil, err
 		}
-		out[i] = reply
+		ends[i] = len(all)
+	}
+	start := 0
+	for i, end := range ends {
+		out[i] = all[start:end:end]
+		start = end
 	}
 	return out, nil
 }

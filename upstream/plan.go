@@ -42,14 +42,14 @@ var unsupported = map[string]bool{
 // their replies merged into the one Redis would give.
 var splittable = map[string]bool{"mget": true, "mset": true, "del": true, "unlink": true, "exists": true, "touch": true}
 
-func (c *Cluster) plan(ctx context.Context, info map[string]*redis.CommandInfo, args [][]byte, admin bool) plan {
+func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte, admin bool) plan {
 	var buf [32]byte
 	lname := lowerASCII(buf[:0], args[0])
-	ci := info[string(lname)]
-	if ci != nil && !refused[ci.Name] && !unsupported[ci.Name] && !hasFlag(ci, "movablekeys") && !special[ci.Name] {
-		// The common case, with no allocation for the name.
-		return c.routeByKeys(ctx, ci.Name, ci, args, positionalKeys(ci, args))
+	if pc, ok := table.plain[string(lname)]; ok {
+		// The common case: one map lookup, and no allocation for the name or the keys.
+		return c.routePlain(ctx, pc, args)
 	}
+	ci := table.info[string(lname)]
 	name := string(lname)
 	if refused[name] && !(admin && c.allowed(name)) {
 		if name == "keys" {
@@ -85,6 +85,18 @@ func lowerASCII(dst, b []byte) []byte {
 	return dst
 }
 
+// routePlain is routeByKeys for a command of the plain table.
+func (c *Cluster) routePlain(ctx context.Context, pc plainCommand, args [][]byte) plan {
+	keys := positionalKeys(pc.ci, args)
+	if !pc.readOnly && c.opt.KeyPrefix != "" && NamesProtected(keys, c.opt.KeyPrefix) {
+		return plan{reply: errorReply(ProtectedError(c.opt.KeyPrefix))}
+	}
+	if pc.blocking {
+		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
+	}
+	return c.routeKeys(ctx, pc.ci.Name, args, keys)
+}
+
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.
 func (c *Cluster) routeByKeys(ctx context.Context, name string, ci *redis.CommandInfo, args, keys [][]byte) plan {
@@ -94,6 +106,12 @@ func (c *Cluster) routeByKeys(ctx context.Context, name string, ci *redis.Comman
 	if ci != nil && hasFlag(ci, "blocking") {
 		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
 	}
+	return c.routeKeys(ctx, name, args, keys)
+}
+
+// routeKeys sends a command to the master of its keys' slot, or splits or refuses a
+// multi-key one over several slots.
+func (c *Cluster) routeKeys(ctx context.Context, name string, args, keys [][]byte) plan {
 	if len(keys) == 0 {
 		addr, err := c.anyMaster(ctx)
 		if err != nil {
@@ -221,6 +239,11 @@ func positionalKeys(ci *redis.CommandInfo, args [][]byte) [][]byte {
 	}
 	if step <= 0 {
 		step = 1
+	}
+	if step == 1 { // the keys are a run of the arguments: no copy (capped, so never appended to)
+		lo := min(first, len(args))
+		hi := max(min(last+1, len(args)), lo)
+		return args[lo:hi:hi]
 	}
 	var keys [][]byte
 	for i := first; i <= last && i < len(args); i += step {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -80,7 +81,7 @@ func appendReply(r *bufio.Reader, out *[]byte, depth int) error {
 		for left := n + 2; left > 0; {
 			chunk := min(left, 64<<10)
 			start := len(*out)
-			*out = append(*out, make([]byte, chunk)...)
+			*out = slices.Grow(*out, chunk)[:start+chunk]
 			if _, err := io.ReadFull(r, (*out)[start:]); err != nil {
 				return err
 			}

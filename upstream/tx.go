@@ -58,13 +58,13 @@ func (t *Tx) bind(ctx context.Context, keys [][]byte) []byte {
 
 // Queue checks a command inside MULTI and queues it.
 func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
-	info, err := t.c.commandInfo(ctx)
+	table, err := t.c.commands(func() context.Context { return ctx })
 	if err != nil {
 		t.aborted = true
 		return unavailable(err)
 	}
 	name := strings.ToLower(string(args[0]))
-	p := t.c.plan(ctx, info, args, t.admin)
+	p := t.c.plan(ctx, table, args, t.admin)
 	if p.reply != nil || p.special != nil || name == "watch" {
 		t.aborted = true
 		if p.reply != nil {
@@ -72,7 +72,7 @@ func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
 		}
 		return errorReply("ERR '" + name + "' is not allowed inside MULTI through seckill-proxy")
 	}
-	if r := t.bind(ctx, commandKeys(name, info[name], args)); r != nil {
+	if r := t.bind(ctx, commandKeys(name, table.info[name], args)); r != nil {
 		t.aborted = true
 		return r
 	}
