@@ -236,7 +236,7 @@ func Default() Config {
 			PoolTimeout:         time.Second,
 			StateReloadInterval: time.Second,
 			MaxRedirects:        8,
-			PassthroughConns:    4,
+			PassthroughConns:    2,
 			AdminAllow:          []string{},
 		},
 		Kafka: Kafka{
