@@ -443,10 +443,59 @@ func TestSubscriberMode(t *testing.T) {
 	if got := sub.do(t, "GET", "x"); got != "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n" {
 		t.Fatalf("GET in subscriber mode = %q", got)
 	}
-	if got := sub.do(t, "UNSUBSCRIBE", ch); !strings.HasPrefix(got, "*3\r\n$11\r\nunsubscribe\r\n") {
+	if got := sub.do(t, "PING"); got != "*2\r\n$4\r\npong\r\n$0\r\n\r\n" {
+		t.Fatalf("PING in subscriber mode = %q", got)
+	}
+	if got := sub.do(t, "UNSUBSCRIBE", ch); got != fmt.Sprintf("*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(ch), ch) {
 		t.Fatalf("UNSUBSCRIBE = %q", got)
+	}
+	// With no subscription left, the client is an ordinary one again, as in Redis.
+	key := "sub:" + xid.New().String()
+	if got := sub.do(t, "SET", key, "v"); got != "+OK\r\n" {
+		t.Fatalf("SET after the last UNSUBSCRIBE = %q", got)
+	}
+	if got := sub.do(t, "GET", key); got != "$1\r\nv\r\n" {
+		t.Fatalf("GET after the last UNSUBSCRIBE = %q", got)
+	}
+	if got := sub.do(t, "PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING out of subscriber mode = %q", got)
+	}
+	// It may subscribe again, and leave again within one pipeline: each command is answered
+	// once, in order.
+	if got := sub.do(t, "SUBSCRIBE", ch); !strings.HasPrefix(got, "*3\r\n$9\r\nsubscribe\r\n") {
+		t.Fatalf("SUBSCRIBE again = %q", got)
+	}
+	pipeline := fmt.Sprintf("*2\r\n$11\r\nUNSUBSCRIBE\r\n$%d\r\n%s\r\n*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n*1\r\n$4\r\nPING\r\n",
+		len(ch), ch, len(key), key)
+	if _, err := sub.c.Write([]byte(pipeline)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{
+		fmt.Sprintf("*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(ch), ch),
+		"$1\r\nv\r\n",
+		"+PONG\r\n",
+	} {
+		if got, err := upstream.ReadReply(sub.r); err != nil || string(got) != want {
+			t.Fatalf("pipelined reply %d = %q, %v; want %q", i, got, err, want)
+		}
 	}
 	if got := sub.do(t, "QUIT"); got != "+OK\r\n" {
 		t.Fatalf("QUIT = %q", got)
+	}
+
+	// The same, all in the read that starts subscriber mode.
+	c := dialRaw(t, s.addr)
+	if _, err := c.c.Write([]byte(fmt.Sprintf("*2\r\n$9\r\nSUBSCRIBE\r\n$%d\r\n%s\r\n", len(ch), ch) + pipeline)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{
+		fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(ch), ch),
+		fmt.Sprintf("*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(ch), ch),
+		"$1\r\nv\r\n",
+		"+PONG\r\n",
+	} {
+		if got, err := upstream.ReadReply(c.r); err != nil || string(got) != want {
+			t.Fatalf("one-read reply %d = %q, %v; want %q", i, got, err, want)
+		}
 	}
 }
