@@ -10,7 +10,9 @@ import (
 
 // EventsChannel is the Redis pub/sub channel on which proxies tell each other what happened
 // to a sale. Redis Cluster carries a PUBLISH to every node, so each proxy hears every event.
-// A message is "<event> <sku>".
+// A message is "<event> <sku> <instance>": a proxy has already applied its own events, and
+// skips them when they come back, so that its own late "soldout" cannot undo the release or
+// re-warm that followed it.
 const EventsChannel = KeyPrefix + "events"
 
 // Events.
@@ -25,7 +27,7 @@ const (
 // re-probe interval, after which every flag lapses.
 func (g *Guard) signal(event, sku string) {
 	select {
-	case g.events <- event + " " + sku:
+	case g.events <- event + " " + sku + " " + g.opt.Instance:
 	default:
 		g.log.Warn("event queue full; other proxies learn of it by re-probing", zap.String("event", event), zap.String("sku", sku))
 	}
@@ -66,11 +68,15 @@ func (g *Guard) listenEvents(ctx context.Context) {
 	}
 }
 
-// apply changes the local flags for one event.
+// apply changes the local flags for one event of another proxy.
 func (g *Guard) apply(payload string, now time.Time) {
-	event, sku, ok := strings.Cut(payload, " ")
+	event, rest, ok := strings.Cut(payload, " ")
+	sku, from, _ := strings.Cut(rest, " ")
 	if !ok || !ValidID([]byte(sku)) {
 		g.log.Warn("ignoring a malformed sale event", zap.String("payload", payload))
+		return
+	}
+	if from == g.opt.Instance {
 		return
 	}
 	switch event {
