@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,67 +119,5 @@ func TestRequestTooLarge(t *testing.T) {
 	_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if got, err := bufio.NewReader(c2).ReadString('\n'); err != nil || got != "$1000\r\n" {
 		t.Fatalf("ECHO of 1000 bytes: %q, %v", got, err)
-	}
-}
-
-// TestPipelineTooDeep: the commands of one client read past limits.max_pipeline are answered
-// with an error each and not run; those before it run, and the connection stays usable.
-func TestPipelineTooDeep(t *testing.T) {
-	limits := conf.Default().Limits
-	limits.MaxPipeline = 4
-	r := router.New(nil, zap.NewNop(), router.Options{MaxArgBytes: limits.MaxArgBytes})
-	srv := proxy.New(r, nil, zap.NewNop(), limits)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Shutdown(context.Background())
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	const sent = 10
-	var req strings.Builder
-	for i := range sent {
-		req.WriteString("*2\r\n$4\r\nECHO\r\n$1\r\n" + strconv.Itoa(i) + "\r\n")
-	}
-	if _, err := c.Write([]byte(req.String())); err != nil { // one write of 180 bytes: one read
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(c)
-	refused := 0
-	for i := range sent {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reply %d: %v", i, err)
-		}
-		if strings.HasPrefix(line, "-") {
-			if line != "-ERR pipeline of more than 4 commands in one read (limits.max_pipeline); command not run\r\n" {
-				t.Fatalf("reply %d = %q", i, line)
-			}
-			refused++
-			continue
-		}
-		if refused > 0 {
-			t.Fatalf("reply %d ran after a refused one: %q", i, line)
-		}
-		if line != "$1\r\n" {
-			t.Fatalf("reply %d = %q", i, line)
-		}
-		if body, _ := br.ReadString('\n'); body != strconv.Itoa(i)+"\r\n" {
-			t.Fatalf("reply %d body = %q", i, body)
-		}
-	}
-	if refused != sent-4 {
-		t.Errorf("%d commands refused, want %d", refused, sent-4)
-	}
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := br.ReadString('\n'); err != nil || line != "+PONG\r\n" {
-		t.Fatalf("PING after = %q, %v", line, err)
 	}
 }

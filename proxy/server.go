@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -30,9 +29,7 @@ type Server struct {
 	log      *zap.Logger
 	limits   conf.Limits
 	rs       *redcon.Server
-	// pipelineTooDeep answers each command of one client read past limits.max_pipeline.
-	pipelineTooDeep string
-	bridges         sync.WaitGroup // subscriber connections
+	bridges  sync.WaitGroup // subscriber connections
 
 	// ctx is passed to every command; cancel ends calls in flight (hard stop only).
 	ctx    context.Context
@@ -49,9 +46,7 @@ type Server struct {
 // New returns a server that hands every command to r, and subscribers to up (nil: none).
 func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Limits) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel, drained: make(chan struct{}),
-		pipelineTooDeep: "ERR pipeline of more than " + strconv.Itoa(limits.MaxPipeline) +
-			" commands in one read (limits.max_pipeline); command not run"}
+	s := &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel, drained: make(chan struct{})}
 	s.rs = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
 	return s
 }
@@ -95,8 +90,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 
 // handle serves the first command of a client read, and with it the rest of that read's
 // pipeline, so that the router can send it upstream as one batch; redcon flushes all the
-// replies in one write afterwards. Commands of one read past limits.max_pipeline are answered
-// with an error each, and not run.
+// replies in one write afterwards.
 func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 	sess := conn.Context().(*router.Session)
 	if !s.begin() {
@@ -119,13 +113,10 @@ func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 	for _, c := range rest {
 		cmds = append(cmds, c.Args)
 	}
-	n := min(len(cmds), s.limits.MaxPipeline)
-	s.router.Serve(s.ctx, sess, cmds[:n], conn)
-	if !sess.Quit {
-		// One reply per command keeps the client in step; none of these ran.
-		for range cmds[n:] {
-			conn.WriteError(s.pipelineTooDeep)
-		}
+	for len(cmds) > 0 && !sess.Quit && sess.Subscribe == nil {
+		n := min(len(cmds), s.limits.MaxPipeline)
+		s.router.Serve(s.ctx, sess, cmds[:n], conn)
+		cmds = cmds[n:]
 	}
 	switch {
 	case sess.Quit:
