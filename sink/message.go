@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"seckill-proxy/guard"
 )
@@ -42,10 +43,44 @@ const (
 // ErrMalformed wraps every reason a message cannot be an order.
 var ErrMalformed = errors.New("malformed order message")
 
-// Encode renders o as its Kafka value.
+// Encode renders o as its Kafka value: byte for byte what json.Marshal makes of o, written
+// by hand, since json.Marshal was 6% of the proxy's CPU at -P 1.
 func (o *Order) Encode() []byte {
-	b, _ := json.Marshal(o) // a struct of strings and integers always encodes
-	return b
+	b := make([]byte, 0, 112+len(o.Type)+len(o.OrderID)+len(o.SKU)+len(o.UID)+len(o.Proxy))
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(o.V), 10)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, o.Type)
+	b = append(b, `,"order_id":`...)
+	b = appendJSONString(b, o.OrderID)
+	b = append(b, `,"sale_version":`...)
+	b = strconv.AppendInt(b, o.SaleVersion, 10)
+	b = append(b, `,"sku":`...)
+	b = appendJSONString(b, o.SKU)
+	b = append(b, `,"uid":`...)
+	b = appendJSONString(b, o.UID)
+	b = append(b, `,"qty":`...)
+	b = strconv.AppendInt(b, o.Qty, 10)
+	b = append(b, `,"ts":`...)
+	b = strconv.AppendInt(b, o.TS, 10)
+	b = append(b, `,"proxy":`...)
+	b = appendJSONString(b, o.Proxy)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string, as json.Marshal writes it. Ids are plain
+// ASCII; a string with anything json.Marshal would escape goes through json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // DecodeOrder parses and checks a Kafka value.
