@@ -111,3 +111,32 @@ func evalCalls(ctx context.Context, t *testing.T, master *redis.Client) int {
 	}
 	return n
 }
+
+// TestUnknownSKUsLeaveNoTrace: buys of SKUs that were never warmed are answered CLOSED and
+// make no per-SKU state, so made-up SKUs cannot grow the proxy's memory or its INFO list.
+func TestUnknownSKUsLeaveNoTrace(t *testing.T) {
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := New(rc, nil, zap.NewNop(), Options{Buy: conf.Default().Buy, MaxInflight: 1000, Instance: "test"})
+	t.Cleanup(g.Close)
+
+	reqs := make([]BuyRequest, 200)
+	for i := range reqs {
+		reqs[i] = BuyRequest{SKU: "nosuch_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_" + strconv.Itoa(i), UID: "u", Qty: 1}
+	}
+	for i, r := range g.BuyBatch(ctx, reqs, nil) {
+		if !errors.Is(r.Err, ErrClosed) || r.Err.Error() != "CLOSED not warmed" {
+			t.Fatalf("buy %d: %v, want CLOSED not warmed", i, r.Err)
+		}
+	}
+	n := 0
+	g.perSKU.Range(func(_, _ any) bool { n++; return true })
+	if n != 0 {
+		t.Errorf("%d SKUs have counters after buys of SKUs with no sale, want 0", n)
+	}
+	if got := g.Stats().Closed; got != int64(len(reqs)) {
+		t.Errorf("closed counter = %d, want %d", got, len(reqs))
+	}
+}

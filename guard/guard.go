@@ -129,6 +129,8 @@ type skuCounters struct {
 	keys                                          []string // the scripts' keys, made once
 }
 
+// countersFor returns sku's counters, making them on first use. Only a SKU with a sale gets
+// them, so that buys of made-up SKUs cannot grow the map (or SECKILL.INFO's list).
 func (g *Guard) countersFor(sku string) *skuCounters {
 	if c, ok := g.perSKU.Load(sku); ok {
 		return c.(*skuCounters)
@@ -186,7 +188,13 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 		}
 		v, _ := g.versions.Load(r.SKU)
 		ver, _ := v.(string)
-		todo = append(todo, &attempt{i: i, req: r, keys: g.countersFor(r.SKU).keys, orderID: xid.New().String(), version: ver})
+		var keys []string
+		if c, ok := g.perSKU.Load(r.SKU); ok {
+			keys = c.(*skuCounters).keys
+		} else {
+			keys = KeysFor(r.SKU).scriptKeys()
+		}
+		todo = append(todo, &attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver})
 	}
 	if len(todo) == 0 {
 		return res
@@ -300,6 +308,11 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 	}
 	reply := a.reply
 	code, arg := replyString(reply, 0), replyString(reply, 1)
+	if code == "CLOSED" && arg == "not warmed" {
+		g.stats.closed.Add(1) // no sale: no counters of its own
+		res.Err = closed(arg)
+		return false
+	}
 	counters := g.countersFor(a.req.SKU)
 	switch code {
 	case "OK":

@@ -152,7 +152,10 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 	} else if flagged {
 		flag = "soldout"
 	}
-	c := g.countersFor(sku)
+	c := &skuCounters{} // none yet: this proxy has not served the sale
+	if v, ok := g.perSKU.Load(sku); ok {
+		c = v.(*skuCounters)
+	}
 	return []Field{
 		{"sku", sku},
 		{"state", st.meta["state"]},
