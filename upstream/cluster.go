@@ -47,25 +47,34 @@ type Cluster struct {
 }
 
 // commandTable is Redis's COMMAND INFO, and for the commands routed plainly by their
-// positional keys, what plan needs to know of them, worked out once.
+// positional keys, their flags, worked out once.
 type commandTable struct {
 	info  map[string]*redis.CommandInfo
-	plain map[string]plainCommand
+	plain map[string]commandFlags
 }
 
-type plainCommand struct {
+// commandFlags are what routing needs of a command's COMMAND INFO (ci nil: Redis does not
+// know the command).
+type commandFlags struct {
 	ci       *redis.CommandInfo
 	readOnly bool
 	blocking bool
 }
 
+func flagsOf(ci *redis.CommandInfo) commandFlags {
+	if ci == nil {
+		return commandFlags{}
+	}
+	return commandFlags{ci: ci, readOnly: ci.ReadOnly || hasFlag(ci, "readonly"), blocking: hasFlag(ci, "blocking")}
+}
+
 func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
-	t := &commandTable{info: info, plain: make(map[string]plainCommand, len(info))}
+	t := &commandTable{info: info, plain: make(map[string]commandFlags, len(info))}
 	for name, ci := range info {
 		if refused[ci.Name] || unsupported[ci.Name] || special[ci.Name] || hasFlag(ci, "movablekeys") {
 			continue
 		}
-		t.plain[name] = plainCommand{ci: ci, readOnly: ci.ReadOnly || hasFlag(ci, "readonly"), blocking: hasFlag(ci, "blocking")}
+		t.plain[name] = flagsOf(ci)
 	}
 	return t
 }

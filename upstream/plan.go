@@ -45,9 +45,9 @@ var splittable = map[string]bool{"mget": true, "mset": true, "del": true, "unlin
 func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte, admin bool) plan {
 	var buf [32]byte
 	lname := lowerASCII(buf[:0], args[0])
-	if pc, ok := table.plain[string(lname)]; ok {
+	if cf, ok := table.plain[string(lname)]; ok {
 		// The common case: one map lookup, and no allocation for the name or the keys.
-		return c.routePlain(ctx, pc, args)
+		return c.routeByKeys(ctx, cf.ci.Name, cf, args, positionalKeys(cf.ci, args))
 	}
 	ci := table.info[string(lname)]
 	name := string(lname)
@@ -68,7 +68,7 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte, 
 	case "script":
 		return plan{special: func(ctx context.Context) []byte { return c.script(ctx, args) }}
 	}
-	return c.routeByKeys(ctx, name, ci, args, commandKeys(name, ci, args))
+	return c.routeByKeys(ctx, name, flagsOf(ci), args, commandKeys(name, ci, args))
 }
 
 // special are commands handled here rather than routed by key.
@@ -85,33 +85,15 @@ func lowerASCII(dst, b []byte) []byte {
 	return dst
 }
 
-// routePlain is routeByKeys for a command of the plain table.
-func (c *Cluster) routePlain(ctx context.Context, pc plainCommand, args [][]byte) plan {
-	keys := positionalKeys(pc.ci, args)
-	if !pc.readOnly && c.opt.KeyPrefix != "" && NamesProtected(keys, c.opt.KeyPrefix) {
-		return plan{reply: errorReply(ProtectedError(c.opt.KeyPrefix))}
-	}
-	if pc.blocking {
-		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
-	}
-	return c.routeKeys(ctx, pc.ci.Name, args, keys)
-}
-
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.
-func (c *Cluster) routeByKeys(ctx context.Context, name string, ci *redis.CommandInfo, args, keys [][]byte) plan {
-	if c.touchesProtected(ci, args, keys) {
+func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags, args, keys [][]byte) plan {
+	if c.touchesProtected(cf, args, keys) {
 		return plan{reply: errorReply(ProtectedError(c.opt.KeyPrefix))}
 	}
-	if ci != nil && hasFlag(ci, "blocking") {
+	if cf.blocking {
 		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
 	}
-	return c.routeKeys(ctx, name, args, keys)
-}
-
-// routeKeys sends a command to the master of its keys' slot, or splits or refuses a
-// multi-key one over several slots.
-func (c *Cluster) routeKeys(ctx context.Context, name string, args, keys [][]byte) plan {
 	if len(keys) == 0 {
 		addr, err := c.anyMaster(ctx)
 		if err != nil {
@@ -164,13 +146,13 @@ func hasFlag(ci *redis.CommandInfo, flag string) bool {
 // touchesProtected: a command that may write (anything not flagged readonly by Redis, and any
 // command Redis does not know) and that names a protected key. Unknown commands are checked
 // on every argument, so that a command added later cannot slip through.
-func (c *Cluster) touchesProtected(ci *redis.CommandInfo, args, keys [][]byte) bool {
+func (c *Cluster) touchesProtected(cf commandFlags, args, keys [][]byte) bool {
 	switch {
 	case c.opt.KeyPrefix == "":
 		return false
-	case ci == nil:
+	case cf.ci == nil:
 		return NamesProtected(args[1:], c.opt.KeyPrefix)
-	case ci.ReadOnly || hasFlag(ci, "readonly"):
+	case cf.readOnly:
 		return false
 	}
 	return NamesProtected(keys, c.opt.KeyPrefix)
