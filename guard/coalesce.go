@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/internal/coalesce"
 )
 
 // maxCoalesce is the most buy scripts one upstream pipeline carries.
@@ -55,26 +57,13 @@ func (g *Guard) coalescerFor(master *redis.Client) *coalescer {
 }
 
 func (c *coalescer) work() {
-	var batch []call
+	var b []call
 	for {
-		select {
-		case <-c.g.stop:
+		var ok bool
+		if b, ok = coalesce.Gather(c.g.stop, c.calls, b, maxCoalesce, func(cl call) int { return len(cl.as) }); !ok {
 			return
-		case first := <-c.calls:
-			batch = append(batch[:0], first)
 		}
-		n := len(batch[0].as)
-	fill:
-		for n < maxCoalesce {
-			select {
-			case next := <-c.calls:
-				batch = append(batch, next)
-				n += len(next.as)
-			default:
-				break fill
-			}
-		}
-		c.send(batch)
+		c.send(b)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"seckill-proxy/internal/coalesce"
 )
 
 // maxCoalesce is the most commands one shared upstream write carries.
@@ -71,22 +73,9 @@ func (l *lanes) run() {
 	var batch []*call
 	var cmds [][][]byte
 	for {
-		select {
-		case <-l.stop:
+		var ok bool
+		if batch, ok = coalesce.Gather(l.stop, l.calls, batch, maxCoalesce, func(cl *call) int { return len(cl.cmds) }); !ok {
 			return
-		case first := <-l.calls:
-			batch = append(batch[:0], first)
-		}
-		n := len(batch[0].cmds)
-	fill:
-		for n < maxCoalesce {
-			select {
-			case next := <-l.calls:
-				batch = append(batch, next)
-				n += len(next.cmds)
-			default:
-				break fill
-			}
 		}
 		deadline := time.Now().Add(time.Minute)
 		cmds = cmds[:0]
