@@ -117,11 +117,15 @@ const maxBuysPerScript = 64
 // script is one call of buy.lua: buys of one SKU, with the same expected version, in the
 // order their clients sent them.
 type script struct {
-	keys    []string
-	version string
-	useEval bool
-	as      []*attempt
-	cmd     *redis.Cmd
+	key  scriptKey
+	keys []string
+	as   []*attempt
+	cmd  *redis.Cmd
+}
+
+type scriptKey struct {
+	sku, version string
+	useEval      bool
 }
 
 // scriptsFor groups the attempts of a pipeline into script calls, a call per SKU (and
@@ -130,23 +134,28 @@ type script struct {
 // buys of different SKUs touch different keys, so their relative order cannot matter.
 func (g *Guard) scriptsFor(calls []call) []*script {
 	var out []*script
-	var open map[scriptKey]*script
+	var open map[scriptKey]*script // made only when a second SKU shows up
 	for _, cl := range calls {
 		for _, a := range cl.as {
 			k := scriptKey{sku: a.req.SKU, version: a.version, useEval: a.useEval}
 			var sc *script
-			if len(out) > 0 && out[len(out)-1].matches(k) {
-				sc = out[len(out)-1] // the common case: one SKU, no map
-			} else if open != nil {
+			if last := len(out) - 1; last >= 0 && out[last].key == k {
+				sc = out[last] // the common case: one SKU
+			} else if len(out) > 0 {
+				if open == nil {
+					open = map[scriptKey]*script{}
+					for _, o := range out {
+						open[o.key] = o
+					}
+				}
 				sc = open[k]
 			}
 			if sc == nil || len(sc.as) == maxBuysPerScript {
-				sc = &script{keys: a.keys, version: a.version, useEval: a.useEval}
+				sc = &script{key: k, keys: a.keys}
 				out = append(out, sc)
-				if open == nil {
-					open = map[scriptKey]*script{}
+				if open != nil {
+					open[k] = sc
 				}
-				open[k] = sc
 			}
 			sc.as = append(sc.as, a)
 		}
@@ -154,24 +163,14 @@ func (g *Guard) scriptsFor(calls []call) []*script {
 	return out
 }
 
-type scriptKey struct {
-	sku, version string
-	useEval      bool
-}
-
-func (sc *script) matches(k scriptKey) bool {
-	return sc.as[0].req.SKU == k.sku && sc.version == k.version && sc.useEval == k.useEval &&
-		len(sc.as) < maxBuysPerScript
-}
-
 func (sc *script) queue(ctx context.Context, pipe redis.Pipeliner, instance string) {
 	args := make([]any, 1, 1+4*len(sc.as))
-	args[0] = sc.version
+	args[0] = sc.key.version
 	for _, a := range sc.as {
 		a.err, a.reply = nil, nil
 		args = append(args, a.req.UID, a.req.Qty, a.orderID, instance)
 	}
-	if sc.useEval {
+	if sc.key.useEval {
 		sc.cmd = buyScript.Eval(ctx, pipe, sc.keys, args...)
 	} else {
 		sc.cmd = buyScript.EvalSha(ctx, pipe, sc.keys, args...)

@@ -129,11 +129,20 @@ type skuCounters struct {
 	keys                                          []string // the scripts' keys, made once
 }
 
+// counters returns sku's counters if this proxy has served its sale.
+func (g *Guard) counters(sku string) (*skuCounters, bool) {
+	c, ok := g.perSKU.Load(sku)
+	if !ok {
+		return nil, false
+	}
+	return c.(*skuCounters), true
+}
+
 // countersFor returns sku's counters, making them on first use. Only a SKU with a sale gets
 // them, so that buys of made-up SKUs cannot grow the map (or SECKILL.INFO's list).
 func (g *Guard) countersFor(sku string) *skuCounters {
-	if c, ok := g.perSKU.Load(sku); ok {
-		return c.(*skuCounters)
+	if c, ok := g.counters(sku); ok {
+		return c
 	}
 	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(StateClosed), keys: KeysFor(sku).scriptKeys()})
 	return c.(*skuCounters)
@@ -189,8 +198,8 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 		v, _ := g.versions.Load(r.SKU)
 		ver, _ := v.(string)
 		var keys []string
-		if c, ok := g.perSKU.Load(r.SKU); ok {
-			keys = c.(*skuCounters).keys
+		if c, ok := g.counters(r.SKU); ok {
+			keys = c.keys
 		} else {
 			keys = KeysFor(r.SKU).scriptKeys()
 		}

@@ -152,9 +152,9 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 	} else if flagged {
 		flag = "soldout"
 	}
-	c := &skuCounters{} // none yet: this proxy has not served the sale
-	if v, ok := g.perSKU.Load(sku); ok {
-		c = v.(*skuCounters)
+	c, ok := g.counters(sku)
+	if !ok {
+		c = &skuCounters{} // this proxy has not served the sale yet
 	}
 	return []Field{
 		{"sku", sku},
