@@ -91,9 +91,10 @@ func isPingReply(msg []byte) bool {
 
 // bridge runs subscriber mode: first is the command that started it, rest the commands that
 // came with it. It returns the commands sent after the client left subscriber mode (the first
-// one, and any of rest not yet sent), or none when the connection ended. Whether the client still has subscriptions, Redis knows:
-// before a command that subscriber mode does not allow, a PING of the proxy's own asks, and
-// its answer (an array while subscribed, +PONG after) is not passed on.
+// one, and any of rest not yet sent), or none when the connection ended. Whether the client
+// still has subscriptions, Redis knows: before a command that subscriber mode does not allow,
+// a PING of the proxy's own asks, and its answer (an array while subscribed, +PONG after) is
+// not passed on.
 func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte) [][][]byte {
 	var mu sync.Mutex // the pump and the command loop both write to dc
 	write := func(f func()) bool {
@@ -186,17 +187,8 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 		})
 	}
 	ok := send(first)
-	for i, args := range rest {
-		if !ok {
-			if next != nil { // out of subscriber mode within the pipeline: the rest is ordinary
-				leaving.Store(true)
-				sub.Close()
-				<-pumped
-				return append([][][]byte{next}, rest[i:]...)
-			}
-			break
-		}
-		ok = send(args)
+	for ok && len(rest) > 0 {
+		ok, rest = send(rest[0]), rest[1:]
 	}
 	for ok {
 		cmd, err := dc.ReadCommand()
@@ -205,16 +197,12 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 		}
 		ok = len(cmd.Args) > 0 && send(cmd.Args)
 	}
-	if next != nil {
-		leaving.Store(true)
-		for i, a := range next { // it lives in the connection's read buffer
-			next[i] = bytes.Clone(a)
-		}
-	}
+	leaving.Store(next != nil)
 	sub.Close()
 	<-pumped
 	if next == nil {
 		return nil
 	}
-	return [][][]byte{next}
+	// next may sit in dc's read buffer, which nothing reads again before it is served.
+	return append([][][]byte{next}, rest...)
 }
