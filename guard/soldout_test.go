@@ -3,6 +3,8 @@ package guard
 import (
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 func TestFlags(t *testing.T) {
@@ -48,5 +50,29 @@ func BenchmarkSoldOutCheck(b *testing.B) {
 		if ok, _ := f.Get("sku_1001", now); !ok {
 			b.Fatal("not flagged")
 		}
+	}
+}
+
+// TestApplySkipsOwnEvents: a proxy's own event coming back over pub/sub changes nothing (it
+// acted when it sent it), so its late "soldout" cannot undo a release that followed; another
+// proxy's events, and ones in the old two-field form, still apply.
+func TestApplySkipsOwnEvents(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	g := &Guard{opt: Options{Instance: "me"}, flags: NewFlags(time.Hour), log: zap.NewNop()}
+	g.apply("soldout sku1 me", now)
+	if flagged, _ := g.flags.Get("sku1", now); flagged {
+		t.Error("own soldout event set the flag")
+	}
+	g.apply("soldout sku1 other", now)
+	if flagged, _ := g.flags.Get("sku1", now); !flagged {
+		t.Error("another proxy's soldout event did not set the flag")
+	}
+	g.apply("release sku1 me", now)
+	if flagged, _ := g.flags.Get("sku1", now); !flagged {
+		t.Error("own release event cleared the flag")
+	}
+	g.apply("release sku1", now)
+	if flagged, _ := g.flags.Get("sku1", now); flagged {
+		t.Error("a release in the old form did not clear the flag")
 	}
 }
