@@ -148,6 +148,9 @@ type Redis struct {
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
 	AdminAllow []string `koanf:"admin_allow"`
+	// EventLoop, in standalone mode on Linux, serves clients from one epoll event loop with one
+	// connection to the server, as twemproxy does, instead of a goroutine per client.
+	EventLoop bool `koanf:"event_loop"`
 }
 
 // Kafka configures the Sarama producer (the tee) and consumer group (the sink).
@@ -238,6 +241,7 @@ func Default() Config {
 			MaxRedirects:        8,
 			PassthroughConns:    2,
 			AdminAllow:          []string{},
+			EventLoop:           true,
 		},
 		Kafka: Kafka{
 			Brokers:           []string{"127.0.0.1:9092"},

@@ -37,8 +37,7 @@ type limitedConn struct {
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if c.used.Add(int64(n)) > c.max {
-		_, _ = c.Conn.Write([]byte("-ERR request of more than " + strconv.FormatInt(c.max, 10) +
-			" bytes without a complete command (limits.max_arg_bytes); closing\r\n"))
+		_, _ = c.Conn.Write(tooLargeReply(c.max))
 		return n, errRequestTooLarge
 	}
 	return n, err
@@ -49,4 +48,11 @@ func took(c net.Conn) {
 	if lc, ok := c.(*limitedConn); ok {
 		lc.used.Store(0)
 	}
+}
+
+// tooLargeReply is the error a client gets before it is disconnected for sending more than max
+// bytes without completing a command.
+func tooLargeReply(max int64) []byte {
+	return []byte("-ERR request of more than " + strconv.FormatInt(max, 10) +
+		" bytes without a complete command (limits.max_arg_bytes); closing\r\n")
 }

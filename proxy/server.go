@@ -37,6 +37,9 @@ type Server struct {
 
 	clients atomic.Int64
 
+	noLoop bool  // serve a standalone upstream with redcon too
+	loop   *loop // set while an event loop serves
+
 	mu       sync.Mutex
 	draining bool
 	inflight int
@@ -51,8 +54,16 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 	return s
 }
 
+// UseEventLoop says whether a standalone upstream's clients are served from an event loop
+// (the default, on Linux) or, like a cluster's, by redcon with a goroutine per client. Call it
+// before Serve.
+func (s *Server) UseEventLoop(on bool) { s.noLoop = !on }
+
 // Serve accepts connections on ln until Shutdown. It returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if ok, err := s.serveLoop(ln); ok {
+		return err
+	}
 	s.log.Info("serving RESP", zap.String("addr", ln.Addr().String()))
 	// The largest argument, plus room for a pipeline's other commands.
 	return s.rs.Serve(limitedListener{Listener: ln, max: int64(s.limits.MaxArgBytes) + 1<<20})
@@ -62,20 +73,31 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Clients() int64 { return s.clients.Load() }
 
 func (s *Server) accept(conn redcon.Conn) bool {
-	s.mu.Lock()
-	draining := s.draining
-	s.mu.Unlock()
-	if draining {
-		conn.WriteError(errShuttingDown.Error())
-		return false
+	if hc := handedOf(conn.NetConn()); hc != nil { // counted already, and has its session
+		conn.SetContext(hc.sess)
+		return true
 	}
-	if s.clients.Add(1) > int64(s.limits.MaxClients) {
-		s.clients.Add(-1)
-		conn.WriteError(ErrTooManyClients.Error())
+	if err := s.admit(); err != nil {
+		conn.WriteError(err.Error())
 		return false
 	}
 	conn.SetContext(s.router.NewSession())
 	return true
+}
+
+// admit counts a new client, unless the server drains or is full.
+func (s *Server) admit() error {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		return errShuttingDown
+	}
+	if s.clients.Add(1) > int64(s.limits.MaxClients) {
+		s.clients.Add(-1)
+		return ErrTooManyClients
+	}
+	return nil
 }
 
 func (s *Server) closed(conn redcon.Conn, err error) {
@@ -156,7 +178,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			close(s.drained)
 		}
 	}
+	l := s.loop
 	s.mu.Unlock()
+	if l != nil {
+		l.drain()
+	}
 	var err error
 	select {
 	case <-s.drained:
@@ -164,7 +190,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 		s.cancel()
 	}
-	if cerr := s.rs.Close(); cerr != nil && err == nil {
+	if l != nil {
+		l.stop()
+		_ = s.rs.Close() // serves the loop's subscribers, if it got to serve at all
+	} else if cerr := s.rs.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	s.cancel() // ends the subscriber bridges

@@ -547,3 +547,29 @@ func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Repl
 	}
 	return BulkString(st.String()), nil
 }
+
+// Direct reports whether Serve would hand args, for this session, straight to the upstream's
+// standalone server and write its reply back as it is. A server may then forward args itself
+// (and count it with Counted) instead of calling Serve.
+func (r *Router) Direct(s *Session, args [][]byte) bool {
+	if r.opt.Upstream == nil || (s.tx != nil && s.tx.Active()) {
+		return false
+	}
+	if _, err := r.check(s, args); err != errPassThrough {
+		return false
+	}
+	return r.opt.Upstream.Direct(args, s.Admin)
+}
+
+// Subscribes reports whether args is a command that switches a connection to subscriber
+// mode.
+func (r *Router) Subscribes(args [][]byte) bool {
+	if len(args) == 0 {
+		return false
+	}
+	c := r.lookup(args[0])
+	return c != nil && c.flags&flagSubscribe != 0
+}
+
+// Counted adds n commands served outside Serve to INFO's total_commands_processed.
+func (r *Router) Counted(n int) { r.commands.Add(int64(n)) }

@@ -94,6 +94,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		return err
 	}
 	srv = proxy.New(r, passthrough, log, cfg.Limits)
+	srv.UseEventLoop(cfg.Redis.EventLoop)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.AdminListen != "" {

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package proxy
+
+import "net"
+
+// loop is the event loop, which only Linux has.
+type loop struct{}
+
+func (*loop) drain() {}
+func (*loop) stop()  {}
+
+// serveLoop: without epoll every upstream is served by redcon.
+func (s *Server) serveLoop(net.Listener) (bool, error) { return false, nil }
