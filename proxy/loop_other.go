@@ -4,11 +4,11 @@ package proxy
 
 import "net"
 
-// loop is the event loop, which only Linux has.
-type loop struct{}
+// loopGroup is the event loops, which only Linux has.
+type loopGroup struct{}
 
-func (*loop) drain() {}
-func (*loop) stop()  {}
+func (*loopGroup) drain() {}
+func (*loopGroup) stop()  {}
 
 // serveLoop: without epoll every upstream is served by redcon.
 func (s *Server) serveLoop(net.Listener) (bool, error) { return false, nil }
