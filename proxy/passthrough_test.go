@@ -224,8 +224,9 @@ func TestRefusedAndKeyless(t *testing.T) {
 }
 
 // TestPassThroughWithGoRedis: go-redis as a plain client through the proxy, with pipelines.
-func TestPassThroughWithGoRedis(t *testing.T) {
-	s := start(t, nil)
+func TestPassThroughWithGoRedis(t *testing.T) { eachUpstream(t, testPassThroughWithGoRedis) }
+
+func testPassThroughWithGoRedis(t *testing.T, s *stack) {
 	c := s.client(t, 4)
 	ctx := context.Background()
 	key := "gr:" + xid.New().String()
@@ -246,8 +247,9 @@ func TestPassThroughWithGoRedis(t *testing.T) {
 
 // TestBlockingDoesNotHoldUpOthers: one client blocks in BLPOP while another's GETs all finish
 // before the BLPOP does.
-func TestBlockingDoesNotHoldUpOthers(t *testing.T) {
-	s := start(t, nil)
+func TestBlockingDoesNotHoldUpOthers(t *testing.T) { eachUpstream(t, testBlockingDoesNotHoldUpOthers) }
+
+func testBlockingDoesNotHoldUpOthers(t *testing.T, s *stack) {
 	blocker, other := dialRaw(t, s.addr), dialRaw(t, s.addr)
 	key := "hol:" + xid.New().String()
 	done := make(chan string, 1)
@@ -401,8 +403,9 @@ func TestUpstreamDownAndBack(t *testing.T) {
 }
 
 // TestRedisCLI uses redis-cli, as an operator would, for plain commands through the proxy.
-func TestRedisCLI(t *testing.T) {
-	s := start(t, nil)
+func TestRedisCLI(t *testing.T) { eachUpstream(t, testRedisCLI) }
+
+func testRedisCLI(t *testing.T, s *stack) {
 	host, port, _ := net.SplitHostPort(s.addr)
 	key := "cli:" + xid.New().String()
 	run := func(args ...string) string {
@@ -425,8 +428,9 @@ func TestRedisCLI(t *testing.T) {
 
 // TestSubscriberMode: SUBSCRIBE switches the connection to subscriber mode as Redis does;
 // messages published through another client arrive raw.
-func TestSubscriberMode(t *testing.T) {
-	s := start(t, nil)
+func TestSubscriberMode(t *testing.T) { eachUpstream(t, testSubscriberMode) }
+
+func testSubscriberMode(t *testing.T, s *stack) {
 	sub, pub := dialRaw(t, s.addr), dialRaw(t, s.addr)
 	ch := "ch:" + xid.New().String()
 	if got := sub.do(t, "SUBSCRIBE", ch); got != fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(ch), ch) {
