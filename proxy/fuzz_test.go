@@ -12,8 +12,10 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
+	"seckill-proxy/upstream"
 )
 
 // FuzzRequestPath sends arbitrary bytes to a proxy (no services behind it): malformed RESP,
@@ -120,4 +122,71 @@ func TestRequestTooLarge(t *testing.T) {
 	if got, err := bufio.NewReader(c2).ReadString('\n'); err != nil || got != "$1000\r\n" {
 		t.Fatalf("ECHO of 1000 bytes: %q, %v", got, err)
 	}
+}
+
+// FuzzEventLoop is FuzzRequestPath for the event loop in front of a standalone server, where
+// what parses as a command may well reach Redis: whatever the bytes, the loop neither crashes
+// nor stalls, and a fresh client still gets PONG from Redis through it.
+func FuzzEventLoop(f *testing.F) {
+	for _, seed := range []string{
+		"*2\r\n$3\r\nGET\r\n$4\r\nfz:a\r\n",
+		"*3\r\n$3\r\nSET\r\n$4\r\nfz:a\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$4\r\nfz:a\r\n*1\r\n$4\r\nPING\r\n",
+		"GET fz:a\r\nSET fz:b \"x y\"\r\n", "*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$4\r\nfz:n\r\n*1\r\n$4\r\nEXEC\r\n",
+		"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nfz:c\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n",
+		"*3\r\n$5\r\nBLPOP\r\n$4\r\nfz:l\r\n$4\r\n0.01\r\n", "*2\r\n$3\r\nGET\r\n:1\r\n", "*1\r\n$999999999999\r\n",
+		"*2\r\n$3\r\nDEL\r\n$12\r\nseckill:sale\r\n", "*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n", "*0\r\n\r\n*-1\r\n",
+		strings.Repeat("*2\r\n$4\r\nECHO\r\n$1\r\nx\r\n", 300) + "*1\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	cfg := conf.Default()
+	cfg.Redis.Mode, cfg.Redis.Addrs = conf.ModeStandalone, []string{testenv.Standalone(f)}
+	cfg.Limits.MaxArgBytes = 64 << 10
+	rc := guard.NewClusterClient(cfg.Redis)
+	f.Cleanup(func() { _ = rc.Close() })
+	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: "fuzz"})
+	f.Cleanup(g.Close)
+	pass := upstream.FromConf(rc, cfg.Redis, time.Second, guard.KeyPrefix)
+	f.Cleanup(pass.Close)
+	r := router.New(g, zap.NewNop(), router.Options{Upstream: pass, MaxArgBytes: cfg.Limits.MaxArgBytes})
+	srv := proxy.New(r, pass, zap.NewNop(), cfg.Limits)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	addr := ln.Addr().String()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write(in)
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		reply, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if strings.HasPrefix(reply, "-ERR Protocol error") && !strings.HasSuffix(reply, "\r\n") {
+			t.Fatalf("malformed error reply %q", reply)
+		}
+		probe, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("the proxy stopped accepting after %q: %v", in, err)
+		}
+		defer probe.Close()
+		_ = probe.SetDeadline(time.Now().Add(2 * time.Second))
+		// ECHO is the router's own; GET of a key nobody writes goes through the loop to Redis.
+		if _, err := probe.Write([]byte("*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(probe)
+		echo, err := upstream.ReadReply(br)
+		var get []byte
+		if err == nil {
+			get, err = upstream.ReadReply(br)
+		}
+		if got := string(echo) + string(get); err != nil || got != "$2\r\nok\r\n$-1\r\n" {
+			t.Fatalf("after %q, ECHO and GET = %q, %v", in, got, err)
+		}
+	})
 }

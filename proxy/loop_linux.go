@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -367,7 +368,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 		complete, args, kind, left, err := redcon.ReadNextCommand(data, l.argsBuf)
 		if err != nil {
 			if c.pending == 0 { // after the replies owed
-				l.reply(c, []byte("-ERR "+err.Error()+"\r\n"))
+				l.reply(c, redcon.AppendError(nil, "ERR "+oneLine.Replace(err.Error())))
 				c.closing = true
 				data = nil
 			}
@@ -427,6 +428,9 @@ func (l *loop) process(c *loopClient, data []byte) {
 	}
 	c.in = append(c.in[:0], data...)
 }
+
+// oneLine keeps an error message that quotes the client's bytes on one RESP line.
+var oneLine = strings.NewReplacer("\r", "\\r", "\n", "\\n")
 
 func copyArgs(args [][]byte) [][]byte {
 	out := make([][]byte, len(args))
