@@ -4,8 +4,9 @@
 #
 #   scripts/bench-passthrough.sh [requests] [rounds]   (defaults: 200000, 3; medians)
 #
-# Standalone: the proxy in standalone mode, twemproxy and direct, all in front of the dev
-# stack's plain server on :7010. Cluster: the proxy in front of the cluster against
+# Standalone: the proxy in standalone mode (its event loop, and with redis.event_loop=false a
+# goroutine per client as in front of a cluster), twemproxy and direct, all in front of the
+# dev stack's plain server on :7010. Cluster: the proxy in front of the cluster against
 # redis-benchmark --cluster straight to the masters.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +28,7 @@ STANDALONE=127.0.0.1:7010
 TW_PORT=22121
 SP_PORT=6394 # the proxy, standalone
 CP_PORT=6395 # the proxy, cluster
+SG_PORT=6396 # the proxy, standalone, without the event loop
 cat >"$WORK/nutcracker.yml" <<EOF
 bench:
   listen: 127.0.0.1:$TW_PORT
@@ -43,12 +45,19 @@ SECKILL_LISTEN=127.0.0.1:$SP_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn \
   SECKILL_REDIS_MODE=standalone SECKILL_REDIS_ADDRS=$STANDALONE \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
+SECKILL_LISTEN=127.0.0.1:$SG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_REDIS_EVENT_LOOP=false \
+  SECKILL_REDIS_MODE=standalone SECKILL_REDIS_ADDRS=$STANDALONE \
+  SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
+pids+=($!)
 SECKILL_LISTEN=127.0.0.1:$CP_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true' EXIT
-for port in $TW_PORT $SP_PORT $CP_PORT; do
+for port in $TW_PORT $SP_PORT $SG_PORT $CP_PORT; do
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+done
+for pid in "${pids[@]}"; do # a port already taken by something else would be measured instead
+  kill -0 "$pid" 2>/dev/null || { echo "bench-passthrough: process $pid did not start" >&2; exit 1; }
 done
 
 # rps HOST:PORT TEST PIPELINE [extra]: requests per second of one redis-benchmark test.
@@ -63,15 +72,18 @@ printf '# %s, %s cores, %d requests, 50 clients, median of %d rounds\n' "$(date 
 printf '| upstream | test | -P | seckill-proxy | twemproxy | direct | proxy/twemproxy | proxy/direct |\n|---|---|---|---|---|---|---|---|\n'
 for test in get set; do
   for P in 1 16; do
-    ps=() ts=() ds=()
+    ps=() gs=() ts=() ds=()
     for ((i = 0; i < ROUNDS; i++)); do
       ps+=("$(rps 127.0.0.1:$SP_PORT $test $P)")
+      gs+=("$(rps 127.0.0.1:$SG_PORT $test $P)")
       ts+=("$(rps 127.0.0.1:$TW_PORT $test $P)")
       ds+=("$(rps $STANDALONE $test $P)")
     done
-    awk -v t="$test" -v P="$P" -v p="$(printf '%s\n' "${ps[@]}" | median)" -v w="$(printf '%s\n' "${ts[@]}" | median)" \
-      -v d="$(printf '%s\n' "${ds[@]}" | median)" \
-      'BEGIN { printf "| standalone | %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", t, P, p, w, d, p / w, p / d }'
+    w=$(printf '%s\n' "${ts[@]}" | median) d=$(printf '%s\n' "${ds[@]}" | median)
+    for row in "standalone:${ps[*]}" "standalone, event_loop=false:${gs[*]}"; do
+      awk -v u="${row%%:*}" -v t="$test" -v P="$P" -v p="$(printf '%s\n' ${row#*:} | median)" -v w="$w" -v d="$d" \
+        'BEGIN { printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", u, t, P, p, w, d, p / w, p / d }'
+    done
   done
 done
 for test in get set; do

@@ -34,7 +34,7 @@ SALE=(-units 2000 -buyers 80000 -conns 200)
 ./bin/seckill-bench -mode seeds -sku bench_seeds "${SALE[@]}" -check=false -json >"$WORK/seeds.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" >&2; exit 1; }
 
 echo "== (d) pass-through against twemproxy and direct" >&2
-scripts/bench-passthrough.sh 200000 3 >"$WORK/pass.md"
+scripts/bench-passthrough.sh 200000 5 >"$WORK/pass.md"
 
 echo "== (e) the sink" >&2
 SECKILL_REQUIRE_SERVICES=1 go test ./sink -run XXX -bench 'BenchmarkSink$' -benchtime 100000x >"$WORK/sink.txt"
@@ -96,10 +96,12 @@ the proxy's outbox keeps it.
 
 ## (d) Pass-through
 
-`scripts/bench-passthrough.sh 200000 3`: `redis-benchmark -c 50 -n 200000 -r 100000 -t get|set -P 1|16`.
-Standalone: seckill-proxy in standalone mode, twemproxy (Debian's nutcracker 0.5.0) and direct,
-all in front of one redis-server. Cluster: seckill-proxy in front of the cluster, against
-`redis-benchmark --cluster` straight to the masters. Medians of 3 rounds.
+`scripts/bench-passthrough.sh 200000 5`: `redis-benchmark -c 50 -n 200000 -r 100000 -t get|set -P 1|16`.
+Standalone: seckill-proxy in standalone mode (its epoll event loop, the default; and with
+`redis.event_loop=false`, a goroutine per client as in front of a cluster), twemproxy (Debian's
+nutcracker 0.5.0) and direct, all in front of one redis-server. Cluster: seckill-proxy in front
+of the cluster, against `redis-benchmark --cluster` straight to the masters. Medians of 5
+rounds, each round running every target once in turn.
 
 {chr(10).join(passthrough[1:])}
 
