@@ -85,9 +85,10 @@ func TestLoopPipelineOrder(t *testing.T) {
 	k := "loop:" + xid.New().String()
 	raw := resp("SET", k, "1") + resp("CLIENT", "SETNAME", "app") + resp("INCR", k) + resp("CLIENT", "GETNAME") +
 		resp("GET", k) + resp("ECHO", "hi") + resp("MULTI") + resp("INCR", k) + resp("EXEC") +
-		"GET " + k + "\r\n" + resp("SECKILL.STATUS", "nosku", "u") + resp("GET", k) + "PING\r\n" + resp("DEL", k)
+		"GET " + k + "\r\n" + resp("SECKILL.STATUS", "nosku", "u") + resp("GET", k) + "PING\r\n" + resp("SET", "seckill:sale:x", "1") + resp("DEL", k)
 	c.expect(t, raw, "+OK\r\n", "+OK\r\n", ":2\r\n", "$3\r\napp\r\n", "$1\r\n2\r\n", "$2\r\nhi\r\n",
-		"+OK\r\n", "+QUEUED\r\n", "*1\r\n:3\r\n", "$1\r\n3\r\n", "$4\r\nnone\r\n", "$1\r\n3\r\n", "+PONG\r\n", ":1\r\n")
+		"+OK\r\n", "+QUEUED\r\n", "*1\r\n:3\r\n", "$1\r\n3\r\n", "$4\r\nnone\r\n", "$1\r\n3\r\n", "+PONG\r\n",
+		"-NOPERM seckill:* keys change only through SECKILL commands\r\n", ":1\r\n")
 	// Many clients, each with a pipeline of its own, get their own replies in order.
 	const clients, depth = 20, 50
 	conns := make([]*rawClient, clients)
