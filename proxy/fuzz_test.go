@@ -47,31 +47,39 @@ func FuzzRequestPath(f *testing.F) {
 	}
 	go func() { _ = srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	f.Fuzz(func(t *testing.T, in []byte) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
+	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n") })
+}
+
+// sendAndProbe sends in on a connection of its own, then checks that a new client still gets
+// the replies want to probe.
+func sendAndProbe(t *testing.T, addr string, in []byte, probe string, want ...string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write(in)
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	reply, _ := bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if strings.HasPrefix(reply, "-ERR Protocol error") && !strings.HasSuffix(reply, "\r\n") {
+		t.Fatalf("malformed error reply %q", reply)
+	}
+	p, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("the proxy stopped accepting after %q: %v", in, err)
+	}
+	defer p.Close()
+	_ = p.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := p.Write([]byte(probe)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(p)
+	for i, w := range want {
+		if got, err := upstream.ReadReply(br); err != nil || string(got) != w {
+			t.Fatalf("after %q, probe reply %d = %q, %v; want %q", in, i, got, err, w)
 		}
-		_, _ = c.Write(in)
-		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		reply, _ := bufio.NewReader(c).ReadString('\n')
-		c.Close()
-		if strings.HasPrefix(reply, "-ERR Protocol error") && !strings.HasSuffix(reply, "\r\n") {
-			t.Fatalf("malformed error reply %q", reply)
-		}
-		probe, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("the proxy stopped accepting after %q: %v", in, err)
-		}
-		defer probe.Close()
-		_ = probe.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := probe.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := bufio.NewReader(probe).ReadString('\n'); err != nil || got != "+PONG\r\n" {
-			t.Fatalf("after %q, PING = %q, %v", in, got, err)
-		}
-	})
+	}
 }
 
 // TestRequestTooLarge: a client that sends more than the bound without completing a command
@@ -157,36 +165,8 @@ func FuzzEventLoop(f *testing.F) {
 	go func() { _ = srv.Serve(ln) }()
 	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	addr := ln.Addr().String()
+	// ECHO is the router's own; GET of a key nobody writes goes through the loop to Redis.
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = c.Write(in)
-		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		reply, _ := bufio.NewReader(c).ReadString('\n')
-		c.Close()
-		if strings.HasPrefix(reply, "-ERR Protocol error") && !strings.HasSuffix(reply, "\r\n") {
-			t.Fatalf("malformed error reply %q", reply)
-		}
-		probe, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("the proxy stopped accepting after %q: %v", in, err)
-		}
-		defer probe.Close()
-		_ = probe.SetDeadline(time.Now().Add(2 * time.Second))
-		// ECHO is the router's own; GET of a key nobody writes goes through the loop to Redis.
-		if _, err := probe.Write([]byte("*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n")); err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(probe)
-		echo, err := upstream.ReadReply(br)
-		var get []byte
-		if err == nil {
-			get, err = upstream.ReadReply(br)
-		}
-		if got := string(echo) + string(get); err != nil || got != "$2\r\nok\r\n$-1\r\n" {
-			t.Fatalf("after %q, ECHO and GET = %q, %v", in, got, err)
-		}
+		sendAndProbe(t, addr, in, "*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n", "$2\r\nok\r\n", "$-1\r\n")
 	})
 }

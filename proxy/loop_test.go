@@ -182,8 +182,9 @@ func TestLoopBigRepliesSlowReader(t *testing.T) {
 	}
 }
 
-// ownRedis starts a redis-server of the test's own on a free port.
-func ownRedis(t *testing.T) (addr string, cmd *exec.Cmd) {
+// ownRedis takes a free port for a redis-server of the test's own, and returns its address and
+// a function that starts one there (again after a kill, say); each is gone when the test ends.
+func ownRedis(t *testing.T) (addr string, startRedis func() *exec.Cmd) {
 	t.Helper()
 	testenv.Redis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -193,29 +194,32 @@ func ownRedis(t *testing.T) (addr string, cmd *exec.Cmd) {
 	addr = ln.Addr().String()
 	ln.Close()
 	port := addr[strings.LastIndexByte(addr, ':')+1:]
-	cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	eventually(t, 10*time.Second, "redis-server up", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
+	return addr, func() *exec.Cmd {
+		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		return err == nil
-	})
-	return addr, cmd
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		eventually(t, 10*time.Second, "redis-server up", func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		return cmd
+	}
 }
 
 // TestLoopStalledUpstream: when Redis stops answering, commands in flight get -UNAVAILABLE
 // after the call timeout, not never; when it answers again, so does the proxy.
 func TestLoopStalledUpstream(t *testing.T) {
-	addr, server := ownRedis(t)
+	addr, startRedis := ownRedis(t)
+	server := startRedis()
 	s := start(t, func(c *conf.Config) {
 		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr}
 		c.Buy.CallTimeout = 300 * time.Millisecond
@@ -243,7 +247,8 @@ func TestLoopStalledUpstream(t *testing.T) {
 // TestLoopShutdownDrains: a shutdown waits for the commands in flight and answers them; the
 // connection is closed afterwards.
 func TestLoopShutdownDrains(t *testing.T) {
-	addr, server := ownRedis(t)
+	addr, startRedis := ownRedis(t)
+	server := startRedis()
 	s := start(t, func(c *conf.Config) { c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr} })
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {

@@ -357,28 +357,7 @@ func TestTransactions(t *testing.T) {
 // TestUpstreamDownAndBack: with the upstream server gone, a command fails fast with
 // UNAVAILABLE; when it is back, the proxy reconnects by itself.
 func TestUpstreamDownAndBack(t *testing.T) {
-	testenv.Redis(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	port := addr[strings.LastIndexByte(addr, ':')+1:]
-	startRedis := func() *exec.Cmd {
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 10*time.Second, "redis-server up", func() bool {
-			c, err := net.Dial("tcp", addr)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		})
-		return cmd
-	}
+	addr, startRedis := ownRedis(t)
 	server := startRedis()
 	s := start(t, func(c *conf.Config) {
 		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr}
@@ -397,8 +376,7 @@ func TestUpstreamDownAndBack(t *testing.T) {
 	if took := time.Since(t0); took > 3*time.Second {
 		t.Fatalf("UNAVAILABLE took %v", took)
 	}
-	server = startRedis()
-	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
+	startRedis()
 	eventually(t, 10*time.Second, "the proxy reconnects", func() bool { return c.do(t, "PING", "x") == "$1\r\nx\r\n" && c.do(t, "SET", "k", "w") == "+OK\r\n" })
 }
 
