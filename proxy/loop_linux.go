@@ -129,7 +129,15 @@ func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 	}()
 	s.mu.Lock()
 	s.loop = g
+	draining := s.draining
 	s.mu.Unlock()
+	if draining { // Shutdown came first, and did not see the loops
+		_ = ln.Close()
+		for _, l := range g.loops {
+			l.closeAll()
+		}
+		return true, nil
+	}
 	go func() {
 		// Subscribers, handed over with their session.
 		_ = s.rs.Serve(limitedListener{Listener: g.handoff, max: int64(g.maxReq)})
@@ -176,17 +184,18 @@ func newLoop(s *Server, g *loopGroup) (*loop, error) {
 		done: make(chan struct{})}, nil
 }
 
-// post runs f on the loop goroutine.
-func (l *loop) post(f func()) {
+// post runs f on the loop goroutine; false: the loop has ended, and f will not run.
+func (l *loop) post(f func()) bool {
 	l.mu.Lock()
 	if l.shut {
 		l.mu.Unlock()
-		return
+		return false
 	}
 	l.posted = append(l.posted, f)
 	l.mu.Unlock()
 	var one = [8]byte{1}
 	_, _ = unix.Write(l.wake, one[:])
+	return true
 }
 
 // accept takes connections from the listener and gives their sockets to the loops in turn,
@@ -220,7 +229,10 @@ func (g *loopGroup) accept() {
 			continue
 		}
 		l := g.loops[next%len(g.loops)]
-		l.post(func() { l.register(fd, remote) })
+		if !l.post(func() { l.register(fd, remote) }) {
+			unix.Close(fd)
+			g.s.clients.Add(-1)
+		}
 	}
 }
 
@@ -529,7 +541,9 @@ func (l *loop) dial() {
 			fd, err = socketOf(nc)
 			nc.Close()
 		}
-		l.post(func() { l.dialed(fd, err) })
+		if !l.post(func() { l.dialed(fd, err) }) && err == nil {
+			unix.Close(fd)
+		}
 	}()
 }
 
