@@ -192,9 +192,12 @@ func (l *loop) post(f func()) bool {
 		return false
 	}
 	l.posted = append(l.posted, f)
+	first := len(l.posted) == 1 // otherwise the loop is woken already, and takes f with the rest
 	l.mu.Unlock()
-	var one = [8]byte{1}
-	_, _ = unix.Write(l.wake, one[:])
+	if first {
+		var one = [8]byte{1}
+		_, _ = unix.Write(l.wake, one[:])
+	}
 	return true
 }
 
