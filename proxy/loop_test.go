@@ -124,6 +124,14 @@ func TestLoopAuth(t *testing.T) {
 		"-NOAUTH Authentication required.\r\n",
 		"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
 		"+OK\r\n", "+OK\r\n", "$1\r\nv\r\n", ":1\r\n")
+	// A subscriber is handed over with its session: still logged in after subscriber mode.
+	ch := "loop:ch:" + xid.New().String()
+	c.expect(t, resp("SUBSCRIBE", ch), fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(ch), ch))
+	pub := dialRaw(t, s.addr)
+	pub.expect(t, resp("AUTH", "s3cret")+resp("PUBLISH", ch, "hi"), "+OK\r\n", ":1\r\n")
+	c.expect(t, resp("UNSUBSCRIBE", ch)+resp("GET", k),
+		fmt.Sprintf("*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$2\r\nhi\r\n", len(ch), ch),
+		fmt.Sprintf("*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(ch), ch), "$-1\r\n")
 }
 
 // TestLoopBadInput: a protocol error is answered after the replies owed, then the connection
