@@ -191,8 +191,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancel()
 	}
 	if l != nil {
-		l.stop()
 		_ = s.rs.Close() // serves the loop's subscribers, if it got to serve at all
+		l.stop()
 	} else if cerr := s.rs.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
