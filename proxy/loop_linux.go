@@ -28,12 +28,12 @@ import (
 // in one write, and writes each reply to its client as it comes back. A goroutine per client
 // (redcon's way) costs two scheduler hand-offs and an extra read per request, and gives Redis
 // smaller batches; at one command per client round trip that is the difference between about
-// 0.7 and more than 1.0 of twemproxy's throughput.
+// 0.65 and about 1.0 of twemproxy's throughput (BENCHMARKS.md).
 //
 // Everything else a client sends (AUTH, SECKILL.*, transactions, blocking commands, SCAN, the
 // proxy's own commands) goes through the router exactly as on the redcon path, on a goroutine
 // of its own, while that client's later commands wait; a client that subscribes is handed to
-// the redcon server for good, with its session and its unread input.
+// the redcon server with its session and its unread input, and stays there.
 
 const (
 	loopReadSize  = 64 << 10
