@@ -5,6 +5,8 @@
 #
 #   scripts/demo.sh            (make demo)
 #   KEEP=1 scripts/demo.sh     leave the proxy and the sink running for redis-cli
+#   STANDALONE=1 scripts/demo.sh   the same sale on the dev stack's plain redis-server
+#                                  (127.0.0.1:7010) instead of the cluster
 #
 # Exits non-zero if a check fails.
 set -euo pipefail
@@ -18,6 +20,9 @@ say() { printf '\n== %s\n' "$*"; }
 say "dev stack (the first run on a fresh machine installs redis-server, mariadb-server and Kafka's jars; this takes a minute or two)"
 scripts/devstack.sh up
 eval "$(scripts/devstack.sh env)"
+if [[ ${STANDALONE:-0} == 1 ]]; then
+  export SECKILL_REDIS_MODE=standalone SECKILL_REDIS_ADDRS=127.0.0.1:7010
+fi
 
 say "building"
 go build -o bin/ ./cmd/...
