@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,22 +52,41 @@ type loopClient struct {
 	in   []byte // read, not yet served
 	out  []byte // replies not yet written
 
-	pending  int    // commands sent to Redis, not yet answered
-	busy     bool   // a goroutine serves a batch of its commands through the router
-	closing  bool   // close once every reply owed is written (QUIT, a protocol error)
-	handoff  bool   // hand to the redcon server once every reply owed is written
-	closed   bool   // no longer the loop's: replies still owed are dropped
-	blocked  bool   // the last write did not take everything: wait until writable
-	dirty    bool   // in loop.dirty
-	events   uint32 // registered with epoll
-	remote   string // for logs
-	lastRead time.Time
+	pending int               // commands sent to Redis, not yet answered
+	seqNext uint64            // the sequence number of the next command sent to Redis
+	seqOut  uint64            // the sequence number of the next reply to write
+	held    map[uint64][]byte // replies that came back before those of earlier commands
+	busy    bool              // a goroutine serves a batch of its commands through the router
+	closing bool              // close once every reply owed is written (QUIT, a protocol error)
+	handoff bool              // hand to the redcon server once every reply owed is written
+	closed  bool              // no longer the loop's: replies still owed are dropped
+	blocked bool              // the last write did not take everything: wait until writable
+	dirty   bool              // in loop.dirty
+	events  uint32            // registered with epoll
+	remote  string            // for logs
 }
 
 // inflight is a command sent to Redis, in the order the replies will come back.
 type inflight struct {
-	c  *loopClient
-	at time.Time
+	c   *loopClient
+	seq uint64
+	at  time.Time
+	// raw is the command, kept in front of a cluster for a MOVED or ASK reply.
+	raw []byte
+}
+
+// upconn is the loop's connection to one Redis node.
+type upconn struct {
+	addr    string
+	fd      int // -1: none
+	out     []byte
+	in      []byte
+	ev      uint32
+	dialing bool
+	retryAt time.Time // no dial before then; commands get lastErr
+	lastErr error
+	queue   []inflight
+	head    int
 }
 
 type loop struct {
@@ -83,18 +103,16 @@ type loop struct {
 	draining bool
 	stopping bool
 
-	// The connection to Redis.
-	upFD    int // -1: none
-	upAddr  string
-	upOut   []byte
-	upIn    []byte
-	upEv    uint32
-	dialing bool
-	retryAt time.Time // no dial before then; commands get lastErr
-	lastErr error
-	queue   []inflight
-	head    int
-	holding bool // a Server.begin is held while commands are in flight
+	// The connections to Redis, by address and by descriptor.
+	ups     map[string]*upconn
+	upFDs   map[int]*upconn
+	cluster bool // keep commands for MOVED and ASK
+	// inflight counts the commands sent to Redis and not answered yet, redirects included;
+	// while there are any, the loop holds a Server.begin.
+	inflight int
+	// redirects wait for the goroutine that follows them (redirecting: it is running).
+	redirects   []redirectJob
+	redirecting bool
 
 	mu     sync.Mutex // guards posted and shut
 	posted []func()
@@ -105,7 +123,7 @@ type loop struct {
 // serveLoop serves ln from event loops when the upstream is one standalone server; ok is
 // false when it does not apply (a cluster upstream), and the caller serves ln with redcon.
 func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
-	if s.upstream == nil || s.upstream.Standalone() == "" || s.noLoop {
+	if s.upstream == nil || s.noLoop {
 		return false, nil
 	}
 	g := &loopGroup{s: s, ln: ln, maxReq: s.limits.MaxArgBytes + 1<<20,
@@ -180,8 +198,8 @@ func newLoop(s *Server, g *loopGroup) (*loop, error) {
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
 	return &loop{s: s, g: g, ep: ep, wake: wake, maxReq: g.maxReq, timeout: s.upstream.Timeout(),
-		dialGap: loopRedialGap, clients: map[int]*loopClient{}, upFD: -1, upAddr: s.upstream.Standalone(),
-		done: make(chan struct{})}, nil
+		dialGap: loopRedialGap, clients: map[int]*loopClient{}, ups: map[string]*upconn{},
+		upFDs: map[int]*upconn{}, cluster: s.upstream.Standalone() == "", done: make(chan struct{})}, nil
 }
 
 // post runs f on the loop goroutine; false: the loop has ended, and f will not run.
@@ -292,11 +310,11 @@ func (l *loop) run() {
 			switch fd := int(ev.Fd); {
 			case fd == l.wake:
 				l.runPosted()
-			case fd == l.upFD && fd >= 0:
-				l.upEvent(ev.Events)
 			default:
 				if c := l.clients[fd]; c != nil {
 					l.clientEvent(c, ev.Events, rbuf)
+				} else if up := l.upFDs[fd]; up != nil {
+					l.upEvent(up, ev.Events)
 				}
 			}
 		}
@@ -311,10 +329,16 @@ func (l *loop) run() {
 
 // waitMillis is how long epoll may wait: until the oldest command in flight times out.
 func (l *loop) waitMillis() int {
-	if l.head == len(l.queue) {
+	var oldest time.Time
+	for _, up := range l.ups {
+		if up.head < len(up.queue) && (oldest.IsZero() || up.queue[up.head].at.Before(oldest)) {
+			oldest = up.queue[up.head].at
+		}
+	}
+	if oldest.IsZero() {
 		return -1
 	}
-	left := time.Until(l.queue[l.head].at.Add(l.timeout))
+	left := time.Until(oldest.Add(l.timeout))
 	return max(int((left+time.Millisecond-1)/time.Millisecond), 1)
 }
 
@@ -409,8 +433,8 @@ func (l *loop) process(c *loopClient, data []byte) {
 			}
 			break
 		}
-		if l.s.router.Direct(c.sess, args) {
-			l.forward(c, args, kind, data[:len(data)-len(left)])
+		if addr := l.s.router.Direct(c.sess, args); addr != "" {
+			l.forward(c, addr, args, kind, data[:len(data)-len(left)])
 			data = left
 			continue
 		}
@@ -463,34 +487,84 @@ func (l *loop) reply(c *loopClient, b []byte) {
 	l.markDirty(c)
 }
 
-// forward queues one command for Redis; raw is how the client sent it.
-func (l *loop) forward(c *loopClient, args [][]byte, kind redcon.Kind, raw []byte) {
-	if l.upFD < 0 && !l.dialing && l.now.Before(l.retryAt) {
-		l.reply(c, upstream.Unavailable(l.lastErr))
-		return
+// forward queues one command for the Redis node at addr; raw is how the client sent it.
+func (l *loop) forward(c *loopClient, addr string, args [][]byte, kind redcon.Kind, raw []byte) {
+	up := l.ups[addr]
+	if up == nil {
+		up = &upconn{addr: addr, fd: -1}
+		l.ups[addr] = up
 	}
-	if !l.holding {
-		if !l.s.begin() {
-			l.reply(c, []byte("-"+errShuttingDown.Error()+"\r\n"))
-			c.closing = true
-			return
-		}
-		l.holding = true
-	}
-	if l.upFD < 0 && !l.dialing {
-		l.dial()
-	}
-	if kind == redcon.Redis {
-		l.upOut = append(l.upOut, raw...)
-	} else { // an inline command: Redis gets it as RESP
-		l.upOut = redcon.AppendArray(l.upOut, len(args))
-		for _, a := range args {
-			l.upOut = redcon.AppendBulk(l.upOut, a)
-		}
-	}
-	l.queue = append(l.queue, inflight{c: c, at: l.now})
+	seq := c.seqNext
+	c.seqNext++
 	c.pending++
 	l.s.router.Counted(1)
+	if up.fd < 0 && !up.dialing && l.now.Before(up.retryAt) {
+		l.complete(c, seq, upstream.Unavailable(up.lastErr))
+		return
+	}
+	if !l.track(1) {
+		l.complete(c, seq, []byte("-"+errShuttingDown.Error()+"\r\n"))
+		c.closing = true
+		return
+	}
+	if up.fd < 0 && !up.dialing {
+		l.dial(up)
+	}
+	start := len(up.out)
+	if kind == redcon.Redis {
+		up.out = append(up.out, raw...)
+	} else { // an inline command: Redis gets it as RESP
+		up.out = redcon.AppendArray(up.out, len(args))
+		for _, a := range args {
+			up.out = redcon.AppendBulk(up.out, a)
+		}
+	}
+	in := inflight{c: c, seq: seq, at: l.now}
+	if l.cluster {
+		in.raw = bytes.Clone(up.out[start:])
+	}
+	up.queue = append(up.queue, in)
+}
+
+// track counts n commands more (or fewer) in flight. The first one takes a Server.begin, so
+// that a shutdown waits for the replies, and fails once the server drains; the last one
+// gives it back.
+func (l *loop) track(n int) bool {
+	if l.inflight == 0 && n > 0 && !l.s.begin() {
+		return false
+	}
+	l.inflight += n
+	if l.inflight == 0 {
+		l.s.end()
+	}
+	return true
+}
+
+// complete gives a client the reply to its command number seq, in the order of its commands.
+func (l *loop) complete(c *loopClient, seq uint64, reply []byte) {
+	c.pending--
+	if c.closed {
+		return
+	}
+	if seq != c.seqOut {
+		if c.held == nil {
+			c.held = map[uint64][]byte{}
+		}
+		c.held[seq] = bytes.Clone(reply)
+		return
+	}
+	c.out = append(c.out, reply...)
+	c.seqOut++
+	for len(c.held) > 0 {
+		r, ok := c.held[c.seqOut]
+		if !ok {
+			break
+		}
+		delete(c.held, c.seqOut)
+		c.out = append(c.out, r...)
+		c.seqOut++
+	}
+	l.markDirty(c)
 }
 
 // serveSlow runs cmds through the router on a goroutine of their own; the client's later
@@ -532,26 +606,26 @@ func (l *loop) slowDone(c *loopClient, out []byte, quit bool) {
 	l.markDirty(c)
 }
 
-// dial opens the connection to Redis on a goroutine; commands queue meanwhile.
-func (l *loop) dial() {
-	l.dialing = true
+// dial opens the connection to up's node on a goroutine; commands queue meanwhile.
+func (l *loop) dial(up *upconn) {
+	up.dialing = true
 	go func() {
 		ctx, cancel := context.WithTimeout(l.s.ctx, l.timeout)
 		defer cancel()
-		nc, err := l.s.upstream.DialStandalone(ctx)
+		nc, err := l.s.upstream.Dial(ctx, up.addr)
 		fd := -1
 		if err == nil {
 			fd, err = socketOf(nc)
 			nc.Close()
 		}
-		if !l.post(func() { l.dialed(fd, err) }) && err == nil {
+		if !l.post(func() { l.dialed(up, fd, err) }) && err == nil {
 			unix.Close(fd)
 		}
 	}()
 }
 
-func (l *loop) dialed(fd int, err error) {
-	l.dialing = false
+func (l *loop) dialed(up *upconn, fd int, err error) {
+	up.dialing = false
 	if err == nil && l.stopping {
 		unix.Close(fd)
 		return
@@ -563,30 +637,31 @@ func (l *loop) dialed(fd int, err error) {
 		}
 	}
 	if err != nil {
-		l.lastErr, l.retryAt = err, l.now.Add(l.dialGap)
-		l.s.log.Warn("cannot connect to Redis", zap.String("addr", l.upAddr), zap.Error(err))
-		l.upFail(err)
+		up.lastErr, up.retryAt = err, l.now.Add(l.dialGap)
+		l.s.log.Warn("cannot connect to Redis", zap.String("addr", up.addr), zap.Error(err))
+		l.upFail(up, err)
 		return
 	}
-	l.upFD, l.upEv = fd, unix.EPOLLIN
+	up.fd, up.ev = fd, unix.EPOLLIN
+	l.upFDs[fd] = up
 }
 
-func (l *loop) upEvent(ev uint32) {
+func (l *loop) upEvent(up *upconn, ev uint32) {
 	if ev&unix.EPOLLOUT != 0 {
-		l.writeUp()
+		l.writeUp(up)
 	}
-	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) == 0 || l.upFD < 0 {
+	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) == 0 || up.fd < 0 {
 		return
 	}
 	// Read into the buffer's spare room, at least as much as it holds: a big reply arrives in
 	// few reads and is scanned few times.
-	room := max(loopReadSize, len(l.upIn))
-	if cap(l.upIn)-len(l.upIn) < room {
-		grown := make([]byte, len(l.upIn), len(l.upIn)+room)
-		copy(grown, l.upIn)
-		l.upIn = grown
+	room := max(loopReadSize, len(up.in))
+	if cap(up.in)-len(up.in) < room {
+		grown := make([]byte, len(up.in), len(up.in)+room)
+		copy(grown, up.in)
+		up.in = grown
 	}
-	n, err := unix.Read(l.upFD, l.upIn[len(l.upIn):cap(l.upIn)])
+	n, err := unix.Read(up.fd, up.in[len(up.in):cap(up.in)])
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 		return
 	}
@@ -594,107 +669,156 @@ func (l *loop) upEvent(ev uint32) {
 		err = io.EOF
 	}
 	if err != nil {
-		l.upFail(fmt.Errorf("redis %s: %w", l.upAddr, err))
+		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, err))
 		return
 	}
-	l.upIn = l.upIn[:len(l.upIn)+n]
+	up.in = up.in[:len(up.in)+n]
 	off := 0
-	for l.head < len(l.queue) {
-		k, resp := redcon.ReadNextRESP(l.upIn[off:])
+	for up.head < len(up.queue) {
+		k, resp := redcon.ReadNextRESP(up.in[off:])
 		if resp.Type == 0 {
 			break
 		}
-		l.deliver(l.upIn[off : off+k])
+		l.deliver(up, up.in[off:off+k])
 		off += k
 	}
-	if off < len(l.upIn) && l.head == len(l.queue) {
-		l.upFail(fmt.Errorf("redis %s: %w", l.upAddr, upstream.ErrProtocol))
+	if off < len(up.in) && up.head == len(up.queue) {
+		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
 		return
 	}
-	l.upIn = l.upIn[:copy(l.upIn, l.upIn[off:])]
-	if len(l.upIn) == 0 && cap(l.upIn) > 4*loopReadSize {
-		l.upIn = nil
+	up.in = up.in[:copy(up.in, up.in[off:])]
+	if len(up.in) == 0 && cap(up.in) > 4*loopReadSize {
+		up.in = nil
 	}
-	l.settleQueue()
+	up.settle()
 }
 
-// deliver gives the oldest command in flight its reply.
-func (l *loop) deliver(reply []byte) {
-	c := l.queue[l.head].c
-	l.queue[l.head] = inflight{}
-	l.head++
-	c.pending--
-	l.reply(c, reply)
-	l.markDirty(c)
+// deliver gives the oldest command in flight on up its reply; a MOVED or ASK reply is
+// followed first.
+func (l *loop) deliver(up *upconn, reply []byte) {
+	in := up.queue[up.head]
+	up.queue[up.head] = inflight{}
+	up.head++
+	if in.raw != nil && upstream.IsRedirect(reply) {
+		l.redirect(in, reply)
+		return
+	}
+	l.complete(in.c, in.seq, reply)
+	l.track(-1)
 }
 
-// settleQueue reclaims the answered part of the queue, and lets the server drain once nothing
-// is in flight.
-func (l *loop) settleQueue() {
-	switch {
-	case l.head == len(l.queue):
-		l.queue, l.head = l.queue[:0], 0
-		if l.holding {
-			l.holding = false
-			l.s.end()
+// redirect follows a MOVED or ASK reply as the router would, on a goroutine, the command still
+// in flight until then. Redirects run one at a time, in the order their replies came: a
+// pipeline's commands for a slot that moved (a SET, then a GET of the same key) all come back
+// redirected, and must run on the new node in the order they were sent.
+func (l *loop) redirect(in inflight, reply []byte) {
+	l.redirects = append(l.redirects, redirectJob{in: in, reply: bytes.Clone(reply)})
+	if !l.redirecting {
+		l.nextRedirects()
+	}
+}
+
+type redirectJob struct {
+	in    inflight
+	reply []byte
+}
+
+// nextRedirects hands the redirects waiting to a goroutine, which follows them in turn.
+func (l *loop) nextRedirects() {
+	jobs := l.redirects
+	l.redirects, l.redirecting = nil, len(jobs) > 0
+	if len(jobs) == 0 {
+		return
+	}
+	go func() {
+		for _, j := range jobs {
+			var out []byte
+			if _, args, _, _, err := redcon.ReadNextCommand(j.in.raw, nil); err != nil {
+				out = upstream.Unavailable(err)
+			} else {
+				ctx, cancel := context.WithTimeout(l.s.ctx, l.timeout)
+				out = l.s.upstream.Redirect(ctx, j.reply, args)
+				cancel()
+			}
+			l.post(func() {
+				l.complete(j.in.c, j.in.seq, out)
+				l.track(-1)
+			})
 		}
-	case l.head > 1024 && l.head > len(l.queue)/2:
-		l.queue = l.queue[:copy(l.queue, l.queue[l.head:])]
-		l.head = 0
+		l.post(l.nextRedirects)
+	}()
+}
+
+// settle reclaims the answered part of the queue.
+func (up *upconn) settle() {
+	switch {
+	case up.head == len(up.queue):
+		up.queue, up.head = up.queue[:0], 0
+	case up.head > 1024 && up.head > len(up.queue)/2:
+		up.queue = up.queue[:copy(up.queue, up.queue[up.head:])]
+		up.head = 0
 	}
 }
 
-// upFail drops the connection to Redis and answers every command in flight with err.
-func (l *loop) upFail(err error) {
-	if l.upFD >= 0 {
-		unix.Close(l.upFD)
-		l.upFD = -1
+// upFail drops the connection to up's node and answers every command in flight there with err.
+func (l *loop) upFail(up *upconn, err error) {
+	if up.fd >= 0 {
+		delete(l.upFDs, up.fd)
+		unix.Close(up.fd)
+		up.fd = -1
 	}
-	l.upIn, l.upOut = l.upIn[:0], l.upOut[:0]
+	up.in, up.out = up.in[:0], up.out[:0]
 	reply := upstream.Unavailable(err)
-	for l.head < len(l.queue) {
-		l.deliver(reply)
+	for up.head < len(up.queue) {
+		in := up.queue[up.head]
+		up.queue[up.head] = inflight{}
+		up.head++
+		l.complete(in.c, in.seq, reply)
+		l.track(-1)
 	}
-	l.settleQueue()
+	up.settle()
 }
 
-// expire fails everything in flight when the oldest command has waited past the timeout.
+// expire fails everything in flight on a node whose oldest command has waited past the
+// timeout.
 func (l *loop) expire() {
-	if l.head < len(l.queue) && l.now.Sub(l.queue[l.head].at) >= l.timeout {
-		l.s.log.Warn("Redis did not answer in time; reconnecting", zap.String("addr", l.upAddr), zap.Duration("timeout", l.timeout))
-		l.upFail(fmt.Errorf("redis %s: %w", l.upAddr, os.ErrDeadlineExceeded))
+	for _, up := range l.ups {
+		if up.head < len(up.queue) && l.now.Sub(up.queue[up.head].at) >= l.timeout {
+			l.s.log.Warn("Redis did not answer in time; reconnecting", zap.String("addr", up.addr), zap.Duration("timeout", l.timeout))
+			l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, os.ErrDeadlineExceeded))
+		}
 	}
 }
 
-func (l *loop) writeUp() {
-	if l.upFD < 0 || len(l.upOut) == 0 {
-		l.armUp()
+func (l *loop) writeUp(up *upconn) {
+	if up.fd < 0 || len(up.out) == 0 {
+		l.armUp(up)
 		return
 	}
-	n, err := unix.Write(l.upFD, l.upOut)
+	n, err := unix.Write(up.fd, up.out)
 	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
-		l.upFail(fmt.Errorf("redis %s: %w", l.upAddr, err))
+		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, err))
 		return
 	}
 	n = max(n, 0)
-	l.upOut = l.upOut[:copy(l.upOut, l.upOut[n:])]
-	if len(l.upOut) == 0 && cap(l.upOut) > 4*loopReadSize {
-		l.upOut = nil
+	up.out = up.out[:copy(up.out, up.out[n:])]
+	if len(up.out) == 0 && cap(up.out) > 4*loopReadSize {
+		up.out = nil
 	}
-	l.armUp()
+	l.armUp(up)
 }
 
-func (l *loop) armUp() {
-	if l.upFD < 0 {
+func (l *loop) armUp(up *upconn) {
+	if up.fd < 0 {
 		return
 	}
 	want := uint32(unix.EPOLLIN)
-	if len(l.upOut) > 0 {
+	if len(up.out) > 0 {
 		want |= unix.EPOLLOUT
 	}
-	if want != l.upEv {
-		l.upEv = want
-		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, l.upFD, &unix.EpollEvent{Events: want, Fd: int32(l.upFD)})
+	if want != up.ev {
+		up.ev = want
+		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, up.fd, &unix.EpollEvent{Events: want, Fd: int32(up.fd)})
 	}
 }
 
@@ -706,8 +830,10 @@ func (l *loop) flush() {
 			l.process(c, c.in)
 		}
 	}
-	if len(l.upOut) > 0 {
-		l.writeUp()
+	for _, up := range l.ups {
+		if len(up.out) > 0 {
+			l.writeUp(up)
+		}
 	}
 	for _, c := range l.dirty {
 		c.dirty = false
@@ -836,9 +962,11 @@ func (l *loop) closeAll() {
 	for _, c := range l.clients {
 		l.closeClient(c)
 	}
-	if l.upFD >= 0 {
-		unix.Close(l.upFD)
-		l.upFD = -1
+	for _, up := range l.ups {
+		if up.fd >= 0 {
+			unix.Close(up.fd)
+			up.fd = -1
+		}
 	}
 	unix.Close(l.wake)
 	unix.Close(l.ep)

@@ -548,15 +548,16 @@ func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Repl
 	return BulkString(st.String()), nil
 }
 
-// Direct reports whether Serve would hand args, for this session, straight to the upstream's
-// standalone server and write its reply back as it is. A server may then forward args itself
-// (and count it with Counted) instead of calling Serve.
-func (r *Router) Direct(s *Session, args [][]byte) bool {
+// Direct returns the node to which Serve would hand args, for this session, straight through
+// the upstream and write its reply back as it is ("" when it would not; see
+// upstream.Cluster.Direct). A server may then forward args itself (and count it with Counted)
+// instead of calling Serve.
+func (r *Router) Direct(s *Session, args [][]byte) string {
 	if r.opt.Upstream == nil || (s.tx != nil && s.tx.Active()) {
-		return false
+		return ""
 	}
 	if _, err := r.check(s, args); err != errPassThrough {
-		return false
+		return ""
 	}
 	return r.opt.Upstream.Direct(args, s.Admin)
 }

@@ -163,6 +163,11 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte 
 	run := make([]routed, 0, len(cmds))
 	for i, args := range cmds {
 		p := c.plan(ctx, table, args, admin)
+		if p.anyMaster {
+			if p.addr, err = c.anyMaster(ctx); err != nil {
+				p.reply = unavailable(err)
+			}
+		}
 		if p.reply != nil {
 			b.doRouted(run, out)
 			run = run[:0]

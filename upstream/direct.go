@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"time"
@@ -10,34 +11,50 @@ import (
 // a cluster.
 func (c *Cluster) Standalone() string { return c.opt.Standalone }
 
-// Direct reports whether Do would send args, as they are, to the standalone server and pass
-// its reply back untouched: no reply made here (refused, protected keys, unknown before the
-// command table is loaded), no special handling (blocking commands, DBSIZE, SCAN, SCRIPT).
-// A server that forwards such commands itself gives the client the same replies as Do.
-func (c *Cluster) Direct(args [][]byte, admin bool) bool {
+// Direct returns the node to which Do would send args, as they are, passing its reply back
+// untouched ("" when Do would not): no reply made here (refused, protected keys, unknown
+// before the command table is loaded), no special handling (blocking commands, DBSIZE, SCAN,
+// SCRIPT, keys over several slots), and in front of a cluster, keys to route by. A server
+// that forwards such commands itself, and follows a MOVED or ASK reply with Redirect, gives
+// the client the same replies as Do. It does not wait for the network.
+func (c *Cluster) Direct(args [][]byte, admin bool) string {
 	t := c.info.Load()
-	if c.opt.Standalone == "" || t == nil || len(args) == 0 {
-		return false
+	if t == nil || len(args) == 0 {
+		return ""
 	}
 	p := c.plan(context.Background(), t, args, admin)
-	return p.reply == nil && p.special == nil && p.addr == c.opt.Standalone
+	switch {
+	case p.reply != nil || p.special != nil:
+		return ""
+	case p.anyMaster:
+		return c.opt.Standalone // in front of a cluster, finding a master may wait: not direct
+	}
+	return p.addr
 }
 
-// LoadCommands loads Redis's COMMAND INFO if it is not loaded yet; Direct answers false until
-// it is.
+// LoadCommands loads Redis's COMMAND INFO if it is not loaded yet; Direct answers "" until it
+// is.
 func (c *Cluster) LoadCommands(ctx context.Context) error {
 	_, err := c.commands(func() context.Context { return ctx })
 	return err
 }
 
-// DialStandalone opens a connection to the standalone server, logged in as the shared lanes'
-// connections are, with nothing left unread.
-func (c *Cluster) DialStandalone(ctx context.Context) (net.Conn, error) {
-	cn, err := c.node(c.opt.Standalone).dial(ctx)
+// Dial opens a connection to the node at addr, logged in as the shared lanes' connections
+// are, with nothing left unread.
+func (c *Cluster) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	cn, err := c.node(addr).dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return cn.nc, nil
+}
+
+// IsRedirect reports whether a raw reply is MOVED or ASK.
+func IsRedirect(reply []byte) bool { return isRedirect(reply) }
+
+// Redirect follows a MOVED or ASK reply to args as Do does, and returns the final reply.
+func (c *Cluster) Redirect(ctx context.Context, reply []byte, args [][]byte) []byte {
+	return c.redirect(ctx, bytes.Clone(reply), args)
 }
 
 // Unavailable is the reply to a command that could not reach Redis because of err.

@@ -12,11 +12,12 @@ import (
 )
 
 // plan is how one command is passed through: a reply made here, a special handler, or the
-// node to send it to.
+// node to send it to (any master, for a command without keys).
 type plan struct {
-	reply   []byte
-	special func(ctx context.Context) []byte
-	addr    string
+	reply     []byte
+	special   func(ctx context.Context) []byte
+	addr      string
+	anyMaster bool
 }
 
 // refused are commands a shared proxy does not pass through: they act on whole servers or the
@@ -95,11 +96,7 @@ func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags,
 		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
 	}
 	if len(keys) == 0 {
-		addr, err := c.anyMaster(ctx)
-		if err != nil {
-			return plan{reply: unavailable(err)}
-		}
-		return plan{addr: addr}
+		return plan{anyMaster: true}
 	}
 	if c.opt.Standalone != "" {
 		return plan{addr: c.opt.Standalone}
