@@ -78,9 +78,11 @@ func (rc *rawClient) expectClosed(t *testing.T, rest string) {
 
 // TestLoopPipelineOrder: one read mixing commands the loop forwards itself, commands the
 // router serves (the proxy's own, connection state, a transaction) and inline commands is
-// answered in order, and the connection's state carries from one to the next.
-func TestLoopPipelineOrder(t *testing.T) {
-	s := startStandalone(t, nil)
+// answered in order, and the connection's state carries from one to the next. In front of a
+// cluster, a pipeline's commands go to several masters at once and come back in its order.
+func TestLoopPipelineOrder(t *testing.T) { eachUpstream(t, testLoopPipelineOrder) }
+
+func testLoopPipelineOrder(t *testing.T, s *stack) {
 	c := dialRaw(t, s.addr)
 	k := "loop:" + xid.New().String()
 	raw := resp("SET", k, "1") + resp("CLIENT", "SETNAME", "app") + resp("INCR", k) + resp("CLIENT", "GETNAME") +
@@ -95,10 +97,11 @@ func TestLoopPipelineOrder(t *testing.T) {
 	for i := range conns {
 		conns[i] = dialRaw(t, s.addr)
 	}
+	key := func(i, j int) string { return fmt.Sprint(k, ":", i, ".", j) } // slots all over
 	for i, cc := range conns {
 		var b strings.Builder
 		for j := range depth {
-			b.WriteString(resp("ECHO", fmt.Sprint(i, ".", j)))
+			b.WriteString(resp("SET", key(i, j), fmt.Sprint(j)) + resp("GET", key(i, j)) + resp("DEL", key(i, j)))
 		}
 		if _, err := cc.c.Write([]byte(b.String())); err != nil {
 			t.Fatal(err)
@@ -107,9 +110,11 @@ func TestLoopPipelineOrder(t *testing.T) {
 	for i, cc := range conns {
 		_ = cc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		for j := range depth {
-			want := fmt.Sprint(i, ".", j)
-			if got, err := upstream.ReadReply(cc.r); err != nil || string(got) != fmt.Sprintf("$%d\r\n%s\r\n", len(want), want) {
-				t.Fatalf("client %d reply %d = %q, %v", i, j, got, err)
+			v := fmt.Sprint(j)
+			for _, want := range []string{"+OK\r\n", fmt.Sprintf("$%d\r\n%s\r\n", len(v), v), ":1\r\n"} {
+				if got, err := upstream.ReadReply(cc.r); err != nil || string(got) != want {
+					t.Fatalf("client %d, command %d: %q, %v; want %q", i, j, got, err, want)
+				}
 			}
 		}
 	}

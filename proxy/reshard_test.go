@@ -52,6 +52,9 @@ func TestReshardRedirects(t *testing.T) {
 		t.Fatal("cannot read the masters' node ids")
 	}
 	setSlot := func(m *redis.Client, state, id string) *redis.Cmd {
+		if id == "" { // STABLE
+			return m.Do(ctx, "CLUSTER", "SETSLOT", slot, state)
+		}
 		return m.Do(ctx, "CLUSTER", "SETSLOT", slot, state, id)
 	}
 	setNode := func(id string) {
@@ -61,13 +64,49 @@ func TestReshardRedirects(t *testing.T) {
 			}
 		}
 	}
+	host := func(m *redis.Client) (string, string) { h, p, _ := strings.Cut(m.Options().Addr, ":"); return h, p }
+	// migrateAll moves every key of the slot from src to dst, as a reshard does (the slot may
+	// hold other tests' and benchmarks' keys).
+	migrateAll := func(src, dst *redis.Client) error {
+		h, p := host(dst)
+		for {
+			keys := src.ClusterGetKeysInSlot(ctx, slot, 100).Val()
+			if len(keys) == 0 {
+				return nil
+			}
+			args := []any{"MIGRATE", h, p, "", 0, 5000, "KEYS"}
+			for _, k := range keys {
+				args = append(args, k)
+			}
+			if err := src.Do(ctx, args...).Err(); err != nil {
+				return err
+			}
+		}
+	}
+	owned := false // the slot is the new master's
 	t.Cleanup(func() {
-		// Whatever happened, the slot and its keys go back to the first master.
-		_ = setSlot(to, "MIGRATING", fromID).Err()
-		_ = setSlot(from, "IMPORTING", toID).Err()
-		to.Del(ctx, moved, stays)
-		from.Del(ctx, moved, stays)
+		// Whatever happened, the slot and its keys go back to the first master, and no node is
+		// left migrating or importing it (which NODE does not undo on the slot's owner).
+		if owned {
+			_ = setSlot(to, "MIGRATING", fromID).Err()
+			_ = setSlot(from, "IMPORTING", toID).Err()
+			if err := migrateAll(to, from); err != nil {
+				t.Errorf("moving the slot's keys back: %v", err)
+			}
+		} else { // midway: the new master holds this test's keys, served only after ASKING
+			conn := to.Conn()
+			_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range to.ClusterGetKeysInSlot(ctx, slot, 1000).Val() {
+					p.Do(ctx, "ASKING")
+					p.Del(ctx, k)
+				}
+				return nil
+			})
+			_ = conn.Close()
+		}
 		setNode(fromID)
+		_ = setSlot(from, "STABLE", "").Err()
+		_ = setSlot(to, "STABLE", "").Err()
 	})
 
 	c := dialRaw(t, s.addr)
@@ -76,11 +115,11 @@ func TestReshardRedirects(t *testing.T) {
 			t.Fatalf("SET %s = %q", k, got)
 		}
 	}
-	host, port, _ := strings.Cut(to.Options().Addr, ":")
+	toHost, toPort := host(to)
 	steps := []error{
 		setSlot(to, "IMPORTING", fromID).Err(),
 		setSlot(from, "MIGRATING", toID).Err(),
-		from.Migrate(ctx, host, port, moved, 0, 5e9).Err(),
+		from.Migrate(ctx, toHost, toPort, moved, 0, 5e9).Err(),
 	}
 	for i, err := range steps {
 		if err != nil {
@@ -100,12 +139,22 @@ func TestReshardRedirects(t *testing.T) {
 	if got := c.do(t, "MGET", moved, stays); got != "*2\r\n"+want(moved)+want(stays) && !strings.HasPrefix(got, "-TRYAGAIN") {
 		t.Fatalf("MGET across the migration = %q", got)
 	}
+	// A pipeline of new keys in the slot: each is redirected (ASK), in the order sent.
+	var pipeline strings.Builder
+	var replies []string
+	for j := range 50 {
+		k, v := "{"+key+"}:p"+strconv.Itoa(j), strconv.Itoa(j)
+		pipeline.WriteString(resp("SET", k, v) + resp("GET", k) + resp("DEL", k))
+		replies = append(replies, "+OK\r\n", "$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n", ":1\r\n")
+	}
+	c.expect(t, pipeline.String(), replies...)
 
 	// Done: the slot is the new master's; the proxy's map still says the old one (MOVED).
-	if err := from.Migrate(ctx, host, port, stays, 0, 5e9).Err(); err != nil {
+	if err := migrateAll(from, to); err != nil {
 		t.Fatal(err)
 	}
 	setNode(toID)
+	owned = true
 	for _, k := range []string{moved, stays} {
 		if got := c.do(t, "GET", k); got != want(k) {
 			t.Fatalf("GET %s after the slot moved = %q", k, got)
