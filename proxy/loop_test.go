@@ -91,6 +91,27 @@ func testLoopPipelineOrder(t *testing.T, s *stack) {
 	c.expect(t, raw, "+OK\r\n", "+OK\r\n", ":2\r\n", "$3\r\napp\r\n", "$1\r\n2\r\n", "$2\r\nhi\r\n",
 		"+OK\r\n", "+QUEUED\r\n", "*1\r\n:3\r\n", "$1\r\n3\r\n", "$4\r\nnone\r\n", "$1\r\n3\r\n", "+PONG\r\n",
 		"-NOPERM seckill:* keys change only through SECKILL commands\r\n", ":1\r\n")
+	// A buyer is handed over to a goroutine of its own, with the rest of its pipeline.
+	sku := newSKU("loop")
+	s.sale(t, s.client(t, 1), sku, 1)
+	buyer := dialRaw(t, s.addr)
+	_ = buyer.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := buyer.c.Write([]byte(resp("SET", k, "b") + resp("SECKILL.BUY", sku, "u1") + resp("GET", k) +
+		resp("SECKILL.BUY", sku, "u2") + resp("DEL", k))); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 5 {
+		r, err := upstream.ReadReply(buyer.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(r))
+	}
+	if got[0] != "+OK\r\n" || !strings.HasPrefix(got[1], "$") || got[2] != "$1\r\nb\r\n" ||
+		got[3] != "-SOLDOUT "+sku+"\r\n" || got[4] != ":1\r\n" {
+		t.Fatalf("buyer's pipeline = %q", got)
+	}
 	// Many clients, each with a pipeline of its own, get their own replies in order.
 	const clients, depth = 20, 50
 	conns := make([]*rawClient, clients)

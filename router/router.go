@@ -562,14 +562,16 @@ func (r *Router) Direct(s *Session, args [][]byte) string {
 	return r.opt.Upstream.Direct(args, s.Admin)
 }
 
-// Subscribes reports whether args is a command that switches a connection to subscriber
-// mode.
-func (r *Router) Subscribes(args [][]byte) bool {
+// OwnGoroutine reports whether args is best served on a goroutine of the connection's own
+// from then on: (P|S)SUBSCRIBE, which turns it into a subscriber, and SECKILL.BUY, whose
+// client is a buyer that sends more buys, served fastest where each buy goes straight from
+// the connection's goroutine to the guard.
+func (r *Router) OwnGoroutine(args [][]byte) bool {
 	if len(args) == 0 {
 		return false
 	}
 	c := r.lookup(args[0])
-	return c != nil && c.flags&flagSubscribe != 0
+	return c != nil && c.flags&(flagSubscribe|flagBuy) != 0
 }
 
 // Counted adds n commands served outside Serve to INFO's total_commands_processed.
