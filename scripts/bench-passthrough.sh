@@ -5,8 +5,8 @@
 #   scripts/bench-passthrough.sh [requests] [rounds]   (defaults: 200000, 3; medians)
 #
 # Standalone: the proxy in standalone mode (its event loop, and with redis.event_loop=false a
-# goroutine per client as in front of a cluster), twemproxy and direct, all in front of the
-# dev stack's plain server on :7010. Cluster: the proxy in front of the cluster against
+# goroutine per client), twemproxy and direct, all in front of the dev stack's plain server on
+# :7010. Cluster: the proxy in front of the cluster (the event loop, and without), against
 # redis-benchmark --cluster straight to the masters.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +29,7 @@ TW_PORT=22121
 SP_PORT=6394 # the proxy, standalone
 CP_PORT=6395 # the proxy, cluster
 SG_PORT=6396 # the proxy, standalone, without the event loop
+CG_PORT=6397 # the proxy, cluster, without the event loop
 cat >"$WORK/nutcracker.yml" <<EOF
 bench:
   listen: 127.0.0.1:$TW_PORT
@@ -49,11 +50,14 @@ SECKILL_LISTEN=127.0.0.1:$SG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn S
   SECKILL_REDIS_MODE=standalone SECKILL_REDIS_ADDRS=$STANDALONE \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
+SECKILL_LISTEN=127.0.0.1:$CG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_REDIS_EVENT_LOOP=false \
+  SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
+pids+=($!)
 SECKILL_LISTEN=127.0.0.1:$CP_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true' EXIT
-for port in $TW_PORT $SP_PORT $SG_PORT $CP_PORT; do
+for port in $TW_PORT $SP_PORT $SG_PORT $CP_PORT $CG_PORT; do
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 done
 for pid in "${pids[@]}"; do # a port already taken by something else would be measured instead
@@ -88,12 +92,16 @@ for test in get set; do
 done
 for test in get set; do
   for P in 1 16; do
-    ps=() ds=()
+    ps=() gs=() ds=()
     for ((i = 0; i < ROUNDS; i++)); do
       ps+=("$(rps 127.0.0.1:$CP_PORT $test $P)")
+      gs+=("$(rps 127.0.0.1:$CG_PORT $test $P)")
       ds+=("$(rps 127.0.0.1:7000 $test $P --cluster)")
     done
-    awk -v t="$test" -v P="$P" -v p="$(printf '%s\n' "${ps[@]}" | median)" -v d="$(printf '%s\n' "${ds[@]}" | median)" \
-      'BEGIN { printf "| cluster | %s | %s | %.0f | - | %.0f | - | %.2f |\n", t, P, p, d, p / d }'
+    d=$(printf '%s\n' "${ds[@]}" | median)
+    for row in "cluster:${ps[*]}" "cluster, event_loop=false:${gs[*]}"; do
+      awk -v u="${row%%:*}" -v t="$test" -v P="$P" -v p="$(printf '%s\n' ${row#*:} | median)" -v d="$d" \
+        'BEGIN { printf "| %s | %s | %s | %.0f | - | %.0f | - | %.2f |\n", u, t, P, p, d, p / d }'
+    done
   done
 done
