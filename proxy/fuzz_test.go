@@ -132,23 +132,39 @@ func TestRequestTooLarge(t *testing.T) {
 	}
 }
 
+// eventLoopSeeds are FuzzEventLoop's and FuzzEventLoopCluster's seeds.
+var eventLoopSeeds = []string{
+	"*2\r\n$3\r\nGET\r\n$4\r\nfz:a\r\n",
+	"*3\r\n$3\r\nSET\r\n$4\r\nfz:a\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$4\r\nfz:a\r\n*1\r\n$4\r\nPING\r\n",
+	"GET fz:a\r\nSET fz:b \"x y\"\r\n", "*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$4\r\nfz:n\r\n*1\r\n$4\r\nEXEC\r\n",
+	"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nfz:c\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n",
+	"*3\r\n$5\r\nBLPOP\r\n$4\r\nfz:l\r\n$4\r\n0.01\r\n", "*2\r\n$3\r\nGET\r\n:1\r\n", "*1\r\n$999999999999\r\n",
+	"*2\r\n$3\r\nDEL\r\n$12\r\nseckill:sale\r\n", "*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n", "*0\r\n\r\n*-1\r\n",
+	strings.Repeat("*2\r\n$4\r\nECHO\r\n$1\r\nx\r\n", 300) + "*1\r\n",
+	"*3\r\n$4\r\nMGET\r\n$4\r\nfz:a\r\n$4\r\nfz:b\r\n*2\r\n$6\r\nDBSIZE\r\n$1\r\nx\r\n",
+}
+
 // FuzzEventLoop is FuzzRequestPath for the event loop in front of a standalone server, where
 // what parses as a command may well reach Redis: whatever the bytes, the loop neither crashes
-// nor stalls, and a fresh client still gets PONG from Redis through it.
+// nor stalls, and a fresh client still gets its replies through it.
 func FuzzEventLoop(f *testing.F) {
-	for _, seed := range []string{
-		"*2\r\n$3\r\nGET\r\n$4\r\nfz:a\r\n",
-		"*3\r\n$3\r\nSET\r\n$4\r\nfz:a\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$4\r\nfz:a\r\n*1\r\n$4\r\nPING\r\n",
-		"GET fz:a\r\nSET fz:b \"x y\"\r\n", "*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$4\r\nfz:n\r\n*1\r\n$4\r\nEXEC\r\n",
-		"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nfz:c\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n",
-		"*3\r\n$5\r\nBLPOP\r\n$4\r\nfz:l\r\n$4\r\n0.01\r\n", "*2\r\n$3\r\nGET\r\n:1\r\n", "*1\r\n$999999999999\r\n",
-		"*2\r\n$3\r\nDEL\r\n$12\r\nseckill:sale\r\n", "*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n", "*0\r\n\r\n*-1\r\n",
-		strings.Repeat("*2\r\n$4\r\nECHO\r\n$1\r\nx\r\n", 300) + "*1\r\n",
-	} {
+	fuzzEventLoop(f, func(c *conf.Config) {
+		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{testenv.Standalone(f)}
+	})
+}
+
+// FuzzEventLoopCluster is FuzzEventLoop in front of the dev stack's cluster: commands go to
+// several masters at once.
+func FuzzEventLoopCluster(f *testing.F) {
+	fuzzEventLoop(f, func(c *conf.Config) { c.Redis.Addrs = testenv.Redis(f) })
+}
+
+func fuzzEventLoop(f *testing.F, upstreamOf func(*conf.Config)) {
+	for _, seed := range eventLoopSeeds {
 		f.Add([]byte(seed))
 	}
 	cfg := conf.Default()
-	cfg.Redis.Mode, cfg.Redis.Addrs = conf.ModeStandalone, []string{testenv.Standalone(f)}
+	upstreamOf(&cfg)
 	cfg.Limits.MaxArgBytes = 64 << 10
 	rc := guard.NewClusterClient(cfg.Redis)
 	f.Cleanup(func() { _ = rc.Close() })
@@ -165,8 +181,7 @@ func FuzzEventLoop(f *testing.F) {
 	go func() { _ = srv.Serve(ln) }()
 	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	addr := ln.Addr().String()
-	// ECHO is the router's own; GET of a key nobody writes goes through the loop to Redis.
-	f.Fuzz(func(t *testing.T, in []byte) {
-		sendAndProbe(t, addr, in, "*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n", "$2\r\nok\r\n", "$-1\r\n")
-	})
+	// ECHO is the router's own; GETs of keys nobody writes (two slots) go through the loop.
+	probe := "*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:y\r\n"
+	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, probe, "$2\r\nok\r\n", "$-1\r\n", "$-1\r\n") })
 }
