@@ -92,13 +92,16 @@ type upconn struct {
 	head    int
 }
 
+// loop is the event loop serving one listener. One: two loops sharing the clients were 10%
+// slower on this project's two-core benchmark machine, where Redis and the clients need the
+// other core.
 type loop struct {
 	s        *Server
-	g        *loopGroup
+	ln       net.Listener
+	handoff  *handoffListener // to the redcon server
 	ep, wake int
 	maxReq   int // bytes of input without a complete command
 	timeout  time.Duration
-	dialGap  time.Duration
 	clients  map[int]*loopClient
 	dirty    []*loopClient
 	argsBuf  [][]byte
@@ -123,23 +126,15 @@ type loop struct {
 	done   chan struct{}
 }
 
-// serveLoop serves ln from event loops when the upstream is one standalone server; ok is
-// false when it does not apply (a cluster upstream), and the caller serves ln with redcon.
+// serveLoop serves ln from the event loop, unless redis.event_loop is off (ok false: the
+// caller serves ln with redcon).
 func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 	if s.upstream == nil || s.noLoop {
 		return false, nil
 	}
-	g := &loopGroup{s: s, ln: ln, maxReq: s.limits.MaxArgBytes + 1<<20,
-		handoff: &handoffListener{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}}
-	for range eventLoops {
-		l, err := newLoop(s, g)
-		if err != nil {
-			for _, l := range g.loops {
-				l.closeAll()
-			}
-			return true, err
-		}
-		g.loops = append(g.loops, l)
+	l, err := newLoop(s, ln)
+	if err != nil {
+		return true, err
 	}
 	go func() {
 		// The command table tells plain commands from the rest; until it loads, everything
@@ -149,43 +144,24 @@ func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 		_ = s.upstream.LoadCommands(ctx)
 	}()
 	s.mu.Lock()
-	s.loop = g
+	s.loop = l
 	draining := s.draining
 	s.mu.Unlock()
-	if draining { // Shutdown came first, and did not see the loops
+	if draining { // Shutdown came first, and did not see the loop
 		_ = ln.Close()
-		for _, l := range g.loops {
-			l.closeAll()
-		}
+		l.closeAll()
 		return true, nil
 	}
 	go func() {
 		// Subscribers and buyers, handed over with their session.
-		_ = s.rs.Serve(limitedListener{Listener: g.handoff, max: int64(g.maxReq)})
+		_ = s.rs.Serve(limitedListener{Listener: l.handoff, max: int64(l.maxReq)})
 	}()
-	var wg sync.WaitGroup
-	for _, l := range g.loops {
-		wg.Go(l.run)
-	}
-	g.accept()
-	wg.Wait()
+	go l.accept()
+	l.run()
 	return true, nil
 }
 
-// eventLoops is how many event loops share the clients. One: two were 10% slower on this
-// project's two-core benchmark machine, where Redis and the clients need the other core.
-const eventLoops = 1
-
-// loopGroup is the event loops serving one listener; each client belongs to one loop.
-type loopGroup struct {
-	s       *Server
-	ln      net.Listener
-	maxReq  int // bytes of input without a complete command
-	loops   []*loop
-	handoff *handoffListener
-}
-
-func newLoop(s *Server, g *loopGroup) (*loop, error) {
+func newLoop(s *Server, ln net.Listener) (*loop, error) {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
@@ -200,8 +176,9 @@ func newLoop(s *Server, g *loopGroup) (*loop, error) {
 		unix.Close(wake)
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
-	return &loop{s: s, g: g, ep: ep, wake: wake, maxReq: g.maxReq, timeout: s.upstream.Timeout(),
-		dialGap: loopRedialGap, clients: map[int]*loopClient{}, ups: map[string]*upconn{},
+	return &loop{s: s, ln: ln, ep: ep, wake: wake, maxReq: s.limits.MaxArgBytes + 1<<20,
+		handoff: &handoffListener{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()},
+		timeout: s.upstream.Timeout(), clients: map[int]*loopClient{}, ups: map[string]*upconn{},
 		upFDs: map[int]*upconn{}, cluster: s.upstream.Standalone() == "", done: make(chan struct{})}, nil
 }
 
@@ -222,11 +199,11 @@ func (l *loop) post(f func()) bool {
 	return true
 }
 
-// accept takes connections from the listener and gives their sockets to the loops in turn,
-// until the listener is closed.
-func (g *loopGroup) accept() {
-	for next := 0; ; next++ {
-		nc, err := g.ln.Accept()
+// accept takes connections from the listener and gives their sockets to the loop, until the
+// listener is closed.
+func (l *loop) accept() {
+	for {
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -235,11 +212,11 @@ func (g *loopGroup) accept() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			g.s.log.Warn("accept failed", zap.Error(err))
+			l.s.log.Warn("accept failed", zap.Error(err))
 			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
 			continue
 		}
-		if err := g.s.admit(); err != nil {
+		if err := l.s.admit(); err != nil {
 			_, _ = nc.Write([]byte("-" + err.Error() + "\r\n"))
 			nc.Close()
 			continue
@@ -248,14 +225,13 @@ func (g *loopGroup) accept() {
 		remote := nc.RemoteAddr().String()
 		nc.Close() // the loop has its own descriptor of the socket
 		if err != nil {
-			g.s.clients.Add(-1)
-			g.s.log.Warn("cannot take a client socket", zap.Error(err))
+			l.s.clients.Add(-1)
+			l.s.log.Warn("cannot take a client socket", zap.Error(err))
 			continue
 		}
-		l := g.loops[next%len(g.loops)]
 		if !l.post(func() { l.register(fd, remote) }) {
 			unix.Close(fd)
-			g.s.clients.Add(-1)
+			l.s.clients.Add(-1)
 		}
 	}
 }
@@ -640,7 +616,7 @@ func (l *loop) dialed(up *upconn, fd int, err error) {
 		}
 	}
 	if err != nil {
-		up.lastErr, up.retryAt = err, l.now.Add(l.dialGap)
+		up.lastErr, up.retryAt = err, l.now.Add(loopRedialGap)
 		l.s.log.Warn("cannot connect to Redis", zap.String("addr", up.addr), zap.Error(err))
 		l.upFail(up, err)
 		return
@@ -924,27 +900,12 @@ func (l *loop) handOff(c *loopClient) {
 		return
 	}
 	hc := &handedConn{Conn: nc, prefix: append([]byte(nil), c.in...), sess: c.sess}
-	go l.g.handoff.give(hc)
+	go l.handoff.give(hc)
 }
 
 // drain stops taking connections and commands; what is in flight is still answered.
-func (g *loopGroup) drain() {
-	_ = g.ln.Close()
-	for _, l := range g.loops {
-		l.drain()
-	}
-}
-
-// stop closes every connection and ends the loops.
-func (g *loopGroup) stop() {
-	_ = g.ln.Close()
-	for _, l := range g.loops {
-		l.stop()
-	}
-	g.handoff.Close()
-}
-
 func (l *loop) drain() {
+	_ = l.ln.Close()
 	l.post(func() {
 		l.draining = true
 		for _, c := range l.clients {
@@ -953,7 +914,9 @@ func (l *loop) drain() {
 	})
 }
 
+// stop closes every connection and ends the loop.
 func (l *loop) stop() {
+	_ = l.ln.Close()
 	l.post(func() { l.stopping = true })
 	<-l.done
 }
@@ -971,6 +934,7 @@ func (l *loop) closeAll() {
 			up.fd = -1
 		}
 	}
+	l.handoff.Close()
 	unix.Close(l.wake)
 	unix.Close(l.ep)
 }

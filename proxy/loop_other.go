@@ -4,11 +4,11 @@ package proxy
 
 import "net"
 
-// loopGroup is the event loops, which only Linux has.
-type loopGroup struct{}
+// loop is the event loop, which only Linux has.
+type loop struct{}
 
-func (*loopGroup) drain() {}
-func (*loopGroup) stop()  {}
+func (*loop) drain() {}
+func (*loop) stop()  {}
 
 // serveLoop: without epoll every upstream is served by redcon.
 func (s *Server) serveLoop(net.Listener) (bool, error) { return false, nil }

@@ -37,8 +37,8 @@ type Server struct {
 
 	clients atomic.Int64
 
-	noLoop bool       // serve a standalone upstream with redcon too
-	loop   *loopGroup // set while event loops serve
+	noLoop bool  // serve a standalone upstream with redcon too
+	loop   *loop // set while the event loop serves
 
 	mu       sync.Mutex
 	draining bool
