@@ -55,7 +55,6 @@ type loopClient struct {
 	in   []byte // read, not yet served
 	out  []byte // replies not yet written
 
-	pending int               // commands sent to Redis, not yet answered
 	seqNext uint64            // the sequence number of the next command sent to Redis
 	seqOut  uint64            // the sequence number of the next reply to write
 	held    map[uint64][]byte // replies that came back before those of earlier commands
@@ -68,6 +67,9 @@ type loopClient struct {
 	events  uint32            // registered with epoll
 	remote  string            // for logs
 }
+
+// owed is how many commands sent to Redis still wait for their reply to be written.
+func (c *loopClient) owed() int { return int(c.seqNext - c.seqOut) }
 
 // inflight is a command sent to Redis, in the order the replies will come back.
 type inflight struct {
@@ -371,7 +373,7 @@ func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
 // canServe: the client's next command may be served now.
 func (l *loop) canServe(c *loopClient) bool {
 	return !c.closed && !c.busy && !c.closing && !c.handoff && len(c.out) < loopMaxOut &&
-		c.pending < l.s.limits.MaxPipeline
+		c.owed() < l.s.limits.MaxPipeline
 }
 
 // readable: the client may be read from (a bound on its unserved input besides canServe).
@@ -385,7 +387,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 	for l.canServe(c) {
 		complete, args, kind, left, err := redcon.ReadNextCommand(data, l.argsBuf)
 		if err != nil {
-			if c.pending == 0 { // after the replies owed
+			if c.owed() == 0 { // after the replies owed
 				l.reply(c, redcon.AppendError(nil, "ERR "+oneLine.Replace(err.Error())))
 				c.closing = true
 				data = nil
@@ -393,7 +395,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 			break
 		}
 		if !complete {
-			if len(data) > l.maxReq && c.pending == 0 {
+			if len(data) > l.maxReq && c.owed() == 0 {
 				l.reply(c, tooLargeReply(int64(l.maxReq)))
 				c.closing = true
 				data = nil
@@ -406,7 +408,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 			continue
 		}
 		if l.draining {
-			if c.pending == 0 {
+			if c.owed() == 0 {
 				l.reply(c, []byte("-"+errShuttingDown.Error()+"\r\n"))
 				c.closing = true
 			}
@@ -417,7 +419,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 			data = left
 			continue
 		}
-		if c.pending > 0 { // the proxy's commands wait for the replies before them
+		if c.owed() > 0 { // the proxy's commands wait for the replies before them
 			break
 		}
 		if l.s.router.OwnGoroutine(args) {
@@ -475,7 +477,6 @@ func (l *loop) forward(c *loopClient, addr string, args [][]byte, kind redcon.Ki
 	}
 	seq := c.seqNext
 	c.seqNext++
-	c.pending++
 	l.s.router.Counted(1)
 	if up.fd < 0 && !up.dialing && l.now.Before(up.retryAt) {
 		l.complete(c, seq, upstream.Unavailable(up.lastErr))
@@ -521,7 +522,6 @@ func (l *loop) track(n int) bool {
 
 // complete gives a client the reply to its command number seq, in the order of its commands.
 func (l *loop) complete(c *loopClient, seq uint64, reply []byte) {
-	c.pending--
 	if c.closed {
 		return
 	}
@@ -582,7 +582,6 @@ func (l *loop) slowDone(c *loopClient, out []byte, quit bool) {
 	}
 	l.reply(c, out)
 	c.closing = c.closing || quit
-	l.markDirty(c)
 }
 
 // dial opens the connection to up's node on a goroutine; commands queue meanwhile.
@@ -749,11 +748,7 @@ func (l *loop) upFail(up *upconn, err error) {
 	up.in, up.out = up.in[:0], up.out[:0]
 	reply := upstream.Unavailable(err)
 	for up.head < len(up.queue) {
-		in := up.queue[up.head]
-		up.queue[up.head] = inflight{}
-		up.head++
-		l.complete(in.c, in.seq, reply)
-		l.track(-1)
+		l.deliver(up, reply)
 	}
 	up.settle()
 }
@@ -774,15 +769,10 @@ func (l *loop) writeUp(up *upconn) {
 		l.armUp(up)
 		return
 	}
-	n, err := unix.Write(up.fd, up.out)
-	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+	var err error
+	if up.out, err = writeSome(up.fd, up.out); err != nil {
 		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, err))
 		return
-	}
-	n = max(n, 0)
-	up.out = up.out[:copy(up.out, up.out[n:])]
-	if len(up.out) == 0 && cap(up.out) > 4*loopReadSize {
-		up.out = nil
 	}
 	l.armUp(up)
 }
@@ -827,22 +817,31 @@ func (l *loop) writeClient(c *loopClient) {
 	if c.closed || c.blocked || len(c.out) == 0 {
 		return
 	}
-	n, err := unix.Write(c.fd, c.out)
-	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+	var err error
+	if c.out, err = writeSome(c.fd, c.out); err != nil {
 		l.closeClient(c)
 		return
 	}
-	n = max(n, 0)
-	c.out = c.out[:copy(c.out, c.out[n:])]
 	c.blocked = len(c.out) > 0
-	if len(c.out) == 0 && cap(c.out) > loopReadSize {
-		c.out = nil
+}
+
+// writeSome writes what the socket takes of buf now and returns the rest, moved to the front
+// of buf's storage (which is let go once empty and large).
+func writeSome(fd int, buf []byte) ([]byte, error) {
+	n, err := unix.Write(fd, buf)
+	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+		return buf, err
 	}
+	buf = buf[:copy(buf, buf[max(n, 0):])]
+	if len(buf) == 0 && cap(buf) > 4*loopReadSize {
+		buf = nil
+	}
+	return buf, nil
 }
 
 // settle closes or hands over a client that asked for it once nothing is owed to it.
 func (l *loop) settle(c *loopClient) {
-	if c.closed || c.pending > 0 || c.busy || len(c.out) > 0 {
+	if c.closed || c.owed() > 0 || c.busy || len(c.out) > 0 {
 		return
 	}
 	switch {
