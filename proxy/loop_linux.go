@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -219,7 +218,7 @@ func (l *loop) accept() {
 			continue
 		}
 		if err := l.s.admit(); err != nil {
-			_, _ = nc.Write([]byte("-" + err.Error() + "\r\n"))
+			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
 			nc.Close()
 			continue
 		}
@@ -388,7 +387,8 @@ func (l *loop) process(c *loopClient, data []byte) {
 		complete, args, kind, left, err := redcon.ReadNextCommand(data, l.argsBuf)
 		if err != nil {
 			if c.owed() == 0 { // after the replies owed
-				l.reply(c, redcon.AppendError(nil, "ERR "+oneLine.Replace(err.Error())))
+				// AppendError keeps on one line a message that quotes the client's bytes.
+				l.reply(c, redcon.AppendError(nil, "ERR "+err.Error()))
 				c.closing = true
 				data = nil
 			}
@@ -409,7 +409,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 		}
 		if l.draining {
 			if c.owed() == 0 {
-				l.reply(c, []byte("-"+errShuttingDown.Error()+"\r\n"))
+				l.reply(c, redcon.AppendError(nil, errShuttingDown.Error()))
 				c.closing = true
 			}
 			break
@@ -426,7 +426,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 			c.handoff = true
 			break
 		}
-		cmds := [][][]byte{copyArgs(args)}
+		cmds := [][][]byte{router.CopyArgs(args)}
 		data = left
 		for len(cmds) < l.s.limits.MaxPipeline {
 			complete, args, _, left, err := redcon.ReadNextCommand(data, l.argsBuf)
@@ -435,7 +435,7 @@ func (l *loop) process(c *loopClient, data []byte) {
 			}
 			l.argsBuf = args[:0]
 			if len(args) > 0 {
-				cmds = append(cmds, copyArgs(args))
+				cmds = append(cmds, router.CopyArgs(args))
 			}
 			data = left
 		}
@@ -447,17 +447,6 @@ func (l *loop) process(c *loopClient, data []byte) {
 		return
 	}
 	c.in = append(c.in[:0], data...)
-}
-
-// oneLine keeps an error message that quotes the client's bytes on one RESP line.
-var oneLine = strings.NewReplacer("\r", "\\r", "\n", "\\n")
-
-func copyArgs(args [][]byte) [][]byte {
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = append([]byte(nil), a...)
-	}
-	return out
 }
 
 func (l *loop) reply(c *loopClient, b []byte) {
@@ -483,7 +472,7 @@ func (l *loop) forward(c *loopClient, addr string, args [][]byte, kind redcon.Ki
 		return
 	}
 	if !l.track(1) {
-		l.complete(c, seq, []byte("-"+errShuttingDown.Error()+"\r\n"))
+		l.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()))
 		c.closing = true
 		return
 	}
@@ -552,7 +541,7 @@ func (l *loop) serveSlow(c *loopClient, cmds [][][]byte) {
 	c.busy = true
 	sess := c.sess
 	go func() {
-		w := &bufWriter{}
+		w := redcon.NewWriter(nil) // its buffer is taken, never flushed
 		quit := false
 		if !l.s.begin() {
 			w.WriteError(errShuttingDown.Error())
@@ -570,7 +559,7 @@ func (l *loop) serveSlow(c *loopClient, cmds [][][]byte) {
 			}()
 		}
 		quit = quit || sess.Quit
-		l.post(func() { l.slowDone(c, w.b, quit) })
+		l.post(func() { l.slowDone(c, w.Buffer(), quit) })
 	}()
 }
 
@@ -937,14 +926,3 @@ func (l *loop) closeAll() {
 	unix.Close(l.wake)
 	unix.Close(l.ep)
 }
-
-// bufWriter collects the router's replies for one batch.
-type bufWriter struct{ b []byte }
-
-func (w *bufWriter) WriteString(s string)     { w.b = redcon.AppendString(w.b, s) }
-func (w *bufWriter) WriteBulkString(s string) { w.b = redcon.AppendBulkString(w.b, s) }
-func (w *bufWriter) WriteInt64(n int64)       { w.b = redcon.AppendInt(w.b, n) }
-func (w *bufWriter) WriteError(msg string)    { w.b = redcon.AppendError(w.b, msg) }
-func (w *bufWriter) WriteArray(n int)         { w.b = redcon.AppendArray(w.b, n) }
-func (w *bufWriter) WriteNull()               { w.b = redcon.AppendNull(w.b) }
-func (w *bufWriter) WriteRaw(b []byte)        { w.b = append(w.b, b...) }

@@ -231,7 +231,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		}
 		if s.Subscribe != nil {
 			for _, rest := range cmds[i+1:] {
-				s.SubscribeRest = append(s.SubscribeRest, copyArgs(rest))
+				s.SubscribeRest = append(s.SubscribeRest, CopyArgs(rest))
 			}
 			return
 		}
@@ -240,7 +240,8 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	flushPass()
 }
 
-func copyArgs(args [][]byte) [][]byte {
+// CopyArgs copies a command whose arguments point into a buffer that will be reused.
+func CopyArgs(args [][]byte) [][]byte {
 	out := make([][]byte, len(args))
 	for i, a := range args {
 		out[i] = append([]byte(nil), a...)
@@ -257,7 +258,7 @@ func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 	if s.tx != nil && s.tx.Active() {
 		return nil, respError("ERR Command not allowed inside a transaction")
 	}
-	s.Subscribe = copyArgs(args)
+	s.Subscribe = CopyArgs(args)
 	return noReply{}, nil
 }
 

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"time"
@@ -54,7 +53,7 @@ func IsRedirect(reply []byte) bool { return isRedirect(reply) }
 
 // Redirect follows a MOVED or ASK reply to args as Do does, and returns the final reply.
 func (c *Cluster) Redirect(ctx context.Context, reply []byte, args [][]byte) []byte {
-	return c.redirect(ctx, bytes.Clone(reply), args)
+	return c.redirect(ctx, reply, args)
 }
 
 // Unavailable is the reply to a command that could not reach Redis because of err.
