@@ -776,7 +776,9 @@ func (l *loop) armUp(up *upconn) {
 	}
 	if want != up.ev {
 		up.ev = want
-		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, up.fd, &unix.EpollEvent{Events: want, Fd: int32(up.fd)})
+		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, up.fd, &unix.EpollEvent{Events: want, Fd: int32(up.fd)}); err != nil {
+			l.upFail(up, fmt.Errorf("redis %s: epoll: %w", up.addr, err))
+		}
 	}
 }
 
@@ -855,7 +857,10 @@ func (l *loop) arm(c *loopClient) {
 	}
 	if want != c.events {
 		c.events = want
-		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: want, Fd: int32(c.fd)})
+		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: want, Fd: int32(c.fd)}); err != nil {
+			l.s.log.Warn("epoll: dropping a client", zap.String("remote", c.remote), zap.Error(err))
+			l.closeClient(c) // it would never be read or written again
+		}
 	}
 }
 
@@ -877,6 +882,8 @@ func (l *loop) closeClient(c *loopClient) {
 func (l *loop) handOff(c *loopClient) {
 	c.closed = true
 	delete(l.clients, c.fd)
+	// Out of epoll first: the registration follows the socket, which outlives this descriptor.
+	// Should that fail, the loop ignores events on a descriptor it no longer knows.
 	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
 	f := os.NewFile(uintptr(c.fd), c.remote)
 	nc, err := net.FileConn(f)
