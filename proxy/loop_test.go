@@ -25,7 +25,12 @@ import (
 
 func startStandalone(t *testing.T, mutate func(*conf.Config)) *stack {
 	t.Helper()
-	addr := testenv.Standalone(t)
+	return startOn(t, testenv.Standalone(t), mutate)
+}
+
+// startOn starts a proxy in front of the standalone server at addr.
+func startOn(t *testing.T, addr string, mutate func(*conf.Config)) *stack {
+	t.Helper()
 	return start(t, func(c *conf.Config) {
 		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr}
 		if mutate != nil {
@@ -254,10 +259,7 @@ func ownRedis(t *testing.T) (addr string, startRedis func() *exec.Cmd) {
 func TestLoopStalledUpstream(t *testing.T) {
 	addr, startRedis := ownRedis(t)
 	server := startRedis()
-	s := start(t, func(c *conf.Config) {
-		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr}
-		c.Buy.CallTimeout = 300 * time.Millisecond
-	})
+	s := startOn(t, addr, func(c *conf.Config) { c.Buy.CallTimeout = 300 * time.Millisecond })
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)
@@ -283,7 +285,7 @@ func TestLoopStalledUpstream(t *testing.T) {
 func TestLoopShutdownDrains(t *testing.T) {
 	addr, startRedis := ownRedis(t)
 	server := startRedis()
-	s := start(t, func(c *conf.Config) { c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr} })
+	s := startOn(t, addr, nil)
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)

@@ -282,7 +282,7 @@ func testBlockingDoesNotHoldUpOthers(t *testing.T, s *stack) {
 // path works there too.
 func TestStandaloneUpstream(t *testing.T) {
 	addr := testenv.Standalone(t)
-	s := start(t, func(c *conf.Config) { c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr} })
+	s := startOn(t, addr, nil)
 	ctx := context.Background()
 	plain := redis.NewClient(&redis.Options{Addr: addr})
 	defer plain.Close()
@@ -359,10 +359,7 @@ func TestTransactions(t *testing.T) {
 func TestUpstreamDownAndBack(t *testing.T) {
 	addr, startRedis := ownRedis(t)
 	server := startRedis()
-	s := start(t, func(c *conf.Config) {
-		c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{addr}
-		c.Buy.CallTimeout = 500 * time.Millisecond
-	})
+	s := startOn(t, addr, func(c *conf.Config) { c.Buy.CallTimeout = 500 * time.Millisecond })
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)
