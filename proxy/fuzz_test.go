@@ -34,19 +34,7 @@ func FuzzRequestPath(f *testing.F) {
 	}
 	cfg := conf.Default()
 	cfg.Redis.Addrs = []string{"127.0.0.1:1"} // nothing listens: buys fail fast, nothing hangs
-	limits := cfg.Limits
-	rc := guard.NewClusterClient(cfg.Redis)
-	f.Cleanup(func() { _ = rc.Close() })
-	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: limits.MaxInflight, Instance: "fuzz"})
-	f.Cleanup(g.Close)
-	r := router.New(g, zap.NewNop(), router.Options{MaxArgBytes: limits.MaxArgBytes})
-	srv := proxy.New(r, nil, zap.NewNop(), limits)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	addr := ln.Addr().String()
+	addr := fuzzProxy(f, cfg, false)
 	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n") })
 }
 
@@ -166,12 +154,24 @@ func fuzzEventLoop(f *testing.F, upstreamOf func(*conf.Config)) {
 	cfg := conf.Default()
 	upstreamOf(&cfg)
 	cfg.Limits.MaxArgBytes = 64 << 10
+	addr := fuzzProxy(f, cfg, true)
+	// ECHO is the router's own; GETs of keys nobody writes (two slots) go through the loop.
+	probe := "*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:y\r\n"
+	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, probe, "$2\r\nok\r\n", "$-1\r\n", "$-1\r\n") })
+}
+
+// fuzzProxy starts a proxy on cfg (no database, no Kafka) for a fuzz target, passing commands
+// through to Redis or not, and returns its address.
+func fuzzProxy(f *testing.F, cfg conf.Config, passThrough bool) string {
 	rc := guard.NewClusterClient(cfg.Redis)
 	f.Cleanup(func() { _ = rc.Close() })
 	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: "fuzz"})
 	f.Cleanup(g.Close)
-	pass := upstream.FromConf(rc, cfg.Redis, time.Second, guard.KeyPrefix)
-	f.Cleanup(pass.Close)
+	var pass *upstream.Cluster
+	if passThrough {
+		pass = upstream.FromConf(rc, cfg.Redis, time.Second, guard.KeyPrefix)
+		f.Cleanup(pass.Close)
+	}
 	r := router.New(g, zap.NewNop(), router.Options{Upstream: pass, MaxArgBytes: cfg.Limits.MaxArgBytes})
 	srv := proxy.New(r, pass, zap.NewNop(), cfg.Limits)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -180,8 +180,5 @@ func fuzzEventLoop(f *testing.F, upstreamOf func(*conf.Config)) {
 	}
 	go func() { _ = srv.Serve(ln) }()
 	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	addr := ln.Addr().String()
-	// ECHO is the router's own; GETs of keys nobody writes (two slots) go through the loop.
-	probe := "*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:x\r\n*2\r\n$3\r\nGET\r\n$11\r\nfz:nobody:y\r\n"
-	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, probe, "$2\r\nok\r\n", "$-1\r\n", "$-1\r\n") })
+	return ln.Addr().String()
 }
