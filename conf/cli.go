@@ -15,6 +15,9 @@ type CommandLine struct {
 	Config Config
 	// Migrate asks the binary to apply the MySQL migrations and exit.
 	Migrate bool
+	// PrintRedisACL asks the proxy to print the Redis ACL rule of its pass-through user and
+	// exit.
+	PrintRedisACL bool
 	// Done is set when the command line was fully served here (-check-config, -print-config,
 	// -print-defaults): the binary should exit 0.
 	Done bool
@@ -32,6 +35,7 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 	print := fs.Bool("print-config", false, "print the effective configuration (secrets masked) and exit")
 	printDefaults := fs.Bool("print-defaults", false, "print the default configuration and exit")
 	migrate := fs.Bool("migrate", false, "apply the MySQL migrations and exit")
+	printACL := fs.Bool("print-redis-acl", false, "print the Redis ACL rule of the pass-through user (redis.passthrough_username) and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -56,7 +60,7 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 	if *check {
 		_, err = fmt.Fprintln(out, "config OK")
 	}
-	return &CommandLine{Config: cfg, Migrate: *migrate, Done: *check || *print}, err
+	return &CommandLine{Config: cfg, Migrate: *migrate, PrintRedisACL: *printACL, Done: *check || *print}, err
 }
 
 func writeYAML(out io.Writer, c Config) error {

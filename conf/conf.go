@@ -120,15 +120,28 @@ const (
 	ModeStandalone = "standalone"
 )
 
+// DefaultPassthroughUser is the Redis ACL user that pass-through connections log in as, unless
+// redis.passthrough_username says otherwise. The dev stack creates it on every node.
+const DefaultPassthroughUser = "seckill-passthrough"
+
 // Redis configures the go-redis ClusterClient.
 type Redis struct {
 	// Mode is "cluster" (a Redis Cluster; the default) or "standalone" (one plain server, as
 	// small shops and developers run; Addrs then holds exactly that server).
 	Mode string `koanf:"mode"`
 	// Addrs are the cluster's seed nodes, host:port.
-	Addrs    []string `koanf:"addrs"`
-	Username string   `koanf:"username"`
-	Password string   `koanf:"password"`
+	Addrs []string `koanf:"addrs"`
+	// Username and Password log the proxy's own calls in (the SECKILL scripts, the sweeper,
+	// the sink): a user that may write the sales' keys.
+	Username string `koanf:"username"`
+	Password string `koanf:"password"`
+	// PassthroughUsername and PassthroughPassword log in every connection that carries
+	// clients' commands: a Redis ACL user that may not write the sales' keys nor publish on
+	// their events channel (see sale.PassthroughACL and scripts/redis-passthrough.acl). Redis
+	// enforces it inside scripts, functions and transactions too. Empty: pass-through uses
+	// Username, and the proxy refuses every script and function instead.
+	PassthroughUsername string `koanf:"passthrough_username"`
+	PassthroughPassword string `koanf:"passthrough_password"`
 
 	DialTimeout  time.Duration `koanf:"dial_timeout"`
 	ReadTimeout  time.Duration `koanf:"read_timeout"`
@@ -230,6 +243,7 @@ func Default() Config {
 		Log:         Log{Format: LogJSON, Level: "info"},
 		Redis: Redis{
 			Mode:                ModeCluster,
+			PassthroughUsername: DefaultPassthroughUser,
 			Addrs:               []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
 			DialTimeout:         time.Second,
 			ReadTimeout:         500 * time.Millisecond,

@@ -29,7 +29,8 @@ const EnvRequireServices = EnvPrefix + "REQUIRE_SERVICES"
 
 // secretKeys are settings that are never flags (a flag shows in ps) and are masked when
 // printed.
-var secretKeys = map[string]bool{"password": true, "users": true, "redis.password": true, "mysql.dsn": true}
+var secretKeys = map[string]bool{"password": true, "users": true, "redis.password": true,
+	"redis.passthrough_password": true, "mysql.dsn": true}
 
 // Keys lists every setting's path, sorted.
 func Keys() []string {
@@ -162,6 +163,9 @@ func (c Config) Masked() Config {
 	}
 	if c.Redis.Password != "" {
 		c.Redis.Password = "***"
+	}
+	if c.Redis.PassthroughPassword != "" {
+		c.Redis.PassthroughPassword = "***"
 	}
 	c.MySQL.DSN = MaskDSN(c.MySQL.DSN)
 	users := make([]User, len(c.Users))

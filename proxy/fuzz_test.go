@@ -169,8 +169,11 @@ func fuzzProxy(f *testing.F, cfg conf.Config, passThrough bool) string {
 	f.Cleanup(g.Close)
 	var pass *upstream.Cluster
 	if passThrough {
-		pass = upstream.FromConf(rc, cfg.Redis, time.Second, guard.KeyPrefix)
+		pass = upstream.FromConf(rc, cfg.Redis, time.Second)
 		f.Cleanup(pass.Close)
+		if err := pass.CheckACL(context.Background(), zap.NewNop(), 100*time.Millisecond); err != nil {
+			f.Fatal(err)
+		}
 	}
 	r := router.New(g, zap.NewNop(), router.Options{Upstream: pass, MaxArgBytes: cfg.Limits.MaxArgBytes})
 	srv := proxy.New(r, pass, zap.NewNop(), cfg.Limits)

@@ -22,6 +22,7 @@ import (
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
+	"seckill-proxy/sale"
 	"seckill-proxy/sink"
 	"seckill-proxy/upstream"
 )
@@ -112,10 +113,16 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	}
 	s.g = guard.New(rc, db, log, opt)
 	var srv *proxy.Server
-	pass := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout, guard.KeyPrefix)
+	pass := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout)
 	t.Cleanup(pass.Close)
+	// Where Redis cannot be reached (a test of that), pass-through stays unverified.
+	vctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	if err := pass.CheckACL(vctx, log, 100*time.Millisecond); err != nil && vctx.Err() == nil {
+		t.Fatal(err)
+	}
+	cancel()
 	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies,
-		MaxArgBytes: cfg.Limits.MaxArgBytes, Clients: func() int64 { return srv.Clients() }}
+		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, Clients: func() int64 { return srv.Clients() }}
 	if s.tee != nil {
 		ropt.Extra = s.tee.InfoFields
 	}
@@ -265,6 +272,21 @@ func produce(t *testing.T, cfg conf.Config, key string, values ...[]byte) {
 		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: cfg.Kafka.Topic, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(v)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// createPassthroughUser makes the pass-through user on a Redis server of the test's own, as
+// the dev stack does on its nodes.
+func createPassthroughUser(t *testing.T, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	args := []any{"ACL", "SETUSER", conf.DefaultPassthroughUser, "reset", "on", "nopass"}
+	for _, a := range sale.PassthroughACL() {
+		args = append(args, a)
+	}
+	if err := c.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 

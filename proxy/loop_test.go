@@ -16,6 +16,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/router"
 	"seckill-proxy/upstream"
 )
 
@@ -92,10 +93,10 @@ func testLoopPipelineOrder(t *testing.T, s *stack) {
 	k := "loop:" + xid.New().String()
 	raw := resp("SET", k, "1") + resp("CLIENT", "SETNAME", "app") + resp("INCR", k) + resp("CLIENT", "GETNAME") +
 		resp("GET", k) + resp("ECHO", "hi") + resp("MULTI") + resp("INCR", k) + resp("EXEC") +
-		"GET " + k + "\r\n" + resp("SECKILL.STATUS", "nosku", "u") + resp("GET", k) + "PING\r\n" + resp("SET", "seckill:sale:x", "1") + resp("DEL", k)
+		"GET " + k + "\r\n" + resp("SECKILL.STATUS", "nosku", "u") + resp("GET", k) + "PING\r\n" + resp("SET", "seckill:{loop}:x", "1") + resp("DEL", k)
 	c.expect(t, raw, "+OK\r\n", "+OK\r\n", ":2\r\n", "$3\r\napp\r\n", "$1\r\n2\r\n", "$2\r\nhi\r\n",
 		"+OK\r\n", "+QUEUED\r\n", "*1\r\n:3\r\n", "$1\r\n3\r\n", "$4\r\nnone\r\n", "$1\r\n3\r\n", "+PONG\r\n",
-		"-NOPERM seckill:* keys change only through SECKILL commands\r\n", ":1\r\n")
+		"-"+router.ProtectedKeysError+"\r\n", ":1\r\n")
 	// A buyer is handed over to a goroutine of its own, with the rest of its pipeline.
 	sku := newSKU("loop")
 	s.sale(t, s.client(t, 1), sku, 1)
@@ -250,6 +251,7 @@ func ownRedis(t *testing.T) (addr string, startRedis func() *exec.Cmd) {
 			}
 			return err == nil
 		})
+		createPassthroughUser(t, addr)
 		return cmd
 	}
 }
@@ -289,6 +291,11 @@ func TestLoopShutdownDrains(t *testing.T) {
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)
+	}
+	// The SET loaded the command table: this GET goes through the loop, which connects (and
+	// logs in) to Redis while Redis still answers.
+	if got := c.do(t, "GET", "k"); got != "$1\r\nv\r\n" {
+		t.Fatalf("GET = %q", got)
 	}
 	if err := server.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -173,7 +173,7 @@ func (r *Router) cmdInfo(_ context.Context, _ *Session, args [][]byte) (Reply, e
 
 func (r *Router) txOf(s *Session) *upstream.Tx {
 	if s.tx == nil {
-		s.tx = r.opt.Upstream.NewTx(s.Admin)
+		s.tx = r.opt.Upstream.NewTx()
 	}
 	return s.tx
 }

@@ -92,6 +92,8 @@ type Options struct {
 	CompatReplies bool
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
+	// AdminAllow names refused commands that an admin user may run all the same.
+	AdminAllow []string
 }
 
 // errPassThrough marks a command for the upstream.
@@ -181,7 +183,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		if len(pass) == 0 {
 			return
 		}
-		for _, reply := range r.opt.Upstream.Do(ctx, pass, s.Admin) {
+		for _, reply := range r.opt.Upstream.Do(ctx, pass) {
 			w.WriteRaw(reply)
 		}
 		pass = pass[:0]
@@ -189,16 +191,21 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	r.commands.Add(int64(len(cmds)))
 	for i, args := range cmds {
 		c, err := r.check(s, args)
-		if s.tx != nil && s.tx.Active() && (err == errPassThrough || (err == nil && c.flags&flagTx == 0 && c.name != "quit")) {
+		if s.tx != nil && s.tx.Active() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit")) {
 			flush()
 			flushPass()
-			if err == nil {
+			switch {
+			case err == errPassThrough:
+				w.WriteRaw(s.tx.Queue(ctx, args))
+			case err != nil:
+				// As in Redis, a command refused while queued fails the transaction.
+				s.tx.Abort()
+				WriteError(w, err)
+			default:
 				// The proxy's own commands do not run inside a Redis transaction.
 				s.tx.Abort()
 				WriteError(w, respError("ERR '"+c.name+"' is not allowed inside MULTI through seckill-proxy"))
-				continue
 			}
-			w.WriteRaw(s.tx.Queue(ctx, args))
 			continue
 		}
 		if err == errPassThrough {
@@ -281,15 +288,14 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	if c != nil && c.flags&flagTx != 0 && r.opt.Upstream == nil {
 		c = nil
 	}
-	if c == nil && r.opt.Upstream != nil {
-		return nil, errPassThrough
-	}
 	if c == nil {
-		// With no upstream nothing is passed through; refuse as the upstream would.
-		if upstream.NamesProtected(args[1:], guard.KeyPrefix) {
-			return nil, respError(upstream.ProtectedError(guard.KeyPrefix))
+		if err := r.pass(s, args); err != nil {
+			return nil, err
 		}
-		return nil, respError("ERR unknown command '" + string(args[0]) + "', with args beginning with: " + quoteArgs(args[1:]))
+		if r.opt.Upstream == nil {
+			return nil, respError("ERR unknown command '" + string(args[0]) + "', with args beginning with: " + quoteArgs(args[1:]))
+		}
+		return nil, errPassThrough
 	}
 	if c.flags&flagAdmin != 0 && !s.Admin {
 		return nil, respError("NOPERM User " + s.User + " has no permissions to run the '" + c.name + "' command")
@@ -560,7 +566,7 @@ func (r *Router) Direct(s *Session, args [][]byte) string {
 	if _, err := r.check(s, args); err != errPassThrough {
 		return ""
 	}
-	return r.opt.Upstream.Direct(args, s.Admin)
+	return r.opt.Upstream.Direct(args)
 }
 
 // OwnGoroutine reports whether args is best served on a goroutine of the connection's own

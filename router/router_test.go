@@ -74,8 +74,8 @@ func TestConnectionCommands(t *testing.T) {
 		{"SECKILL.CHECK bad!", "-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
 		{"SECKILL.INFO a b", "-ERR wrong number of arguments for 'seckill.info' command\r\n"},
 		{"SECKILL.INFO bad!", "-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n"},
-		{"SET seckill:{s}:x 2050", "-NOPERM seckill:* keys change only through SECKILL commands\r\n"},
-		{"hset seckill:{s}:m state open", "-NOPERM seckill:* keys change only through SECKILL commands\r\n"},
+		{"SET seckill:{s}:x 2050", "-" + ProtectedKeysError + "\r\n"},
+		{"hset seckill:{s}:m state open", "-" + ProtectedKeysError + "\r\n"},
 	}
 	for _, tt := range tests {
 		if got := serve(t, r, r.NewSession(), tt.cmd); got != tt.want {

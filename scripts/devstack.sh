@@ -10,6 +10,8 @@
 # Services:
 #   Redis Cluster  6 nodes of Debian's redis-server (3 masters, 3 replicas), 127.0.0.1:7000-7005
 #   Redis          one plain server, 127.0.0.1:7010, for the standalone upstream mode
+#                  (every Redis node has the ACL user seckill-passthrough, without a password,
+#                  with the rule in scripts/redis-passthrough.acl)
 #   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
 #
@@ -151,6 +153,18 @@ redis_ready() {
   done
 }
 
+# redis_acl: the pass-through user (conf's redis.passthrough_username default) on every node,
+# replicas too, since ACLs are not replicated. Applying the same rule again changes nothing.
+PASSTHROUGH_USER=seckill-passthrough
+redis_acl() {
+  local port rule
+  mapfile -t rule < <(grep -v '^#' "$ROOT/scripts/redis-passthrough.acl")
+  for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
+    redis_cli "$port" ACL SETUSER "$PASSTHROUGH_USER" reset on nopass "${rule[@]}" | grep -qx OK ||
+      die "could not create the Redis user $PASSTHROUGH_USER on port $port"
+  done
+}
+
 redis_alive() {
   local port
   for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do alive "$STACK/redis/$port/redis.pid" redis-server || return 1; done
@@ -243,12 +257,14 @@ kafka_alive() { alive "$(KAFKA_DIR)/kafka.pid" kafka.Kafka && port_open "$KAFKA_
 cmd_up() {
   local t0=$SECONDS
   if redis_alive && mysql_alive && kafka_alive && redis_ready; then
+    redis_acl
     log "already up"
     return 0
   fi
   install_missing
   mkdir -p "$STACK"
   redis_start
+  redis_acl
   mysql_start
   kafka_start
   log "up in $((SECONDS - t0))s; data and logs in $STACK"

@@ -24,12 +24,12 @@ type Options struct {
 	// this).
 	Timeout     time.Duration
 	DialTimeout time.Duration
-	Username    string
-	Password    string
-	// AdminAllow names refused commands that an admin user may run all the same.
-	AdminAllow []string
-	// KeyPrefix is the prefix of keys that no pass-through write may touch.
-	KeyPrefix string
+	// Username and Password log every pass-through connection in: a Redis ACL user that may
+	// not write the sales' keys (see VerifyACL).
+	Username string
+	Password string
+	// Restricted says Username is such a user; without one the proxy refuses scripts.
+	Restricted bool
 	// Standalone is the address of a plain Redis server to send everything to, instead of a
 	// cluster: no slots, no CROSSSLOT, no splitting.
 	Standalone string
@@ -44,6 +44,9 @@ type Cluster struct {
 	mu    sync.Mutex // guards making nodes
 	nodes sync.Map   // addr -> *node
 	info  atomic.Pointer[commandTable]
+	// verified is set once CheckACL has verified the pass-through user; until then every
+	// pass-through command is answered UNAVAILABLE.
+	verified atomic.Bool
 }
 
 // commandTable is Redis's COMMAND INFO, and for the commands routed plainly by their
@@ -71,7 +74,7 @@ func flagsOf(ci *redis.CommandInfo) commandFlags {
 func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
 	t := &commandTable{info: info, plain: make(map[string]commandFlags, len(info))}
 	for name, ci := range info {
-		if refused[ci.Name] || unsupported[ci.Name] || special[ci.Name] || hasFlag(ci, "movablekeys") {
+		if special[ci.Name] || hasFlag(ci, "movablekeys") || len(ci.Flags) == 0 {
 			continue
 		}
 		t.plain[name] = flagsOf(ci)
@@ -84,10 +87,13 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 	return &Cluster{rc: rc, opt: opt}
 }
 
-// FromConf returns a Cluster configured by c, protecting keys under keyPrefix.
-func FromConf(rc *redis.ClusterClient, c conf.Redis, timeout time.Duration, keyPrefix string) *Cluster {
+// FromConf returns a Cluster configured by c.
+func FromConf(rc *redis.ClusterClient, c conf.Redis, timeout time.Duration) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: timeout, DialTimeout: c.DialTimeout,
-		Username: c.Username, Password: c.Password, AdminAllow: c.AdminAllow, KeyPrefix: keyPrefix}
+		Username: c.Username, Password: c.Password}
+	if c.PassthroughUsername != "" {
+		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
+	}
 	if c.Mode == conf.ModeStandalone {
 		opt.Standalone = c.Addrs[0]
 	}
@@ -114,11 +120,11 @@ func (c *Cluster) node(addr string) *node {
 	n, _ := v.(*node)
 	if !ok {
 		var auth [][]byte
-		if c.opt.Password != "" {
+		switch {
+		case c.opt.Username != "":
+			auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Username), []byte(c.opt.Password)}
+		case c.opt.Password != "":
 			auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Password)}
-			if c.opt.Username != "" {
-				auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Username), []byte(c.opt.Password)}
-			}
 		}
 		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, auth)
 		c.nodes.Store(addr, n)
@@ -132,10 +138,11 @@ func (c *Cluster) commands(ctx func() context.Context) (*commandTable, error) {
 	if t := c.info.Load(); t != nil {
 		return t, nil
 	}
-	info, err := c.rc.Command(ctx()).Result()
+	reply, err := c.rc.Do(ctx(), "COMMAND").Slice()
 	if err != nil {
 		return nil, err
 	}
+	info := parseCommands(reply)
 	t := newCommandTable(info)
 	c.info.Store(t)
 	return t, nil
@@ -146,8 +153,8 @@ func unavailable(err error) []byte {
 }
 
 // Do passes one client's pipeline of commands through, in order, and returns one raw reply
-// per command. admin says whether the client may run AdminAllow's commands.
-func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte {
+// per command. The router has decided that they may run.
+func (c *Cluster) Do(ctx context.Context, cmds [][][]byte) [][]byte {
 	b := batch{Cluster: c, parent: ctx, deadline: time.Now().Add(c.opt.Timeout)}
 	defer b.close()
 	out := make([][]byte, len(cmds))
@@ -162,7 +169,7 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte, admin bool) [][]byte 
 	// alone, after the run before it, so that effects keep the client's order.
 	run := make([]routed, 0, len(cmds))
 	for i, args := range cmds {
-		p := c.plan(ctx, table, args, admin)
+		p := c.plan(ctx, table, args)
 		if p.anyMaster {
 			if p.addr, err = c.anyMaster(ctx); err != nil {
 				p.reply = unavailable(err)

@@ -16,12 +16,12 @@ func (c *Cluster) Standalone() string { return c.opt.Standalone }
 // SCRIPT, keys over several slots), and in front of a cluster, keys to route by. A server
 // that forwards such commands itself, and follows a MOVED or ASK reply with Redirect, gives
 // the client the same replies as Do. It does not wait for the network.
-func (c *Cluster) Direct(args [][]byte, admin bool) string {
+func (c *Cluster) Direct(args [][]byte) string {
 	t := c.info.Load()
 	if t == nil || len(args) == 0 {
 		return ""
 	}
-	p := c.plan(context.Background(), t, args, admin)
+	p := c.plan(context.Background(), t, args)
 	switch {
 	case p.reply != nil || p.special != nil:
 		return ""

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -20,30 +19,15 @@ type plan struct {
 	anyMaster bool
 }
 
-// refused are commands a shared proxy does not pass through: they act on whole servers or the
-// cluster, or leak or change what other clients see. An admin may run those named in
-// Options.AdminAllow.
-var refused = map[string]bool{
-	"flushall": true, "flushdb": true, "config": true, "debug": true, "shutdown": true,
-	"cluster": true, "replicaof": true, "slaveof": true, "monitor": true, "save": true,
-	"bgsave": true, "bgrewriteaof": true, "acl": true, "module": true, "failover": true,
-	"sync": true, "psync": true, "migrate": true, "swapdb": true, "move": true,
-	"lastsave": true, "slowlog": true, "latency": true, "function": true, "keys": true,
-}
-
-// unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
-// DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the connection
-// to subscriber mode, through Subscriber; an UNSUBSCRIBE outside that mode has nothing to do.)
-var unsupported = map[string]bool{
-	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
-	"readonly": true, "readwrite": true, "asking": true, "reset": true,
-}
-
 // splittable are multi-key commands whose keys may span slots: they are split per slot and
 // their replies merged into the one Redis would give.
 var splittable = map[string]bool{"mget": true, "mset": true, "del": true, "unlink": true, "exists": true, "touch": true}
 
-func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte, admin bool) plan {
+// plan routes a command that the router's policy has let through.
+func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) plan {
+	if !c.verified.Load() {
+		return plan{reply: unavailable(errACLUnverified)}
+	}
 	var buf [32]byte
 	lname := lowerASCII(buf[:0], args[0])
 	if cf, ok := table.plain[string(lname)]; ok {
@@ -52,15 +36,6 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte, 
 	}
 	ci := table.info[string(lname)]
 	name := string(lname)
-	if refused[name] && !(admin && c.allowed(name)) {
-		if name == "keys" {
-			return plan{reply: errorReply("ERR KEYS is refused by seckill-proxy: it blocks every master; use SCAN")}
-		}
-		return plan{reply: errorReply("ERR '" + name + "' is refused by seckill-proxy")}
-	}
-	if unsupported[name] {
-		return plan{reply: errorReply("ERR '" + name + "' is not supported through seckill-proxy yet")}
-	}
 	switch name {
 	case "dbsize":
 		return plan{special: func(ctx context.Context) []byte { return c.sumOverMasters(ctx, args) }}
@@ -89,9 +64,6 @@ func lowerASCII(dst, b []byte) []byte {
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.
 func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags, args, keys [][]byte) plan {
-	if c.touchesProtected(cf, args, keys) {
-		return plan{reply: errorReply(ProtectedError(c.opt.KeyPrefix))}
-	}
 	if cf.blocking {
 		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
 	}
@@ -122,15 +94,6 @@ func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags,
 	return plan{addr: addr}
 }
 
-func (c *Cluster) allowed(name string) bool {
-	for _, a := range c.opt.AdminAllow {
-		if strings.EqualFold(a, name) {
-			return true
-		}
-	}
-	return false
-}
-
 func hasFlag(ci *redis.CommandInfo, flag string) bool {
 	for _, f := range ci.Flags {
 		if f == flag {
@@ -138,36 +101,6 @@ func hasFlag(ci *redis.CommandInfo, flag string) bool {
 		}
 	}
 	return false
-}
-
-// touchesProtected: a command that may write (anything not flagged readonly by Redis, and any
-// command Redis does not know) and that names a protected key. Unknown commands are checked
-// on every argument, so that a command added later cannot slip through.
-func (c *Cluster) touchesProtected(cf commandFlags, args, keys [][]byte) bool {
-	switch {
-	case c.opt.KeyPrefix == "":
-		return false
-	case cf.ci == nil:
-		return NamesProtected(args[1:], c.opt.KeyPrefix)
-	case cf.readOnly:
-		return false
-	}
-	return NamesProtected(keys, c.opt.KeyPrefix)
-}
-
-// NamesProtected reports whether any of args starts with prefix.
-func NamesProtected(args [][]byte, prefix string) bool {
-	for _, a := range args {
-		if bytes.HasPrefix(a, []byte(prefix)) {
-			return true
-		}
-	}
-	return false
-}
-
-// ProtectedError is the reply to a command refused for touching keys under prefix.
-func ProtectedError(prefix string) string {
-	return "NOPERM " + prefix + "* keys change only through SECKILL commands"
 }
 
 // commandKeys returns the keys of a command: from Redis's key positions, or, for commands

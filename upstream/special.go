@@ -169,28 +169,29 @@ func bulkValue(raw []byte) []byte {
 	return raw[i+1 : len(raw)-2]
 }
 
-// script: SCRIPT LOAD goes to every master (the SHA is the same everywhere); SCRIPT EXISTS
-// answers 1 for a script only if every master has it; the rest is refused.
+// script runs SCRIPT on every master (the router's policy decides which subcommands may):
+// LOAD answers the SHA, which is the same everywhere; EXISTS answers 1 for a script only if
+// every master has it; anything else answers the first master's reply, or the first error.
 func (c *Cluster) script(ctx context.Context, args [][]byte) []byte {
 	if len(args) < 2 {
 		return errorReply("ERR wrong number of arguments for 'script' command")
 	}
-	sub := strings.ToLower(string(args[1]))
-	if sub != "load" && sub != "exists" {
-		return errorReply("ERR 'script|" + sub + "' is refused by seckill-proxy")
-	}
+	exists := strings.EqualFold(string(args[1]), "exists")
 	ms, err := c.masters(ctx)
 	if err != nil {
 		return unavailable(err)
 	}
+	var first []byte
 	var merged [][]byte
 	for _, m := range ms {
 		r := c.one(ctx, m, args)
-		if r[0] == '-' || sub == "load" {
-			if r[0] == '-' {
-				return r
-			}
-			merged = [][]byte{r}
+		if r[0] == '-' {
+			return r
+		}
+		if first == nil {
+			first = r
+		}
+		if !exists {
 			continue
 		}
 		els, err := splitArray(r)
@@ -207,10 +208,10 @@ func (c *Cluster) script(ctx context.Context, args [][]byte) []byte {
 			}
 		}
 	}
-	if sub == "load" {
-		return merged[0]
+	if exists {
+		return arrayReply(merged)
 	}
-	return arrayReply(merged)
+	return first
 }
 
 // blocking runs a blocking command on a connection of its own, so that one client's long

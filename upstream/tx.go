@@ -12,7 +12,6 @@ import (
 // EXEC, DISCARD or UNWATCH. A Tx is used by its connection's goroutine only.
 type Tx struct {
 	c       *Cluster
-	admin   bool
 	multi   bool
 	aborted bool
 	queue   [][][]byte
@@ -22,7 +21,7 @@ type Tx struct {
 }
 
 // NewTx returns the transaction state of a new client connection.
-func (c *Cluster) NewTx(admin bool) *Tx { return &Tx{c: c, admin: admin, slot: -1} }
+func (c *Cluster) NewTx() *Tx { return &Tx{c: c, slot: -1} }
 
 // Active reports whether a MULTI is open: then every command goes to Queue.
 func (t *Tx) Active() bool { return t.multi }
@@ -64,7 +63,7 @@ func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
 		return unavailable(err)
 	}
 	name := strings.ToLower(string(args[0]))
-	p := t.c.plan(ctx, table, args, t.admin)
+	p := t.c.plan(ctx, table, args)
 	if p.reply != nil || p.special != nil || name == "watch" {
 		t.aborted = true
 		if p.reply != nil {

@@ -7,11 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
+	"seckill-proxy/sale"
 	"seckill-proxy/sink"
 	"seckill-proxy/upstream"
 )
@@ -34,6 +37,9 @@ func main() { conf.Main("seckill-proxy", run) }
 
 func run(cl *conf.CommandLine, log *zap.Logger) error {
 	cfg := cl.Config
+	if cl.PrintRedisACL {
+		return printRedisACL(os.Stdout, cfg.Redis.PassthroughUsername)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -77,8 +83,15 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		defer close(sweeperDone)
 		sink.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
 	}()
-	passthrough := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout, guard.KeyPrefix)
+	passthrough := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout)
 	defer passthrough.Close()
+	// Pass-through waits until the pass-through user is verified; an unfit user stops the proxy.
+	unfit := make(chan error, 1)
+	go func() {
+		if err := passthrough.CheckACL(ctx, log, time.Second); err != nil && ctx.Err() == nil {
+			unfit <- fmt.Errorf("redis.passthrough_username: %w", err)
+		}
+	}()
 	var srv *proxy.Server
 	r := router.New(g, log, router.Options{
 		Upstream:      passthrough,
@@ -86,6 +99,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		Users:         cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies,
 		MaxArgBytes:   cfg.Limits.MaxArgBytes,
+		AdminAllow:    cfg.Redis.AdminAllow,
 		Clients:       func() int64 { return srv.Clients() },
 		Extra:         tee.InfoFields,
 	})
@@ -110,6 +124,12 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	select {
 	case err := <-served:
 		return err
+	case err := <-unfit:
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-served
+		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining calls in flight")
@@ -128,4 +148,19 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	}
 	log.Info("stopped", zap.Any("tee", tee.Stats()), zap.Any("buys", g.Stats()))
 	return nil
+}
+
+// printRedisACL writes the pass-through user's ACL rule, one ACL SETUSER argument per line,
+// as scripts/redis-passthrough.acl holds it.
+func printRedisACL(w io.Writer, user string) error {
+	if user == "" {
+		user = conf.DefaultPassthroughUser
+	}
+	_, err := fmt.Fprintf(w, "# The Redis ACL rule of seckill-proxy's pass-through user, one ACL SETUSER argument per line.\n"+
+		"# Apply it on every node, replicas too (ACLs are not replicated), e.g. in bash:\n"+
+		"#   mapfile -t rule < <(grep -v '^#' redis-passthrough.acl)\n"+
+		"#   redis-cli -p <port> ACL SETUSER %s reset on '>PASSWORD' \"${rule[@]}\"\n"+
+		"# Made by: seckill-proxy -print-redis-acl\n%s\n",
+		user, strings.Join(sale.PassthroughACL(), "\n"))
+	return err
 }

@@ -1,0 +1,137 @@
+package router
+
+import (
+	"strings"
+
+	"seckill-proxy/sale"
+)
+
+// This file is the one place that decides whether a client's command may run. The command
+// table (router.go) names what the proxy intercepts and serves itself; for everything else,
+// pass decides: refused for everyone, refused for everyone but an admin allowed by
+// redis.admin_allow, not carried, or passed through, after a look at the keys it writes and
+// the channel it publishes to. Package upstream only routes what pass lets through.
+//
+// The look at the keys is a courtesy (a clear error, and no round trip); the rule that cannot
+// be routed around is the Redis ACL user that pass-through connections log in as
+// (redis.passthrough_username, sale.PassthroughACL): Redis checks it inside scripts,
+// functions and transactions too. Without that user, every script and function is refused.
+
+// refused are commands a shared proxy does not pass through: they act on whole servers or the
+// cluster, or leak or change what other clients see. An admin may run those named in
+// redis.admin_allow (the pass-through user's ACL still refuses FLUSHALL, FLUSHDB, SWAPDB and
+// @admin commands).
+var refused = map[string]string{
+	"flushall": "", "flushdb": "", "config": "", "debug": "", "shutdown": "",
+	"cluster": "", "replicaof": "", "slaveof": "", "monitor": "", "save": "",
+	"bgsave": "", "bgrewriteaof": "", "acl": "", "module": "", "failover": "",
+	"sync": "", "psync": "", "migrate": "", "swapdb": "", "move": "",
+	"lastsave": "", "slowlog": "", "latency": "", "function": "",
+	"keys": "ERR KEYS is refused by seckill-proxy: it blocks every master; use SCAN",
+}
+
+// unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
+// DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the
+// connection to subscriber mode; an UNSUBSCRIBE outside that mode has nothing to do.)
+var unsupported = map[string]bool{
+	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
+	"readonly": true, "readwrite": true, "asking": true, "reset": true,
+}
+
+// scripting are the commands that run code in Redis: what that code writes, only Redis's
+// ACL can check.
+var scripting = map[string]bool{
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
+}
+
+// publishing are the commands that publish on the channel in their first argument.
+var publishing = map[string]bool{"publish": true, "spublish": true}
+
+// ProtectedKeysError answers a write to a sale's key.
+const ProtectedKeysError = "NOPERM a sale's keys (" + sale.SaleKeyPrefix + "<sku>}:*, " + sale.SalesKey +
+	") change only through SECKILL commands"
+
+// ProtectedChannelError answers a PUBLISH on the sales' events channel.
+const ProtectedChannelError = "NOPERM " + sale.EventsChannel + " carries seckill-proxy's own messages"
+
+// noScriptsError answers a script or function when there is no restricted pass-through user.
+const noScriptsError = "NOPERM scripts and functions are refused: this proxy has no restricted Redis user for pass-through (redis.passthrough_username)"
+
+// pass decides whether args, a command the proxy does not serve itself, may pass through for
+// s: nil, or the error to answer.
+func (r *Router) pass(s *Session, args [][]byte) error {
+	var buf [32]byte
+	name := lowerASCII(buf[:0], args[0])
+	if msg, ok := refused[string(name)]; ok && !(s.Admin && r.adminAllowed(name)) {
+		if msg == "" {
+			msg = "ERR '" + string(name) + "' is refused by seckill-proxy"
+		}
+		return respError(msg)
+	}
+	if unsupported[string(name)] {
+		return respError("ERR '" + string(name) + "' is not supported through seckill-proxy yet")
+	}
+	restricted := r.opt.Upstream != nil && r.opt.Upstream.Restricted()
+	switch {
+	case string(name) == "script" && len(args) > 1:
+		sub := lowerASCII(nil, args[1])
+		if string(sub) != "load" && string(sub) != "exists" && !(s.Admin && r.adminAllowed(name)) {
+			return respError("ERR 'script|" + string(sub) + "' is refused by seckill-proxy")
+		}
+		return nil
+	case scripting[string(name)] || string(name) == "function":
+		if !restricted {
+			return respError(noScriptsError)
+		}
+		return nil // what the code writes, Redis's ACL checks
+	case publishing[string(name)]:
+		if len(args) > 1 && sale.ProtectedChannel(args[1]) {
+			return respError(ProtectedChannelError)
+		}
+		return nil
+	}
+	if r.opt.Upstream == nil {
+		if namesProtected(args[1:]) {
+			return respError(ProtectedKeysError)
+		}
+		return nil
+	}
+	d := r.opt.Upstream.Describe(args)
+	switch {
+	case d.ReadOnly:
+		return nil
+	case d.AnyArg && namesProtected(args[1:]), namesProtected(d.Keys):
+		return respError(ProtectedKeysError)
+	}
+	return nil
+}
+
+func (r *Router) adminAllowed(name []byte) bool {
+	for _, a := range r.opt.AdminAllow {
+		if strings.EqualFold(a, string(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesProtected reports whether any of args is a sale's key.
+func namesProtected(args [][]byte) bool {
+	for _, a := range args {
+		if sale.Protected(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerASCII appends b in lower case to dst.
+func lowerASCII(dst, b []byte) []byte {
+	for _, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
+}

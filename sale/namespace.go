@@ -1,0 +1,33 @@
+package sale
+
+import "bytes"
+
+// KeyPrefix starts every key and channel that seckill-proxy owns.
+const KeyPrefix = "seckill:"
+
+// SaleKeyPrefix starts every key of a sale: seckill:{<sku>}:<part>. The hash tag puts all of
+// one SKU's keys in one cluster slot.
+const SaleKeyPrefix = KeyPrefix + "{"
+
+// SalesKey is the set of sales whose outboxes the sweepers visit.
+const SalesKey = KeyPrefix + "sales"
+
+// EventsChannel is the pub/sub channel on which proxies hint to each other that a sale
+// changed. A message is only a hint: a proxy re-reads the sale from Redis before it acts.
+const EventsChannel = KeyPrefix + "events"
+
+// Protected reports whether key belongs to the sales: only seckill-proxy's own calls (the
+// SECKILL commands and the sink) may write it. Reads are anyone's.
+func Protected(key []byte) bool {
+	return bytes.HasPrefix(key, []byte(SaleKeyPrefix)) || string(key) == SalesKey
+}
+
+// ProtectedChannel reports whether channel is one only seckill-proxy may publish on.
+func ProtectedChannel(channel []byte) bool { return string(channel) == EventsChannel }
+
+// protectedKeys and protectedChannels are Protected and ProtectedChannel as literals: a
+// prefix (every name that starts with it) or an exact name.
+var (
+	protectedKeys     = []literal{{SaleKeyPrefix, true}, {SalesKey, false}}
+	protectedChannels = []literal{{EventsChannel, false}}
+)
