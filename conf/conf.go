@@ -222,6 +222,10 @@ type Buy struct {
 	// SoldOutReprobe is how long a local sold-out flag lasts before the next buy asks Redis
 	// again, a backstop in case a re-warm signal is missed.
 	SoldOutReprobe time.Duration `koanf:"sold_out_reprobe"`
+	// SoldOutBuyers is the most buyers of a sold-out sale that the proxy keeps in memory, so
+	// that a buyer who holds an order is told DUPLICATE from the local sold-out flag rather
+	// than SOLDOUT (about 100 bytes each). Past it, the flag answers SOLDOUT to everyone.
+	SoldOutBuyers int `koanf:"sold_out_buyers"`
 	// PipelinesPerMaster is how many pipelines may be in flight to one master at once; the
 	// buy scripts of all clients are coalesced into them. One gives the fewest round trips and
 	// the biggest script calls, which is what a machine short of CPU wants; with WAIT on, or
@@ -300,6 +304,7 @@ func Default() Config {
 			WaitReplicas:       0,
 			WaitTimeout:        10 * time.Millisecond,
 			SoldOutReprobe:     2 * time.Second,
+			SoldOutBuyers:      100000,
 			PipelinesPerMaster: 1,
 		},
 	}

@@ -104,6 +104,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
+	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
 	if c.Buy.PipelinesPerMaster < 1 || c.Buy.PipelinesPerMaster > 64 {
 		v.fail("buy.pipelines_per_master", c.Buy.PipelinesPerMaster, "must be from 1 to 64")
 	}

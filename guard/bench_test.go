@@ -31,7 +31,7 @@ func BenchmarkOrderID(b *testing.B) {
 // nothing goes to Redis.
 func BenchmarkBuySoldOut(b *testing.B) {
 	g := &Guard{opt: Options{Buy: conf.Default().Buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour)}
-	g.flags.SetSoldOut("sku_1001", time.Now())
+	g.flags.SetSoldOut("sku_1001", time.Now(), &Buyers{Orders: map[string]string{"u0": "o0"}}, g.flags.Gen())
 	reqs := []BuyRequest{{SKU: "sku_1001", UID: "u1", Qty: 1}}
 	ctx := context.Background()
 	var res []BuyResult

@@ -3,9 +3,10 @@ package guard
 import (
 	"context"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
+
+	"seckill-proxy/sale"
 )
 
 // EventsChannel is the Redis pub/sub channel on which proxies tell each other what happened
@@ -13,7 +14,7 @@ import (
 // A message is "<event> <sku> <instance>": a proxy has already applied its own events, and
 // skips them when they come back, so that its own late "soldout" cannot undo the release or
 // re-warm that followed it.
-const EventsChannel = KeyPrefix + "events"
+const EventsChannel = sale.EventsChannel
 
 // Events.
 const (
@@ -49,8 +50,8 @@ func (g *Guard) publishEvents(ctx context.Context) {
 	}
 }
 
-// listenEvents applies other proxies' events (and this one's) to the local flags until Close.
-// go-redis resubscribes by itself after a connection or node is lost.
+// listenEvents takes other proxies' events until Close. go-redis resubscribes by itself after
+// a connection or node is lost.
 func (g *Guard) listenEvents(ctx context.Context) {
 	sub := g.rc.Subscribe(ctx, EventsChannel)
 	defer sub.Close()
@@ -63,33 +64,58 @@ func (g *Guard) listenEvents(ctx context.Context) {
 			if !ok {
 				return
 			}
-			g.apply(msg.Payload, g.opt.Now())
+			g.apply(ctx, msg.Payload)
 		}
 	}
 }
 
-// apply changes the local flags for one event of another proxy.
-func (g *Guard) apply(payload string, now time.Time) {
+// apply acts on one event of another proxy. An event is a hint, never a fact: one that would
+// drop a flag (warm, release) costs at most a trip to Redis on the next buy; one that would set
+// a flag (close, soldout) is believed only as far as the sale in Redis bears it out, so that a
+// message published by anyone else changes nothing.
+func (g *Guard) apply(ctx context.Context, payload string) {
 	event, rest, ok := strings.Cut(payload, " ")
 	sku, from, _ := strings.Cut(rest, " ")
 	if !ok || !ValidID([]byte(sku)) {
+		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("ignoring a malformed sale event", zap.String("payload", payload))
 		return
 	}
 	if from == g.opt.Instance {
 		return
 	}
+	defer g.stats.events.Add(1) // after acting, so that a reader of the count sees the effect
 	switch event {
 	case eventWarm:
 		g.versions.Delete(sku)
-		g.flags.Clear(sku)
+		g.clearFlag(sku)
 	case eventRelease:
-		g.flags.Clear(sku)
-	case eventClose:
-		g.flags.SetClosed(sku, now)
-	case eventSoldOut:
-		g.flags.SetSoldOut(sku, now)
+		g.clearFlag(sku)
+	case eventClose, eventSoldOut:
+		g.recheck(ctx, sku, payload)
 	default:
+		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("ignoring an unknown sale event", zap.String("payload", payload))
+	}
+}
+
+// recheck sets sku's flag to what its sale in Redis says now: closed, sold out, or neither.
+func (g *Guard) recheck(ctx context.Context, sku, payload string) {
+	gen := g.flags.Gen()
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	p, err := g.probe(ctx, sku)
+	switch {
+	case err != nil:
+		g.stats.eventsIgnored.Add(1)
+		g.log.Warn("could not check a sale event against Redis; ignoring it", zap.String("payload", payload), zap.Error(err))
+	case p.state == StateClosed:
+		g.flags.SetClosed(sku, g.opt.Now(), gen)
+	case p.state == StateOpen && p.stock <= 0:
+		g.soldOut(sku)
+	default:
+		g.stats.eventsIgnored.Add(1)
+		g.log.Info("a sale event that Redis does not bear out; ignoring it", zap.String("payload", payload),
+			zap.String("state", p.state), zap.Int64("stock", p.stock))
 	}
 }

@@ -32,12 +32,16 @@ type Stats struct {
 	Successes, Duplicates, SoldOut, Closed, Unavailable int64
 	// WaitShort counts WAITs that came back with fewer replicas than asked for.
 	WaitShort int64
+	// Events counts the sale events heard from other proxies; EventsIgnored those that Redis
+	// did not bear out (or that were malformed), which changed nothing.
+	Events, EventsIgnored int64
 }
 
 type counters struct {
 	buys, localSoldOut, scripts                               atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
 	waitShort                                                 atomic.Int64
+	events, eventsIgnored                                     atomic.Int64
 }
 
 // Options are what a Guard needs beyond its clients.
@@ -68,6 +72,8 @@ type Guard struct {
 	stats    counters
 
 	events chan string // sale events waiting to be published
+	// ctx ends at Close: the background work's context.
+	ctx context.Context
 
 	coalescersMu sync.Mutex
 	coalescers   sync.Map // *redis.Client -> *coalescer; new ones are made under coalescersMu
@@ -92,6 +98,7 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 		events:   make(chan string, 1024),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	g.ctx = ctx
 	g.workers.Go(func() {
 		<-g.stop
 		cancel()
@@ -115,6 +122,7 @@ func (g *Guard) Stats() Stats {
 		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(),
 		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
 		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(),
+		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),
 	}
 }
 
@@ -127,6 +135,9 @@ type skuCounters struct {
 	successes, soldOut, duplicates, closed, local atomic.Int64
 	soldOutErr, closedErr                         error
 	keys                                          []string // the scripts' keys, made once
+	// flagging is set while the sold-out sale's buyers are read; buyers is the last read.
+	flagging atomic.Bool
+	buyers   atomic.Pointer[Buyers]
 }
 
 // counters returns sku's counters if this proxy has served its sale.
@@ -180,15 +191,20 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 	var todo []*attempt // made only when a buy must go to Redis
 	for i := range reqs {
 		r := &reqs[i]
-		if flagged, isClosed := g.flags.Get(r.SKU, now); flagged {
+		if flagged, isClosed, buyers := g.flags.Get(r.SKU, now); flagged {
 			c := g.countersFor(r.SKU)
 			c.local.Add(1)
 			g.stats.localSoldOut.Add(1)
-			if isClosed {
+			switch id, dup := buyers.order(r.UID); {
+			case isClosed:
 				g.stats.closed.Add(1)
 				c.closed.Add(1)
 				res[i].Err = c.closedErr
-			} else {
+			case dup:
+				g.stats.duplicates.Add(1)
+				c.duplicates.Add(1)
+				res[i].Err = &DuplicateError{OrderID: id}
+			default:
 				g.stats.soldOut.Add(1)
 				c.soldOut.Add(1)
 				res[i].Err = c.soldOutErr
@@ -333,7 +349,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 			g.versions.Store(a.req.SKU, version)
 		}
 		if replyString(reply, 3) == "0" {
-			g.flags.SetSoldOut(a.req.SKU, g.opt.Now())
+			g.soldOut(a.req.SKU)
 			g.signal(eventSoldOut, a.req.SKU)
 		}
 		v, _ := strconv.ParseInt(version, 10, 64)
@@ -348,7 +364,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 		g.stats.soldOut.Add(1)
 		counters.soldOut.Add(1)
 		if left, err := strconv.ParseInt(arg, 10, 64); err == nil && left <= 0 {
-			g.flags.SetSoldOut(a.req.SKU, g.opt.Now())
+			g.soldOut(a.req.SKU)
 		}
 		res.Err = soldOut(a.req.SKU)
 	case "CLOSED":
@@ -360,7 +376,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 	case "STALE":
 		// The sale was re-warmed: forget what this proxy knew of the old version.
 		g.versions.Store(a.req.SKU, arg)
-		g.flags.Clear(a.req.SKU)
+		g.clearFlag(a.req.SKU)
 		if round+1 < maxRounds {
 			a.version = arg
 			return true

@@ -1,5 +1,7 @@
 package guard
 
+import "seckill-proxy/sale"
+
 // Keys are the Redis keys of one SKU's sale. They all carry the hash tag {<sku>}, so they sit
 // in one cluster slot and one Lua script may touch them all.
 type Keys struct {
@@ -18,15 +20,15 @@ type Keys struct {
 }
 
 // KeyPrefix starts every key that seckill-proxy owns.
-const KeyPrefix = "seckill:"
+const KeyPrefix = sale.KeyPrefix
 
-// SalesKey is a set of every SKU ever warmed, so that the outbox sweeper finds the outboxes
-// without scanning the keyspace.
-const SalesKey = KeyPrefix + "sales"
+// SalesKey is the set of sales whose outboxes the sweepers visit, so that they find the
+// outboxes without scanning the keyspace.
+const SalesKey = sale.SalesKey
 
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
 func KeysFor(sku string) Keys {
-	base := KeyPrefix + "{" + sku + "}:"
+	base := sale.SaleKeyPrefix + sku + "}:"
 	return Keys{
 		Stock:      base + "stock",
 		Buyers:     base + "buyers",

@@ -34,7 +34,7 @@ func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
 		return "", noSale(sku)
 	}
 	prev := replyString(reply, 1)
-	g.flags.SetClosed(sku, g.opt.Now())
+	g.flags.SetClosed(sku, g.opt.Now(), g.flags.Gen())
 	g.signal(eventClose, sku)
 	if g.db != nil {
 		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ?`, StateClosed, sku); err != nil {
@@ -89,7 +89,7 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 		g.opt.Publisher.Publish(Sold{Kind: KindRelease, OrderID: r.OrderID, SKU: sku, UID: uid, Qty: qty,
 			Version: version, EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}, nil)
 	}
-	g.flags.Clear(sku)
+	g.clearFlag(sku)
 	g.signal(eventRelease, sku)
 	g.log.Info("order released", zap.String("sku", sku), zap.String("uid", uid), zap.String("order", r.OrderID), zap.Int64("units", r.Units))
 	return r, nil
@@ -147,7 +147,7 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 	}
 	initial := metaInt(st.meta, "initial")
 	flag := "none"
-	if flagged, isClosed := g.flags.Get(sku, g.opt.Now()); flagged && isClosed {
+	if flagged, isClosed, _ := g.flags.Get(sku, g.opt.Now()); flagged && isClosed {
 		flag = "closed"
 	} else if flagged {
 		flag = "soldout"

@@ -25,6 +25,9 @@ var (
 	//go:embed lua/close.lua
 	closeLua    string
 	closeScript = redis.NewScript(closeLua)
+	//go:embed lua/probe.lua
+	probeLua    string
+	probeScript = redis.NewScript(probeLua)
 	//go:embed lua/release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)

@@ -2,55 +2,104 @@ package guard
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Flags are the in-process flags of each SKU: sold out, or closed. While a flag stands, a buy
-// is answered from it with no network call. A flag lapses after a re-probe interval, so a
-// stale flag (a release, re-warm or signal that was missed) cannot last; Clear drops it at
-// once. Time is a parameter, so tests need no sleeps.
+// is answered from it with no network call: a buyer who holds an order in the sale (by the
+// flag's Buyers) is told DUPLICATE with that order's id, anyone else SOLDOUT (or CLOSED). A
+// flag lapses after a re-probe interval, so a stale flag (a release, re-warm or signal that
+// was missed) cannot last; Clear drops it at once. Time is a parameter, so tests need no
+// sleeps.
 //
 // Flags is safe for concurrent use. Its zero value is not usable: use NewFlags.
 type Flags struct {
 	ttl   time.Duration
 	flags sync.Map // sku -> flag
+	// mu orders setting against clearing; gen counts Clears, so that a flag made from what
+	// was read before a Clear is not set after it.
+	mu  sync.Mutex
+	gen atomic.Uint64
 }
 
 type flag struct {
 	until  int64 // Unix nanoseconds at which the flag lapses
 	closed bool  // closed rather than sold out
+	buyers *Buyers
+}
+
+// Buyers are a sold-out sale's buyers, read from Redis once it was sold out: no one can buy
+// in it until a release or re-warm, which clear the flag. It is read-only once made.
+type Buyers struct {
+	// Version and Count are the sale's version and buyer count when it was read: while they
+	// stand, it need not be read again.
+	Version string
+	Count   int64
+	// Orders maps uid -> order id; nil when the sale has more buyers than the proxy keeps
+	// (buy.sold_out_buyers), and then every flagged buy is answered SOLDOUT.
+	Orders map[string]string
 }
 
 // NewFlags returns flags that lapse ttl after they are set.
 func NewFlags(ttl time.Duration) *Flags { return &Flags{ttl: ttl} }
 
-// Get reports whether sku is flagged at now, and whether the flag says closed (else sold
-// out).
-func (f *Flags) Get(sku string, now time.Time) (flagged, closed bool) {
+// Get reports whether sku is flagged at now, whether the flag says closed (else sold out),
+// and, for a sold-out flag, the sale's buyers.
+func (f *Flags) Get(sku string, now time.Time) (flagged, closed bool, buyers *Buyers) {
 	v, ok := f.flags.Load(sku)
 	if !ok {
-		return false, false
+		return false, false, nil
 	}
 	fl := v.(flag)
 	if now.UnixNano() >= fl.until {
-		return false, false
+		return false, false, nil
 	}
-	return true, fl.closed
+	return true, fl.closed, fl.buyers
 }
 
-// SetSoldOut flags sku sold out from now until the re-probe interval has passed. A live
-// closed flag stays: closed says more than sold out.
-func (f *Flags) SetSoldOut(sku string, now time.Time) {
-	if flagged, closed := f.Get(sku, now); flagged && closed {
+// Gen is the count of Clears so far: pass it, taken before reading what a flag is made of, to
+// SetSoldOut or SetClosed.
+func (f *Flags) Gen() uint64 { return f.gen.Load() }
+
+// SetSoldOut flags sku sold out from now until the re-probe interval has passed, with its
+// buyers, unless a Clear came after gen. A live closed flag stays: closed says more than sold
+// out.
+func (f *Flags) SetSoldOut(sku string, now time.Time, buyers *Buyers, gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gen.Load() != gen {
 		return
 	}
-	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano()})
+	if flagged, closed, _ := f.Get(sku, now); flagged && closed {
+		return
+	}
+	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano(), buyers: buyers})
 }
 
-// SetClosed flags sku closed from now until the re-probe interval has passed.
-func (f *Flags) SetClosed(sku string, now time.Time) {
-	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: true})
+// SetClosed flags sku closed from now until the re-probe interval has passed, unless a Clear
+// came after gen.
+func (f *Flags) SetClosed(sku string, now time.Time, gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gen.Load() == gen {
+		f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: true})
+	}
 }
 
 // Clear drops sku's flag.
-func (f *Flags) Clear(sku string) { f.flags.Delete(sku) }
+func (f *Flags) Clear(sku string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gen.Add(1)
+	f.flags.Delete(sku)
+}
+
+// order is uid's order id in the sale, if b knows it.
+func (b *Buyers) order(uid string) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	id, ok := b.Orders[uid]
+	return id, ok
+}

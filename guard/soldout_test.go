@@ -3,8 +3,6 @@ package guard
 import (
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 func TestFlags(t *testing.T) {
@@ -17,23 +15,23 @@ func TestFlags(t *testing.T) {
 		want, shut bool
 	}{
 		{nil, 0, "a", false, false},
-		{func() { f.SetSoldOut("a", t0) }, 0, "a", true, false},
+		{func() { f.SetSoldOut("a", t0, nil, f.Gen()) }, 0, "a", true, false},
 		{nil, 0, "b", false, false},
 		{nil, 1999 * time.Millisecond, "a", true, false},
 		{nil, 2 * time.Second, "a", false, false}, // lapsed: the next buy asks Redis again
-		{func() { f.SetSoldOut("a", t0.Add(3*time.Second)) }, 4 * time.Second, "a", true, false},
+		{func() { f.SetSoldOut("a", t0.Add(3*time.Second), nil, f.Gen()) }, 4 * time.Second, "a", true, false},
 		{func() { f.Clear("a") }, 4 * time.Second, "a", false, false},
 		{func() { f.Clear("never-set") }, 0, "never-set", false, false},
-		{func() { f.SetClosed("c", t0) }, time.Second, "c", true, true},
-		{func() { f.SetSoldOut("c", t0) }, time.Second, "c", true, true}, // closed says more
+		{func() { f.SetClosed("c", t0, f.Gen()) }, time.Second, "c", true, true},
+		{func() { f.SetSoldOut("c", t0, nil, f.Gen()) }, time.Second, "c", true, true}, // closed says more
 		{nil, 3 * time.Second, "c", false, false},
-		{func() { f.SetSoldOut("c", t0.Add(3*time.Second)) }, 3 * time.Second, "c", true, false}, // once it lapsed
+		{func() { f.SetSoldOut("c", t0.Add(3*time.Second), nil, f.Gen()) }, 3 * time.Second, "c", true, false}, // once it lapsed
 	}
 	for i, st := range steps {
 		if st.do != nil {
 			st.do()
 		}
-		got, closed := f.Get(st.sku, t0.Add(st.at))
+		got, closed, _ := f.Get(st.sku, t0.Add(st.at))
 		if got != st.want || closed != st.shut {
 			t.Errorf("step %d: Get(%q, +%v) = %v, %v; want %v, %v", i, st.sku, st.at, got, closed, st.want, st.shut)
 		}
@@ -44,35 +42,34 @@ func TestFlags(t *testing.T) {
 func BenchmarkSoldOutCheck(b *testing.B) {
 	f := NewFlags(time.Minute)
 	now := time.Now()
-	f.SetSoldOut("sku_1001", now)
+	f.SetSoldOut("sku_1001", now, &Buyers{Orders: map[string]string{"u1": "o1"}}, f.Gen())
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, _ := f.Get("sku_1001", now); !ok {
+		if ok, _, _ := f.Get("sku_1001", now); !ok {
 			b.Fatal("not flagged")
 		}
 	}
 }
 
-// TestApplySkipsOwnEvents: a proxy's own event coming back over pub/sub changes nothing (it
-// acted when it sent it), so its late "soldout" cannot undo a release that followed; another
-// proxy's events, and ones in the old two-field form, still apply.
-func TestApplySkipsOwnEvents(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	g := &Guard{opt: Options{Instance: "me"}, flags: NewFlags(time.Hour), log: zap.NewNop()}
-	g.apply("soldout sku1 me", now)
-	if flagged, _ := g.flags.Get("sku1", now); flagged {
-		t.Error("own soldout event set the flag")
+
+// TestFlagsNotSetAfterAClear: a flag made from what was read before a Clear (a release, a
+// re-warm) is not set after it.
+func TestFlagsNotSetAfterAClear(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	f := NewFlags(time.Minute)
+	gen := f.Gen()
+	f.Clear("a")
+	f.SetSoldOut("a", t0, nil, gen)
+	f.SetClosed("a", t0, gen)
+	if flagged, _, _ := f.Get("a", t0); flagged {
+		t.Fatal("a flag read before a Clear was set after it")
 	}
-	g.apply("soldout sku1 other", now)
-	if flagged, _ := g.flags.Get("sku1", now); !flagged {
-		t.Error("another proxy's soldout event did not set the flag")
+	f.SetSoldOut("a", t0, &Buyers{Orders: map[string]string{"u1": "o1"}}, f.Gen())
+	_, _, b := f.Get("a", t0)
+	if id, ok := b.order("u1"); !ok || id != "o1" {
+		t.Fatalf("buyer u1: %q, %v; want o1", id, ok)
 	}
-	g.apply("release sku1 me", now)
-	if flagged, _ := g.flags.Get("sku1", now); !flagged {
-		t.Error("own release event cleared the flag")
-	}
-	g.apply("release sku1", now)
-	if flagged, _ := g.flags.Get("sku1", now); flagged {
-		t.Error("a release in the old form did not clear the flag")
+	if _, ok := b.order("u2"); ok {
+		t.Fatal("u2 is no buyer")
 	}
 }

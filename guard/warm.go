@@ -120,7 +120,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		return Warmed{}, unavailable(fmt.Errorf("mysql: sale is open in Redis but not marked open: %w", err))
 	}
 	g.versions.Store(sku, strconv.FormatInt(next, 10))
-	g.flags.Clear(sku)
+	g.clearFlag(sku)
 	g.signal(eventWarm, sku)
 	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),
 		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Bool("force", opt.Force))

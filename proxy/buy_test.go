@@ -138,18 +138,27 @@ func TestEveryKeyOfASKUIsInOneSlot(t *testing.T) {
 	}
 }
 
-// TestSoldOutFlagSkipsRedis: after a sellout, 10,000 more buys make no script call.
+// TestSoldOutFlagSkipsRedis: after a sellout, 10,000 more buys make no script call, and the
+// buyers who hold orders are told DUPLICATE with their order ids, with no script call either.
 func TestSoldOutFlagSkipsRedis(t *testing.T) {
 	s := start(t, func(c *conf.Config) { c.Buy.SoldOutReprobe = time.Minute })
 	c := s.client(t, 8)
 	sku := newSKU("flag")
 	s.sale(t, c, sku, 3)
 	ctx := context.Background()
-	for i := range 3 {
-		if err := c.Do(ctx, "seckill.buy", sku, "u"+strconv.Itoa(i)).Err(); err != nil {
+	ids := make([]string, 3)
+	for i := range ids {
+		id, err := c.Do(ctx, "seckill.buy", sku, "u"+strconv.Itoa(i)).Text()
+		if err != nil {
 			t.Fatal(err)
 		}
+		ids[i] = id
 	}
+	// The flag stands once the sale's buyers are read, a moment after the sellout.
+	eventually(t, 5*time.Second, "the sold-out flag", func() bool {
+		flagged, _, _ := s.g.Flags().Get(sku, time.Now())
+		return flagged
+	})
 	before := s.g.Stats()
 	pipe := c.Pipeline()
 	cmds := make([]*redis.Cmd, 10000)
@@ -168,6 +177,15 @@ func TestSoldOutFlagSkipsRedis(t *testing.T) {
 	}
 	if got := after.LocalSoldOut - before.LocalSoldOut; got != 10000 {
 		t.Fatalf("local sold-out answers = %d, want 10000", got)
+	}
+	// A buyer who holds an order is told so, from the flag too.
+	for i, id := range ids {
+		if err := c.Do(ctx, "seckill.buy", sku, "u"+strconv.Itoa(i)).Err(); err == nil || err.Error() != "DUPLICATE "+id {
+			t.Fatalf("buyer u%d again: %v, want DUPLICATE %s", i, err, id)
+		}
+	}
+	if scripts := s.g.Stats().Scripts; scripts != before.Scripts {
+		t.Fatalf("%d script calls for the buyers' retries, want 0", scripts-before.Scripts)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -196,5 +197,53 @@ func testSaleKeysCannotBeWritten(t *testing.T, open, locked *stack) {
 				}
 			}
 		}
+	}
+}
+
+// TestForgedEventsChangeNothing: close, soldout and release events published on Redis
+// directly, as anyone with access to Redis could, change no proxy's answers: a proxy believes
+// only what the sale in Redis says.
+func TestForgedEventsChangeNothing(t *testing.T) {
+	s := start(t, func(c *conf.Config) { c.Buy.SoldOutReprobe = time.Hour })
+	c := s.client(t, 1)
+	ctx := context.Background()
+	sku := newSKU("forged")
+	s.sale(t, c, sku, 2)
+	forge := func(events ...string) {
+		t.Helper()
+		heard := s.g.Stats().Events
+		for _, e := range events {
+			if err := s.rc.Publish(ctx, sale.EventsChannel, e+" "+sku+" forger").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 5*time.Second, "the proxy hears the forged events", func() bool {
+			return s.g.Stats().Events >= heard+int64(len(events))
+		})
+	}
+	forge("close", "soldout")
+	u1, err := c.Do(ctx, "seckill.buy", sku, "u1").Text()
+	if err != nil {
+		t.Fatalf("a buy after a forged close and soldout: %v, want an order", err)
+	}
+	if flag := infoMap(t, c.Do(ctx, "seckill.info", sku).Val().([]any))["local_flag"]; flag != "none" {
+		t.Fatalf("local_flag = %q after forged events, want none", flag)
+	}
+	if err := c.Do(ctx, "seckill.buy", sku, "u2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the sold-out flag", func() bool {
+		flagged, _, _ := s.g.Flags().Get(sku, time.Now())
+		return flagged
+	})
+	forge("release")
+	if err := c.Do(ctx, "seckill.buy", sku, "u3").Err(); code(err) != "SOLDOUT" {
+		t.Fatalf("a buy after a forged release: %v, want SOLDOUT", err)
+	}
+	if err := c.Do(ctx, "seckill.buy", sku, "u1").Err(); err == nil || err.Error() != "DUPLICATE "+u1 {
+		t.Fatalf("u1 again: %v, want DUPLICATE %s", err, u1)
+	}
+	if st := s.g.Stats(); st.EventsIgnored < 2 {
+		t.Fatalf("%d events ignored, want the forged close and soldout", st.EventsIgnored)
 	}
 }

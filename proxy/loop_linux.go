@@ -62,6 +62,7 @@ type loopClient struct {
 	handoff bool              // hand to the redcon server once every reply owed is written
 	closed  bool              // no longer the loop's: replies still owed are dropped
 	blocked bool              // the last write did not take everything: wait until writable
+	stalled bool              // in holds commands that waited for the client to be servable
 	dirty   bool              // in loop.dirty
 	events  uint32            // registered with epoll
 	remote  string            // for logs
@@ -307,8 +308,12 @@ func (l *loop) run() {
 	}
 }
 
-// waitMillis is how long epoll may wait: until the oldest command in flight times out.
+// waitMillis is how long epoll may wait: not at all while a client has input to serve, else
+// until the oldest command in flight times out.
 func (l *loop) waitMillis() int {
+	if len(l.dirty) > 0 {
+		return 0
+	}
 	var oldest time.Time
 	for _, up := range l.ups {
 		if up.head < len(up.queue) && (oldest.IsZero() || up.queue[up.head].at.Before(oldest)) {
@@ -383,6 +388,8 @@ func (l *loop) readable(c *loopClient) bool {
 // process serves the commands in data (what the client sent that is not served yet) while
 // it can, and keeps the rest in c.in.
 func (l *loop) process(c *loopClient, data []byte) {
+	c.stalled = false
+	defer func() { c.stalled = len(c.in) > 0 && !l.canServe(c) }()
 	for l.canServe(c) {
 		complete, args, kind, left, err := redcon.ReadNextCommand(data, l.argsBuf)
 		if err != nil {
@@ -795,13 +802,20 @@ func (l *loop) flush() {
 			l.writeUp(up)
 		}
 	}
+	pending := l.dirty[:0]
 	for _, c := range l.dirty {
 		c.dirty = false
 		l.writeClient(c)
 		l.settle(c)
 		l.arm(c)
+		// Input already read waits for no event: serve it on the next turn, which then does not
+		// wait in epoll.
+		if c.stalled && l.canServe(c) {
+			c.dirty = true
+			pending = append(pending, c)
+		}
 	}
-	l.dirty = l.dirty[:0]
+	l.dirty = pending
 }
 
 func (l *loop) writeClient(c *loopClient) {

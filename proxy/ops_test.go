@@ -268,7 +268,7 @@ func TestTwoProxies(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "B hears of the sellout", func() bool {
-		flagged, _ := b.g.Flags().Get(sku, time.Now())
+		flagged, _, _ := b.g.Flags().Get(sku, time.Now())
 		return flagged
 	})
 	scripts := b.g.Stats().Scripts
@@ -286,7 +286,7 @@ func TestTwoProxies(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "B refuses the closed sale locally", func() bool {
-		_, isClosed := b.g.Flags().Get(sku, time.Now())
+		_, isClosed, _ := b.g.Flags().Get(sku, time.Now())
 		return isClosed
 	})
 }

@@ -59,6 +59,8 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "buy_answered_locally", Value: st.LocalSoldOut},
 		{Name: "buy_scripts", Value: st.Scripts},
 		{Name: "wait_short", Value: st.WaitShort},
+		{Name: "sale_events", Value: st.Events},
+		{Name: "sale_events_ignored", Value: st.EventsIgnored},
 	}
 	if r.opt.Extra != nil {
 		fs = append(fs, r.opt.Extra()...)

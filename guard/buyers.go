@@ -1,0 +1,101 @@
+package guard
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// probe is what Redis says of a sale now: its state, version, stock and buyer count.
+type probe struct {
+	state, version string
+	stock, buyers  int64
+}
+
+func (g *Guard) probe(ctx context.Context, sku string) (probe, error) {
+	v, err := probeScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys()).Slice()
+	if err != nil {
+		return probe{}, err
+	}
+	p := probe{state: replyString(v, 0), version: replyString(v, 1)}
+	p.stock, _ = strconv.ParseInt(replyString(v, 2), 10, 64)
+	p.buyers, _ = strconv.ParseInt(replyString(v, 3), 10, 64)
+	return p, nil
+}
+
+// soldOut flags sku sold out once its buyers are read, so that a buyer who holds an order is
+// told DUPLICATE with it rather than SOLDOUT. The read runs in the background, one at a time
+// per SKU; until it is done, buys go to Redis, which answers them rightly. A Clear meanwhile
+// (a release, a re-warm) keeps the flag from being set.
+func (g *Guard) soldOut(sku string) {
+	c := g.countersFor(sku)
+	if !c.flagging.CompareAndSwap(false, true) {
+		return
+	}
+	gen := g.flags.Gen()
+	g.workers.Go(func() {
+		defer c.flagging.Store(false)
+		ctx, cancel := context.WithTimeout(g.ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
+		defer cancel()
+		b, err := g.readBuyers(ctx, sku, c.buyers.Load())
+		if err != nil {
+			if ctx.Err() == nil || g.ctx.Err() == nil {
+				g.log.Warn("could not read a sold-out sale's buyers; its buys keep going to Redis", zap.String("sku", sku), zap.Error(err))
+			}
+			return
+		}
+		if b == nil {
+			return // not sold out after all
+		}
+		c.buyers.Store(b)
+		g.flags.SetSoldOut(sku, g.opt.Now(), b, gen)
+	})
+}
+
+// readBuyers reads sku's buyers if its sale is sold out (nil if it is not). While the sale's
+// version and buyer count stand, prev still holds, and is returned without reading them again.
+func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buyers, error) {
+	p, err := g.probe(ctx, sku)
+	if err != nil {
+		return nil, err
+	}
+	if p.state != StateOpen || p.stock > 0 {
+		return nil, nil
+	}
+	if prev != nil && prev.Version == p.version && prev.Count == p.buyers {
+		return prev, nil
+	}
+	b := &Buyers{Version: p.version, Count: p.buyers}
+	if p.buyers > int64(g.opt.Buy.SoldOutBuyers) {
+		g.log.Warn("a sold-out sale has more buyers than buy.sold_out_buyers: its buyers are told SOLDOUT, not DUPLICATE, while the local flag stands",
+			zap.String("sku", sku), zap.Int64("buyers", p.buyers), zap.Int("sold_out_buyers", g.opt.Buy.SoldOutBuyers))
+		return b, nil
+	}
+	b.Orders = make(map[string]string, p.buyers)
+	key := KeysFor(sku).Buyers
+	var cursor uint64
+	for {
+		kv, next, err := g.rc.HScan(ctx, key, cursor, "", 1000).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			b.Orders[kv[i]] = orderOf(kv[i+1])
+		}
+		if cursor = next; cursor == 0 {
+			return b, nil
+		}
+	}
+}
+
+// orderOf is the order id in a buyers hash value: "<id>:<qty>", or "released:<id>:<qty>".
+func orderOf(v string) string {
+	v = strings.TrimPrefix(v, "released:")
+	id, _, _ := strings.Cut(v, ":")
+	return id
+}
+
+// clearFlag drops sku's flag (a release or re-warm: there may be stock again).
+func (g *Guard) clearFlag(sku string) { g.flags.Clear(sku) }
