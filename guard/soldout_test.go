@@ -51,7 +51,6 @@ func BenchmarkSoldOutCheck(b *testing.B) {
 	}
 }
 
-
 // TestFlagsNotSetAfterAClear: a flag made from what was read before a Clear (a release, a
 // re-warm) is not set after it.
 func TestFlagsNotSetAfterAClear(t *testing.T) {
