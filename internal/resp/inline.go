@@ -113,7 +113,9 @@ func splitArgs(dst [][]byte, scratch, line []byte) (args [][]byte, grown []byte,
 func endsArg(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 // isSpace is C's isspace.
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 

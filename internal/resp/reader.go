@@ -294,7 +294,7 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	switch {
 	case neg && n <= 1<<63:
-		return -int64(n - 1) - 1, true
+		return -int64(n-1) - 1, true
 	case !neg && n <= math.MaxInt64:
 		return int64(n), true
 	}
