@@ -83,28 +83,36 @@ func TestRequestTooLarge(t *testing.T) {
 	}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Shutdown(context.Background())
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	go func() {
-		_, _ = c.Write([]byte("*2\r\n$4\r\nECHO\r\n$100000000\r\n"))
-		chunk := make([]byte, 64<<10)
-		for range 64 { // 4 MiB, far past the bound of 1 MiB + 1 KiB
-			if _, err := c.Write(chunk); err != nil {
-				return
-			}
+	// A bulk length above limits.max_arg_bytes is refused when its header arrives, as Redis
+	// refuses one above proto-max-bulk-len; many arguments each under it, together past it plus
+	// 1 MiB, when that much has come without a complete command.
+	for _, tt := range []struct{ head, want string }{
+		{"*2\r\n$4\r\nECHO\r\n$100000000\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*5000\r\n", "-ERR request of more than 1049600 bytes"},
+	} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
-	line, err := br.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "-ERR request of more than 1049600 bytes") {
-		t.Fatalf("reply %q, %v", line, err)
-	}
-	if _, err := br.ReadString('\n'); err == nil {
-		t.Fatal("the connection stayed open")
+		defer c.Close()
+		go func() {
+			_, _ = c.Write([]byte(tt.head))
+			arg := []byte("$1000\r\n" + strings.Repeat("x", 1000) + "\r\n")
+			for range 4000 { // 4 MiB
+				if _, err := c.Write(arg); err != nil {
+					return
+				}
+			}
+		}()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, strings.TrimSuffix(tt.want, "\r\n")) {
+			t.Fatalf("%q: reply %q, %v; want %q", tt.head, line, err, tt.want)
+		}
+		if _, err := br.ReadString('\n'); err == nil {
+			t.Fatal("the connection stayed open")
+		}
 	}
 	// A normal argument just under the bound still works on a new connection.
 	c2, err := net.Dial("tcp", ln.Addr().String())

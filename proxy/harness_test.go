@@ -132,6 +132,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		t.Fatal(err)
 	}
 	srv = proxy.New(r, pass, log, cfg.Limits)
+	srv.UseEventLoop(cfg.Redis.EventLoop)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.addr = ln.Addr().String()

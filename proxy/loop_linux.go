@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/router"
 	"seckill-proxy/upstream"
 )
@@ -51,18 +52,18 @@ const (
 type loopClient struct {
 	fd   int
 	sess *router.Session
-	in   []byte // read, not yet served
-	out  []byte // replies not yet written
+	rd   *resp.Reader // what the client sent, not yet served
+	out  []byte       // replies not yet written
 
 	seqNext uint64            // the sequence number of the next command sent to Redis
 	seqOut  uint64            // the sequence number of the next reply to write
 	held    map[uint64][]byte // replies that came back before those of earlier commands
 	busy    bool              // a goroutine serves a batch of its commands through the router
 	closing bool              // close once every reply owed is written (QUIT, a protocol error)
-	handoff bool              // hand to the redcon server once every reply owed is written
+	handoff bool              // hand to a goroutine of its own once every reply owed is written
 	closed  bool              // no longer the loop's: replies still owed are dropped
 	blocked bool              // the last write did not take everything: wait until writable
-	stalled bool              // in holds commands that waited for the client to be servable
+	stalled bool              // rd holds commands that waited for the client to be servable
 	dirty   bool              // in loop.dirty
 	events  uint32            // registered with epoll
 	remote  string            // for logs
@@ -100,13 +101,11 @@ type upconn struct {
 type loop struct {
 	s        *Server
 	ln       net.Listener
-	handoff  *handoffListener // to the redcon server
 	ep, wake int
 	maxReq   int // bytes of input without a complete command
 	timeout  time.Duration
 	clients  map[int]*loopClient
 	dirty    []*loopClient
-	argsBuf  [][]byte
 	now      time.Time
 	draining bool
 	stopping bool
@@ -154,10 +153,6 @@ func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 		l.closeAll()
 		return true, nil
 	}
-	go func() {
-		// Subscribers and buyers, handed over with their session.
-		_ = s.rs.Serve(limitedListener{Listener: l.handoff, max: int64(l.maxReq)})
-	}()
 	go l.accept()
 	l.run()
 	return true, nil
@@ -179,7 +174,6 @@ func newLoop(s *Server, ln net.Listener) (*loop, error) {
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
 	return &loop{s: s, ln: ln, ep: ep, wake: wake, maxReq: s.limits.MaxArgBytes + 1<<20,
-		handoff: &handoffListener{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()},
 		timeout: s.upstream.Timeout(), clients: map[int]*loopClient{}, ups: map[string]*upconn{},
 		upFDs: map[int]*upconn{}, cluster: s.upstream.Standalone() == "", done: make(chan struct{})}, nil
 }
@@ -266,7 +260,8 @@ func (l *loop) register(fd int, remote string) {
 		l.s.clients.Add(-1)
 		return
 	}
-	c := &loopClient{fd: fd, sess: l.s.router.NewSession(), remote: remote, events: unix.EPOLLIN}
+	c := &loopClient{fd: fd, sess: l.s.router.NewSession(), rd: resp.NewReader(int64(l.s.limits.MaxArgBytes)),
+		remote: remote, events: unix.EPOLLIN}
 	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
 		unix.Close(fd)
 		l.s.clients.Add(-1)
@@ -366,12 +361,15 @@ func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
 		l.closeClient(c)
 		return
 	}
-	if len(c.in) == 0 {
-		l.process(c, rbuf[:n])
-		return
+	// Every client is read into rbuf: what it leaves unserved, its reader keeps a copy of, so
+	// an idle client holds no buffer.
+	if c.rd.Buffered() == 0 {
+		c.rd.Lend(rbuf[:n])
+	} else {
+		_, _ = c.rd.Write(rbuf[:n])
 	}
-	c.in = append(c.in, rbuf[:n]...)
-	l.process(c, c.in)
+	l.process(c)
+	c.rd.Return()
 }
 
 // canServe: the client's next command may be served now.
@@ -382,78 +380,69 @@ func (l *loop) canServe(c *loopClient) bool {
 
 // readable: the client may be read from (a bound on its unserved input besides canServe).
 func (l *loop) readable(c *loopClient) bool {
-	return l.canServe(c) && len(c.in) <= l.maxReq
+	return l.canServe(c) && c.rd.Buffered() <= l.maxReq
 }
 
-// process serves the commands in data (what the client sent that is not served yet) while
-// it can, and keeps the rest in c.in.
-func (l *loop) process(c *loopClient, data []byte) {
+// process serves the commands the client has sent while it can; the rest wait in its reader.
+func (l *loop) process(c *loopClient) {
 	c.stalled = false
-	defer func() { c.stalled = len(c.in) > 0 && !l.canServe(c) }()
+	defer func() { c.stalled = c.rd.Buffered() > 0 && !l.canServe(c) }()
+	defer c.rd.Release()
 	for l.canServe(c) {
-		complete, args, kind, left, err := redcon.ReadNextCommand(data, l.argsBuf)
+		cmd, ok, err := c.rd.Next(!c.sess.Authed)
 		if err != nil {
-			if c.owed() == 0 { // after the replies owed
+			if c.owed() == 0 { // after the replies owed; until then the error comes again
 				// AppendError keeps on one line a message that quotes the client's bytes.
 				l.reply(c, redcon.AppendError(nil, "ERR "+err.Error()))
 				c.closing = true
-				data = nil
 			}
-			break
+			return
 		}
-		if !complete {
-			if len(data) > l.maxReq && c.owed() == 0 {
+		if !ok {
+			if c.rd.Buffered() > l.maxReq && c.owed() == 0 {
 				l.reply(c, tooLargeReply(int64(l.maxReq)))
 				c.closing = true
-				data = nil
 			}
-			break
-		}
-		l.argsBuf = args[:0]
-		if len(args) == 0 { // an empty line or array: Redis ignores it too
-			data = left
-			continue
+			return
 		}
 		if l.draining {
+			c.rd.Unread()
 			if c.owed() == 0 {
 				l.reply(c, redcon.AppendError(nil, errShuttingDown.Error()))
 				c.closing = true
 			}
-			break
+			return
 		}
-		if addr := l.s.router.Direct(c.sess, args); addr != "" {
-			l.forward(c, addr, args, kind, data[:len(data)-len(left)])
-			data = left
+		if addr := l.s.router.Direct(c.sess, cmd.Args); addr != "" {
+			l.forward(c, addr, cmd)
 			continue
 		}
 		if c.owed() > 0 { // the proxy's commands wait for the replies before them
-			break
+			c.rd.Unread()
+			return
 		}
-		if l.s.router.OwnGoroutine(args) {
+		if l.s.router.OwnGoroutine(cmd.Args) {
+			c.rd.Unread()
 			c.handoff = true
-			break
+			return
 		}
-		cmds := [][][]byte{router.CopyArgs(args)}
-		data = left
-		for len(cmds) < l.s.limits.MaxPipeline {
-			complete, args, _, left, err := redcon.ReadNextCommand(data, l.argsBuf)
-			if err != nil || !complete || l.s.router.OwnGoroutine(args) {
+		// The commands that follow go with it, unless the client has yet to log in: an AUTH
+		// changes what may follow.
+		cmds := [][][]byte{router.CopyArgs(cmd.Args)}
+		for c.sess.Authed && len(cmds) < l.s.limits.MaxPipeline {
+			cmd, ok, err := c.rd.Next(false)
+			if err != nil || !ok {
 				break
 			}
-			l.argsBuf = args[:0]
-			if len(args) > 0 {
-				cmds = append(cmds, router.CopyArgs(args))
+			if l.s.router.OwnGoroutine(cmd.Args) {
+				c.rd.Unread()
+				break
 			}
-			data = left
+			cmds = append(cmds, router.CopyArgs(cmd.Args))
 		}
 		l.serveSlow(c, cmds)
-		break
-	}
-	if len(data) == 0 && cap(c.in) > loopReadSize {
-		c.in = nil
 		return
 	}
-	c.in = append(c.in[:0], data...)
 }
 
 func (l *loop) reply(c *loopClient, b []byte) {
@@ -464,8 +453,8 @@ func (l *loop) reply(c *loopClient, b []byte) {
 	l.markDirty(c)
 }
 
-// forward queues one command for the Redis node at addr; raw is how the client sent it.
-func (l *loop) forward(c *loopClient, addr string, args [][]byte, kind redcon.Kind, raw []byte) {
+// forward queues one command for the Redis node at addr.
+func (l *loop) forward(c *loopClient, addr string, cmd resp.Command) {
 	up := l.ups[addr]
 	if up == nil {
 		up = &upconn{addr: addr, fd: -1}
@@ -487,11 +476,11 @@ func (l *loop) forward(c *loopClient, addr string, args [][]byte, kind redcon.Ki
 		l.dial(up)
 	}
 	start := len(up.out)
-	if kind == redcon.Redis {
-		up.out = append(up.out, raw...)
+	if !cmd.Inline {
+		up.out = append(up.out, cmd.Raw...)
 	} else { // an inline command: Redis gets it as RESP
-		up.out = redcon.AppendArray(up.out, len(args))
-		for _, a := range args {
+		up.out = redcon.AppendArray(up.out, len(cmd.Args))
+		for _, a := range cmd.Args {
 			up.out = redcon.AppendBulk(up.out, a)
 		}
 	}
@@ -707,11 +696,13 @@ func (l *loop) nextRedirects() {
 	go func() {
 		for _, j := range jobs {
 			var out []byte
-			if _, args, _, _, err := redcon.ReadNextCommand(j.in.raw, nil); err != nil {
-				out = upstream.Unavailable(err)
+			rd := resp.NewReader(int64(len(j.in.raw)))
+			rd.Lend(j.in.raw)
+			if cmd, ok, err := rd.Next(false); !ok || err != nil {
+				out = upstream.Unavailable(fmt.Errorf("cannot read the command back: %v", err))
 			} else {
 				ctx, cancel := context.WithTimeout(l.s.ctx, l.timeout)
-				out = l.s.upstream.Redirect(ctx, j.reply, args)
+				out = l.s.upstream.Redirect(ctx, j.reply, cmd.Args)
 				cancel()
 			}
 			l.post(func() {
@@ -793,8 +784,8 @@ func (l *loop) armUp(up *upconn) {
 // Redis, and writes every reply that is ready.
 func (l *loop) flush() {
 	for i := 0; i < len(l.dirty); i++ { // process may mark more clients dirty
-		if c := l.dirty[i]; len(c.in) > 0 && l.canServe(c) {
-			l.process(c, c.in)
+		if c := l.dirty[i]; c.rd.Buffered() > 0 && l.canServe(c) {
+			l.process(c)
 		}
 	}
 	for _, up := range l.ups {
@@ -891,8 +882,8 @@ func (l *loop) closeClient(c *loopClient) {
 	}
 }
 
-// handOff gives a client that subscribes or buys, with its session and its unread input, to the
-// redcon server, which serves it from then on.
+// handOff gives a client that subscribes or buys, with its session and what it sent that is
+// not served yet, to a goroutine of its own, which serves it from then on.
 func (l *loop) handOff(c *loopClient) {
 	c.closed = true
 	delete(l.clients, c.fd)
@@ -908,8 +899,8 @@ func (l *loop) handOff(c *loopClient) {
 		l.s.log.Warn("cannot hand a client over", zap.Error(err))
 		return
 	}
-	hc := &handedConn{Conn: nc, prefix: append([]byte(nil), c.in...), sess: c.sess}
-	go l.handoff.give(hc)
+	l.s.conns.Add(1)
+	go l.s.serveConn(nc, c.sess, bytes.Clone(c.rd.Pending()))
 }
 
 // drain stops taking connections and commands; what is in flight is still answered.
@@ -943,7 +934,6 @@ func (l *loop) closeAll() {
 			up.fd = -1
 		}
 	}
-	l.handoff.Close()
 	unix.Close(l.wake)
 	unix.Close(l.ep)
 }

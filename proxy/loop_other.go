@@ -10,5 +10,5 @@ type loop struct{}
 func (*loop) drain() {}
 func (*loop) stop()  {}
 
-// serveLoop: without epoll every upstream is served by redcon.
+// serveLoop: without epoll every client is served by a goroutine of its own.
 func (s *Server) serveLoop(net.Listener) (bool, error) { return false, nil }

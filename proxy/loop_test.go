@@ -178,7 +178,12 @@ func TestLoopBadInput(t *testing.T) {
 	big := dialRaw(t, s.addr)
 	head := fmt.Sprintf("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", 4<<20)
 	go func() { _, _ = big.c.Write(append([]byte(head), bytes.Repeat([]byte("x"), 2<<20)...)) }()
-	big.expectClosed(t, fmt.Sprintf("-ERR request of more than %d bytes without a complete command (limits.max_arg_bytes); closing\r\n", 1024+1<<20))
+	big.expectClosed(t, "-ERR Protocol error: invalid bulk length\r\n")
+
+	many := dialRaw(t, s.addr)
+	arg := "$1000\r\n" + strings.Repeat("x", 1000) + "\r\n"
+	go func() { _, _ = many.c.Write([]byte("*3000\r\n" + strings.Repeat(arg, 2000))) }()
+	many.expectClosed(t, fmt.Sprintf("-ERR request of more than %d bytes without a complete command (limits.max_arg_bytes); closing\r\n", 1024+1<<20))
 
 	ok := dialRaw(t, s.addr)
 	if got := ok.do(t, "PING"); got != "+PONG\r\n" {
@@ -287,13 +292,14 @@ func TestLoopStalledUpstream(t *testing.T) {
 func TestLoopShutdownDrains(t *testing.T) {
 	addr, startRedis := ownRedis(t)
 	server := startRedis()
-	s := startOn(t, addr, nil)
+	// One shared connection, which the GET below opens, when there is no event loop.
+	s := startOn(t, addr, func(c *conf.Config) { c.Redis.PassthroughConns = 1 })
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)
 	}
-	// The SET loaded the command table: this GET goes through the loop, which connects (and
-	// logs in) to Redis while Redis still answers.
+	// The SET loaded the command table: this GET goes through the loop (or the one shared
+	// connection), which connects (and logs in) to Redis while Redis still answers.
 	if got := c.do(t, "GET", "k"); got != "$1\r\nv\r\n" {
 		t.Fatalf("GET = %q", got)
 	}

@@ -3,15 +3,13 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/redcon"
-	"go.uber.org/zap"
-
-	"seckill-proxy/router"
 )
 
 // subscribeDialTimeout bounds opening a subscriber's upstream connection.
@@ -21,63 +19,6 @@ const subscribeDialTimeout = 5 * time.Second
 var subscriberCommands = map[string]bool{
 	"subscribe": true, "psubscribe": true, "ssubscribe": true,
 	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "ping": true,
-}
-
-// subscribe turns a client connection into a subscriber: the connection is detached from the
-// RESP server and bridged to a Redis connection of its own. What Redis pushes is passed back
-// raw. As in Redis, once the client has unsubscribed from everything it is an ordinary
-// client again (served here, one command at a time), and may subscribe anew.
-func (s *Server) subscribe(conn redcon.Conn, sess *router.Session) {
-	dc := conn.Detach()
-	s.clients.Add(1) // the server stops counting a detached connection
-	s.bridges.Add(1)
-	go func() {
-		defer s.bridges.Done()
-		defer s.clients.Add(-1)
-		defer dc.Close()
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("subscriber connection panicked; closing it", zap.Any("panic", p), zap.String("remote", dc.RemoteAddr()))
-			}
-		}()
-		// Shutdown ends the connection. Its socket, not dc: closing dc flushes dc's writer,
-		// which belongs to the goroutine serving it.
-		stop := context.AfterFunc(s.ctx, func() { _ = dc.NetConn().Close() })
-		defer stop()
-		for sess.Subscribe != nil {
-			first, rest := sess.Subscribe, sess.SubscribeRest
-			sess.Subscribe, sess.SubscribeRest = nil, nil
-			next := s.bridge(dc, first, rest)
-			if len(next) == 0 || !s.serveDetached(dc, sess, next) {
-				return
-			}
-		}
-	}()
-}
-
-// serveDetached serves an ordinary client on a detached connection, from the commands cmds
-// on, until it subscribes again (true) or leaves (false).
-func (s *Server) serveDetached(dc redcon.DetachedConn, sess *router.Session, cmds [][][]byte) bool {
-	for {
-		if !s.begin() {
-			dc.WriteError(errShuttingDown.Error())
-			_ = dc.Flush()
-			return false
-		}
-		s.router.Serve(s.ctx, sess, cmds, dc)
-		s.end()
-		if dc.Flush() != nil || sess.Quit {
-			return false
-		}
-		if sess.Subscribe != nil {
-			return true
-		}
-		cmd, err := dc.ReadCommand()
-		if err != nil || len(cmd.Args) == 0 {
-			return false
-		}
-		cmds = [][][]byte{cmd.Args}
-	}
 }
 
 // subscribedPong starts the reply to PING in subscriber mode.
@@ -95,26 +36,26 @@ func isPingReply(msg []byte) bool {
 // still has subscriptions, Redis knows: before a command that subscriber mode does not allow,
 // a PING of the proxy's own asks, and its answer (an array while subscribed, +PONG after) is
 // not passed on.
-func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte) [][][]byte {
-	var mu sync.Mutex // the pump and the command loop both write to dc
-	write := func(f func()) bool {
+func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
+	var mu sync.Mutex // the pump and the command loop both write to c
+	write := func(f func(w *redcon.Writer)) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		f()
-		return dc.Flush() == nil
+		f(c.w)
+		return c.w.Flush() == nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, subscribeDialTimeout)
 	sub, err := s.upstream.Subscribe(ctx, first)
 	cancel()
 	if err != nil {
-		write(func() { dc.WriteError("UNAVAILABLE " + err.Error()) })
+		write(func(w *redcon.Writer) { w.WriteError("UNAVAILABLE " + err.Error()) })
 		return nil
 	}
 	defer sub.Close()
 	stop := context.AfterFunc(s.ctx, sub.Close) // shutdown ends the bridge
 	defer stop()
 
-	var leaving atomic.Bool // the client left subscriber mode: closing sub must not close dc
+	var leaving atomic.Bool // the client left subscriber mode: closing sub must not close c
 	var pingsMu sync.Mutex
 	var pings []bool                 // per PING sent upstream, in order: whether it is the proxy's own
 	subscribed := make(chan bool, 1) // the answer to the proxy's PING
@@ -125,7 +66,7 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 			msg, err := sub.Next()
 			if err != nil {
 				if !leaving.Load() {
-					_ = dc.NetConn().Close() // ends the command loop's ReadCommand
+					_ = c.nc.Close() // ends the command loop's readCommand
 				}
 				return
 			}
@@ -141,8 +82,8 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 					continue
 				}
 			}
-			if !write(func() { dc.WriteRaw(msg) }) {
-				_ = dc.NetConn().Close()
+			if !write(func(w *redcon.Writer) { w.WriteRaw(msg) }) {
+				_ = c.nc.Close()
 				return
 			}
 		}
@@ -163,7 +104,7 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 		name := strings.ToLower(string(args[0]))
 		switch {
 		case name == "quit":
-			write(func() { dc.WriteString("OK") })
+			write(func(w *redcon.Writer) { w.WriteString("OK") })
 			return false
 		case name == "ping":
 			return ping(args) == nil
@@ -182,8 +123,8 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 		case <-pumped:
 			return false
 		}
-		return write(func() {
-			dc.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		return write(func(w *redcon.Writer) {
+			w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		})
 	}
 	ok := send(first)
@@ -191,11 +132,15 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 		ok, rest = send(rest[0]), rest[1:]
 	}
 	for ok {
-		cmd, err := dc.ReadCommand()
+		args, err := c.readCommand()
 		if err != nil {
+			var ce *closingError
+			if errors.As(err, &ce) {
+				write(func(w *redcon.Writer) { w.WriteRaw(ce.reply) })
+			}
 			break
 		}
-		ok = len(cmd.Args) > 0 && send(cmd.Args)
+		ok = send(args)
 	}
 	leaving.Store(next != nil)
 	sub.Close()
@@ -203,6 +148,5 @@ func (s *Server) bridge(dc redcon.DetachedConn, first [][]byte, rest [][][]byte)
 	if next == nil {
 		return nil
 	}
-	// next may sit in dc's read buffer, which nothing reads again before it is served.
 	return append([][][]byte{next}, rest...)
 }

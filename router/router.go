@@ -167,7 +167,8 @@ func (r *Router) lookup(name []byte) *command {
 }
 
 // Serve runs one client pipeline, cmds, writing one reply per command to w, in order.
-// Consecutive SECKILL.BUY commands go to Redis as one batch.
+// Consecutive SECKILL.BUY commands go to Redis as one batch. cmds may point into a buffer that
+// the caller reuses once Serve returns: what must outlive the call is copied.
 func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Writer) {
 	buys, buyErrs := s.buys[:0], s.buyErrs[:0] // buyErrs: per pending buy, an argument error or nil
 	flush := func() {

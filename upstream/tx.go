@@ -75,7 +75,7 @@ func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
 		t.aborted = true
 		return r
 	}
-	t.queue = append(t.queue, args)
+	t.queue = append(t.queue, copyArgs(args)) // args are the caller's only until Queue returns
 	return []byte("+QUEUED\r\n")
 }
 
@@ -168,3 +168,12 @@ func (t *Tx) Abort() { t.aborted = true }
 
 // Close releases a pinned connection; call it when the client goes.
 func (t *Tx) Close() { t.unpin() }
+
+// copyArgs copies a command whose arguments point into a buffer that will be reused.
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}

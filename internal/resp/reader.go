@@ -60,8 +60,10 @@ type Command struct {
 type Reader struct {
 	maxBulk int64
 	buf     []byte
-	start   int // the first byte of the command being read
-	pos     int // how far that command has been read
+	start   int  // the first byte of the command being read
+	pos     int  // how far that command has been read
+	last    int  // where the command Next returned last began, for Unread
+	lent    bool // buf is the caller's (Lend)
 	err     error
 
 	// The array being read: elements still to come (0: none begun), the length of the bulk
@@ -84,13 +86,29 @@ func NewReader(maxBulk int64) *Reader {
 const readSize = 64 << 10
 
 // Buffer returns room at the end of the buffer for the caller to read into, at least n bytes
-// (and at least 64 KiB). Reading into it, then Commit, adds to the input. It moves what has
-// not been read yet to the front first when that is worth it, which invalidates earlier
-// Commands.
+// (and at least 64 KiB). Reading into it, then Commit, adds to the input. It may move what has
+// not been returned yet, which invalidates earlier Commands.
 func (r *Reader) Buffer(n int) []byte {
-	n = max(n, readSize)
+	r.reserve(max(n, readSize))
+	return r.buf[len(r.buf):cap(r.buf)]
+}
+
+// Commit adds the first n bytes of the last Buffer to the input.
+func (r *Reader) Commit(n int) { r.buf = r.buf[:len(r.buf)+n] }
+
+// Write adds a copy of p to the input.
+func (r *Reader) Write(p []byte) (int, error) {
+	r.reserve(len(p))
+	r.buf = append(r.buf, p...)
+	return len(p), nil
+}
+
+// reserve makes room for n more bytes: it moves what has not been returned yet to the front
+// when that is worth it (which costs at most what was consumed since the last time: linear
+// overall), and grows the buffer at least twofold when it must.
+func (r *Reader) reserve(n int) {
+	r.own()
 	if r.start > 0 && (r.start >= len(r.buf)/2 || cap(r.buf)-len(r.buf) < n) {
-		// Compacting costs at most what was consumed since the last time: linear overall.
 		kept := copy(r.buf, r.buf[r.start:])
 		r.buf, r.pos, r.start = r.buf[:kept], r.pos-r.start, 0
 	}
@@ -99,16 +117,30 @@ func (r *Reader) Buffer(n int) []byte {
 		copy(grown, r.buf)
 		r.buf = grown
 	}
-	return r.buf[len(r.buf):cap(r.buf)]
 }
 
-// Commit adds the first n bytes of the last Buffer to the input.
-func (r *Reader) Commit(n int) { r.buf = r.buf[:len(r.buf)+n] }
+// Lend gives the Reader p to read from, without copying: for a caller that reads every
+// client into one buffer. Call it only when nothing is Buffered, and call Return before p is
+// used again.
+func (r *Reader) Lend(p []byte) {
+	r.buf, r.start, r.pos, r.lent = p, 0, 0, true
+}
 
-// Write adds p to the input: Buffer, copy and Commit.
-func (r *Reader) Write(p []byte) (int, error) {
-	r.Commit(copy(r.Buffer(len(p)), p))
-	return len(p), nil
+// Return keeps a copy of what is left of a lent buffer (nothing, usually), and lets go of it.
+func (r *Reader) Return() { r.own() }
+
+// own copies a lent buffer's rest into one of the Reader's own, sized to it.
+func (r *Reader) own() {
+	if !r.lent {
+		return
+	}
+	r.lent = false
+	rest := r.buf[r.start:]
+	r.buf, r.pos, r.last = nil, r.pos-r.start, r.last-r.start
+	r.start = 0
+	if len(rest) > 0 {
+		r.buf = append(make([]byte, 0, 2*len(rest)), rest...)
+	}
 }
 
 // Buffered is how many bytes have been given and not yet returned as a Command.
@@ -120,10 +152,13 @@ func (r *Reader) Pending() []byte { return r.buf[r.start:] }
 
 // Release lets go of a large buffer once nothing is pending.
 func (r *Reader) Release() {
-	if r.start == len(r.buf) && cap(r.buf) > 4*readSize {
-		r.buf, r.start, r.pos = nil, 0, 0
+	if !r.lent && r.start == len(r.buf) && cap(r.buf) > 4*readSize {
+		r.buf, r.start, r.pos, r.last = nil, 0, 0, 0
 	}
 }
+
+// Unread gives back the command that Next returned last, to be returned again.
+func (r *Reader) Unread() { r.start, r.pos = r.last, r.last }
 
 // Next returns the next complete command, or ok false when more input is needed. An empty
 // request (an empty line, or an array of zero or fewer elements) is skipped, as Redis skips
@@ -235,6 +270,7 @@ func (r *Reader) multibulk(unauthenticated bool) (Command, bool) {
 		r.left--
 	}
 	raw := r.buf[r.start:r.pos:r.pos]
+	r.last = r.start
 	r.args = r.args[:0]
 	for i := 0; i < len(r.spans); i += 2 {
 		r.args = append(r.args, raw[r.spans[i]:r.spans[i+1]:r.spans[i+1]])
@@ -252,6 +288,7 @@ func (r *Reader) inline() (Command, bool) {
 		return Command{}, false
 	}
 	line := r.buf[r.start : r.start+i]
+	r.last = r.start
 	r.start += i + 1
 	r.pos = r.start
 	if n := len(line); n > 0 && line[n-1] == '\r' {

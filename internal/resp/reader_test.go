@@ -172,3 +172,31 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderLendAndUnread: a lent buffer is read without a copy, what is left of it is kept
+// when it is returned, and a command given back with Unread comes again.
+func TestReaderLendAndUnread(t *testing.T) {
+	r := NewReader(1 << 20)
+	shared := []byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$5\r\nhel")
+	r.Lend(shared)
+	cmd, ok, err := r.Next(false)
+	if !ok || err != nil || string(cmd.Args[0]) != "PING" || &cmd.Raw[0] != &shared[0] {
+		t.Fatalf("first command: %v %v %q (copied: %v)", ok, err, cmd.Args, &cmd.Raw[0] != &shared[0])
+	}
+	r.Unread()
+	if cmd, ok, _ = r.Next(false); !ok || string(cmd.Args[0]) != "PING" {
+		t.Fatal("Unread did not give the command back")
+	}
+	if _, ok, _ = r.Next(false); ok {
+		t.Fatal("the incomplete ECHO came out")
+	}
+	r.Return()
+	copy(shared, "garbage garbage garbage garbage garbage garbage")
+	_, _ = r.Write([]byte("lo\r\n"))
+	if cmd, ok, _ = r.Next(false); !ok || string(cmd.Args[1]) != "hello" {
+		t.Fatalf("the ECHO across Return: %v %q", ok, cmd.Args)
+	}
+	if r.Buffered() != 0 {
+		t.Fatalf("%d bytes left", r.Buffered())
+	}
+}

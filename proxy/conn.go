@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/redcon"
+	"go.uber.org/zap"
+
+	"seckill-proxy/internal/resp"
+	"seckill-proxy/router"
+)
+
+// clientConn is a client served by a goroutine of its own: a buyer or a subscriber that the
+// event loop handed over, or every client when there is no event loop. It reads with the same
+// resp.Reader, and so the same limits, as the loop. It is used by its goroutine only (and,
+// in subscriber mode, its writer under the bridge's lock).
+type clientConn struct {
+	nc     net.Conn
+	rd     *resp.Reader
+	w      *redcon.Writer
+	sess   *router.Session
+	maxReq int
+}
+
+// closingError ends a connection once its reply is written: a protocol error, a request too
+// large.
+type closingError struct{ reply []byte }
+
+func (e *closingError) Error() string { return strings.TrimSpace(string(e.reply[1:])) }
+
+// batch returns the commands the client has sent, reading until there is at least one: at most
+// max, and only one while the client has not logged in (an AUTH changes the limits on what
+// follows). Each command's arguments point into the reader's buffer, valid until the next
+// batch. A malformed request comes as a *closingError, after the commands before it.
+func (c *clientConn) batch(max int) ([][][]byte, error) {
+	var cmds [][][]byte
+	for {
+		for len(cmds) < max {
+			cmd, ok, err := c.rd.Next(!c.sess.Authed)
+			if err != nil {
+				if len(cmds) > 0 {
+					return cmds, nil // served first; the error comes again
+				}
+				return nil, &closingError{redcon.AppendError(nil, "ERR "+err.Error())}
+			}
+			if !ok {
+				break
+			}
+			cmds = append(cmds, append([][]byte(nil), cmd.Args...))
+			if !c.sess.Authed {
+				return cmds, nil
+			}
+		}
+		if len(cmds) > 0 {
+			return cmds, nil
+		}
+		if c.rd.Buffered() > c.maxReq {
+			return nil, &closingError{tooLargeReply(int64(c.maxReq))}
+		}
+		c.rd.Release()
+		n, err := c.nc.Read(c.rd.Buffer(0))
+		c.rd.Commit(n)
+		if err != nil && n == 0 {
+			return nil, err
+		}
+	}
+}
+
+// readCommand returns the next command, copied.
+func (c *clientConn) readCommand() ([][]byte, error) {
+	cmds, err := c.batch(1)
+	if err != nil {
+		return nil, err
+	}
+	return router.CopyArgs(cmds[0]), nil
+}
+
+// serveConn serves one client until it leaves, the server stops, or it sends what ends a
+// connection. pending is what it sent that is not served yet. The client is counted already;
+// serveConn gives back its count and its session.
+func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
+	defer s.conns.Done()
+	defer s.clients.Add(-1)
+	defer s.router.CloseSession(sess)
+	defer nc.Close()
+	if !s.track(nc, true) {
+		return
+	}
+	defer s.track(nc, false)
+	defer func() {
+		// A bug in one command must not take every client down: drop this one, log why.
+		if p := recover(); p != nil {
+			s.log.Error("command panicked; closing its connection", zap.Any("panic", p), zap.String("remote", nc.RemoteAddr().String()))
+		}
+	}()
+	c := &clientConn{nc: nc, rd: resp.NewReader(int64(s.limits.MaxArgBytes)), w: redcon.NewWriter(nc), sess: sess,
+		maxReq: s.limits.MaxArgBytes + 1<<20}
+	_, _ = c.rd.Write(pending)
+	var cmds [][][]byte
+	for {
+		if len(cmds) == 0 {
+			var err error
+			if cmds, err = c.batch(s.limits.MaxPipeline); err != nil {
+				var ce *closingError
+				if errors.As(err, &ce) {
+					c.w.WriteRaw(ce.reply)
+					_ = c.w.Flush()
+				} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					s.log.Debug("client connection ended", zap.String("remote", nc.RemoteAddr().String()), zap.Error(err))
+				}
+				return
+			}
+		}
+		if !s.begin() {
+			c.w.WriteError(errShuttingDown.Error())
+			_ = c.w.Flush()
+			return
+		}
+		s.router.Serve(s.ctx, sess, cmds, c.w)
+		err := c.w.Flush() // before end: a shutdown closes the connection once all are done
+		s.end()
+		cmds = nil
+		if err != nil || sess.Quit {
+			return
+		}
+		if sess.Subscribe != nil {
+			first, rest := sess.Subscribe, sess.SubscribeRest
+			sess.Subscribe, sess.SubscribeRest = nil, nil
+			if cmds = s.bridge(c, first, rest); len(cmds) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// track adds nc to the connections that Shutdown closes (false: the server is stopping), or
+// takes it out.
+func (s *Server) track(nc net.Conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(s.open, nc)
+		return true
+	}
+	if s.stopping {
+		return false
+	}
+	s.open[nc] = struct{}{}
+	return true
+}
+
+// serveGoroutines accepts clients on ln and serves each from a goroutine of its own, until
+// the listener is closed.
+func (s *Server) serveGoroutines(ln net.Listener) error {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			s.log.Warn("accept failed", zap.Error(err))
+			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
+			continue
+		}
+		if err := s.admit(); err != nil {
+			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
+			nc.Close()
+			continue
+		}
+		s.conns.Add(1)
+		go s.serveConn(nc, s.router.NewSession(), nil)
+	}
+}
+
+// tooLargeReply is the error a client gets before it is disconnected for sending more than max
+// bytes without completing a command.
+func tooLargeReply(max int64) []byte {
+	return []byte("-ERR request of more than " + strconv.FormatInt(max, 10) +
+		" bytes without a complete command (limits.max_arg_bytes); closing\r\n")
+}
