@@ -1,0 +1,109 @@
+package proxy_test
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
+)
+
+// transcript sends in to addr in one write and returns every byte that comes back until the
+// server closes the connection or is quiet for quiet, with "<closed>" when it closed.
+func transcript(t *testing.T, addr, in string, quiet time.Duration) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() { _, _ = c.Write([]byte(in)) }()
+	var out bytes.Buffer
+	buf := make([]byte, 64<<10)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(quiet))
+		n, err := c.Read(buf)
+		out.Write(buf[:n])
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			return out.String()
+		case err != nil:
+			return out.String() + "<closed>"
+		}
+	}
+}
+
+// malformed are requests Redis answers in a particular way: the proxy must answer them the same.
+var malformed = []string{
+	"*-10\r\nPING\r\n",
+	"*0\r\n*1\r\n$4\r\nPING\r\n",
+	"*1\r\n$-1\r\nPING\r\n",
+	"*x\r\nPING\r\n",
+	"*01\r\n",
+	"*1\r\n:1\r\n",
+	"*1\r\n$4\r\nPING\r\n*2147483648\r\n",
+	"*1\r\n$536870913\r\n",
+	"*2\r\n$4\r\nECHO\r\n$1\r\nab\r\nPING\r\n",
+	"PING\r\nECHO \"a b\"\r\nECHO 'c\\'d'\r\n\r\n   \r\nPING\r\n",
+	"ECHO \"unbalanced\r\nPING\r\n",
+	"ECHO x\"y\"z\r\n",
+	"ECHO a\x00b\r\n",
+	strings.Repeat("a", 64<<10+1),
+	"*" + strings.Repeat("1", 64<<10+1),
+	"*1\r\n$" + strings.Repeat("1", 64<<10+1),
+}
+
+// TestMalformedLikeRedis: each malformed request gets from the proxy, byte for byte, what it
+// gets from redis-server, the connection closed or kept as Redis does.
+func TestMalformedLikeRedis(t *testing.T) {
+	addr := testenv.Standalone(t)
+	s := startOn(t, addr, func(c *conf.Config) { c.Limits.MaxArgBytes = 512 << 20 })
+	for _, in := range malformed {
+		want := transcript(t, addr, in, 300*time.Millisecond)
+		if got := transcript(t, s.addr, in, 300*time.Millisecond); got != want {
+			t.Errorf("%.60q: proxy %q, redis %q", in, got, want)
+		}
+	}
+}
+
+// TestUnauthenticatedLimitsLikeRedis: before AUTH a client may send only Redis 7's small
+// requests (10 elements, 16 KiB strings); after it, the ordinary limits apply.
+func TestUnauthenticatedLimitsLikeRedis(t *testing.T) {
+	addr, _ := ownRedis(t)
+	port := addr[strings.LastIndexByte(addr, ':')+1:]
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--requirepass", "pw")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
+	eventually(t, 10*time.Second, "redis-server up", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	s := startStandalone(t, func(c *conf.Config) { c.Password = "pw" })
+	big := strings.Repeat("x", 16385)
+	for _, in := range []string{
+		"*11\r\n",
+		"*1\r\n$16385\r\n",
+		"*2\r\n$4\r\nECHO\r\n$16385\r\n" + big + "\r\n",
+		"*1\r\n$4\r\nPING\r\n",
+		"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*11\r\n$4\r\nECHO\r\n" + strings.Repeat("$1\r\nx\r\n", 10),
+		"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*2\r\n$4\r\nECHO\r\n$16385\r\n" + big + "\r\n",
+		"*2\r\n$4\r\nAUTH\r\n$5\r\nwrong\r\n*11\r\n",
+	} {
+		want := transcript(t, addr, in, 300*time.Millisecond)
+		if got := transcript(t, s.addr, in, 300*time.Millisecond); got != want {
+			t.Errorf("%.60q: proxy %.200q, redis %.200q", in, got, want)
+		}
+	}
+}
