@@ -172,8 +172,10 @@ func (s *Server) serveGoroutines(ln net.Listener) error {
 			nc.Close()
 			continue
 		}
+		sess := s.router.NewSession()
+		sess.Remote = nc.RemoteAddr().String()
 		s.conns.Add(1)
-		go s.serveConn(nc, s.router.NewSession(), nil)
+		go s.serveConn(nc, sess, nil)
 	}
 }
 

@@ -260,8 +260,9 @@ func (l *loop) register(fd int, remote string) {
 		l.s.clients.Add(-1)
 		return
 	}
-	c := &loopClient{fd: fd, sess: l.s.router.NewSession(), rd: resp.NewReader(int64(l.s.limits.MaxArgBytes)),
-		remote: remote, events: unix.EPOLLIN}
+	sess := l.s.router.NewSession()
+	sess.Remote = remote
+	c := &loopClient{fd: fd, sess: sess, rd: resp.NewReader(int64(l.s.limits.MaxArgBytes)), remote: remote, events: unix.EPOLLIN}
 	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
 		unix.Close(fd)
 		l.s.clients.Add(-1)

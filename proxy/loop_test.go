@@ -42,9 +42,12 @@ func startOn(t *testing.T, addr string, mutate func(*conf.Config)) *stack {
 
 // eachUpstream runs f against a proxy in front of the cluster (redcon, a goroutine per
 // client) and one in front of the standalone server (the event loop).
-func eachUpstream(t *testing.T, f func(t *testing.T, s *stack)) {
-	t.Run("cluster", func(t *testing.T) { f(t, start(t, nil)) })
-	t.Run("standalone", func(t *testing.T) { f(t, startStandalone(t, nil)) })
+func eachUpstream(t *testing.T, f func(t *testing.T, s *stack)) { eachUpstreamWith(t, nil, f) }
+
+// eachUpstreamWith is eachUpstream with the configuration changed by mutate.
+func eachUpstreamWith(t *testing.T, mutate func(*conf.Config), f func(t *testing.T, s *stack)) {
+	t.Run("cluster", func(t *testing.T) { f(t, start(t, mutate)) })
+	t.Run("standalone", func(t *testing.T) { f(t, startStandalone(t, mutate)) })
 }
 
 func resp(args ...string) string {

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
@@ -106,4 +107,24 @@ func TestUnauthenticatedLimitsLikeRedis(t *testing.T) {
 			t.Errorf("%.60q: proxy %.200q, redis %.200q", in, got, want)
 		}
 	}
+}
+
+// TestAuthGuessingIsCapped: 100,000 wrong passwords in one pipeline get nine WRONGPASS
+// replies and an error, then the connection closes; another client still logs in.
+func TestAuthGuessingIsCapped(t *testing.T) {
+	eachUpstreamWith(t, func(c *conf.Config) { c.Password = "right" }, func(t *testing.T, s *stack) {
+		var b strings.Builder
+		for i := range 100000 {
+			b.WriteString(resp("AUTH", fmt.Sprint("guess", i)))
+		}
+		got := transcript(t, s.addr, b.String(), 10*time.Second)
+		wrong := "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+		if want := strings.Repeat(wrong, 9) + "-ERR too many failed AUTH attempts on this connection; closing it\r\n<closed>"; got != want {
+			t.Fatalf("got %.300q", got)
+		}
+		c := dialRaw(t, s.addr)
+		if got := c.do(t, "AUTH", "right"); got != "+OK\r\n" {
+			t.Fatalf("AUTH after the guesses: %q", got)
+		}
+	})
 }

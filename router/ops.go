@@ -166,6 +166,8 @@ func (r *Router) cmdInfo(_ context.Context, _ *Session, args [][]byte) (Reply, e
 	section("stats", []guard.Field{
 		{Name: "total_connections_received", Value: r.nextID.Load()},
 		{Name: "total_commands_processed", Value: r.commands.Load()},
+		{Name: "auth_failures", Value: r.auth.failures.Load()},
+		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load()},
 	})
 	if r.guard != nil {
 		section("seckill", r.proxyCounters())

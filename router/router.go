@@ -3,7 +3,6 @@ package router
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
@@ -57,8 +57,13 @@ type Session struct {
 	Admin   bool
 	LibName string
 	LibVer  string
-	// Quit is set by QUIT: the proxy closes the connection after writing the reply.
+	// Quit is set by QUIT (or too many failed AUTHs): the proxy closes the connection after
+	// writing the reply.
 	Quit bool
+	// Remote is the client's address, for logs.
+	Remote string
+	// authFailures counts the AUTHs that failed in a row.
+	authFailures int
 
 	// tx is the connection's MULTI/WATCH state, made on first use.
 	tx *upstream.Tx
@@ -110,11 +115,13 @@ type Router struct {
 	nextID   atomic.Int64
 	commands atomic.Int64
 	started  time.Time
+	auth     authStats
 }
 
 // New builds the command table once.
 func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	r := &Router{guard: g, log: log, opt: opt, users: map[string]conf.User{}, started: time.Now()}
+	r.auth.log = rate.Sometimes{Interval: time.Second}
 	for _, u := range opt.Users {
 		r.users[u.Name] = u
 	}
@@ -346,31 +353,6 @@ func compatReply(err error) (int64, bool) {
 		return -1, true
 	}
 	return 0, false
-}
-
-// cmdAuth checks a password in constant time. A failed AUTH keeps the earlier login, as in
-// Redis. Passwords are never logged.
-func (r *Router) cmdAuth(_ context.Context, s *Session, args [][]byte) (Reply, error) {
-	if len(args) == 2 && r.opt.Password == "" && len(r.users) == 0 {
-		return nil, respError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	}
-	name, pass := "default", args[1]
-	if len(args) == 3 {
-		name, pass = string(args[1]), args[2]
-	}
-	want, admin := "", false
-	if name == "default" {
-		want, admin = r.opt.Password, true
-	} else if u, ok := r.users[name]; ok {
-		want, admin = u.Password, u.Role == conf.RoleAdmin
-	}
-	// Compare even for an unknown user, so that timing does not tell which users exist.
-	match := subtle.ConstantTimeCompare(pass, []byte(want)) == 1
-	if !match || want == "" {
-		return nil, respError("WRONGPASS invalid username-password pair or user is disabled.")
-	}
-	s.Authed, s.User, s.Admin = true, name, admin
-	return OK, nil
 }
 
 func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {

@@ -3,11 +3,13 @@ package router
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"seckill-proxy/conf"
 )
@@ -200,5 +202,62 @@ func TestWriteError(t *testing.T) {
 		if buf.String() != tt.want {
 			t.Errorf("WriteError(%q) = %q, want %q", tt.err, buf.String(), tt.want)
 		}
+	}
+}
+
+// TestAuthFailures: a connection's failed AUTHs in a row are counted; the tenth closes it (and
+// nothing after it is served); a success starts the count again; INFO counts them; and the log
+// says so at most once a second, never with the password.
+func TestAuthFailures(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	r := New(nil, zap.New(core), Options{Password: "right"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no waiting between failures in this test
+	serveCtx := func(s *Session, cmds ...string) string {
+		var buf bytes.Buffer
+		w := redcon.NewWriter(&buf)
+		var batch [][][]byte
+		for _, c := range cmds {
+			var args [][]byte
+			for _, f := range strings.Fields(c) {
+				args = append(args, []byte(f))
+			}
+			batch = append(batch, args)
+		}
+		r.Serve(ctx, s, batch, w)
+		_ = w.Flush()
+		return buf.String()
+	}
+	wrong := "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+	s := r.NewSession()
+	s.Remote = "10.0.0.9:5000"
+	if got := serveCtx(s, "AUTH nope1", "AUTH nope2", "AUTH right", "AUTH nope3"); got != wrong+wrong+"+OK\r\n"+wrong {
+		t.Fatalf("with a success between: %q", got)
+	}
+	cmds := make([]string, 20)
+	for i := range cmds {
+		cmds[i] = "AUTH guess" + strings.Repeat("x", i)
+	}
+	got := serveCtx(s, cmds...)
+	if want := strings.Repeat(wrong, 8) + "-ERR too many failed AUTH attempts on this connection; closing it\r\n"; got != want || !s.Quit {
+		t.Fatalf("20 guesses: %q (quit %v)", got, s.Quit)
+	}
+	info := serveCtx(r.NewSession(), "AUTH right", "INFO stats")
+	for _, want := range []string{"auth_failures:12\r\n", "auth_failures_closed_connections:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q: %q", want, info)
+		}
+	}
+	entries := logs.FilterMessage("failed AUTH").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d log lines for 12 failures within a second, want 1", len(entries))
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.ContextMap()), "nope") || strings.Contains(fmt.Sprint(e.ContextMap()), "guess") {
+			t.Fatalf("a password in the log: %v", e.ContextMap())
+		}
+	}
+	if remote := entries[0].ContextMap()["remote"]; remote != "10.0.0.9:5000" {
+		t.Fatalf("logged remote %v", remote)
 	}
 }

@@ -1,0 +1,86 @@
+package router
+
+import (
+	"context"
+	"crypto/subtle"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"seckill-proxy/conf"
+)
+
+// Failed AUTHs on one connection: the first authFreeFailures are answered at once; each one
+// after waits authDelay more than the one before (at most authMaxDelay); the connection is
+// closed after authMaxFailures. 100,000 guesses in one pipeline then cost one connection about
+// five seconds and end at the tenth. A success starts the count again.
+const (
+	authFreeFailures = 3
+	authDelay        = 100 * time.Millisecond
+	authMaxDelay     = time.Second
+	authMaxFailures  = 10
+)
+
+// errTooManyAuthFailures answers the failed AUTH that ends a connection.
+var errTooManyAuthFailures = respError("ERR too many failed AUTH attempts on this connection; closing it")
+
+// authStats count failed AUTHs for INFO, and hold the log's rate.
+type authStats struct {
+	failures, closed atomic.Int64
+	logged           atomic.Int64 // failures counted in the last log line
+	log              rate.Sometimes
+}
+
+// cmdAuth checks a password in constant time. A failed AUTH keeps the earlier login, as in
+// Redis. Passwords are never logged.
+func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
+	if len(args) == 2 && r.opt.Password == "" && len(r.users) == 0 {
+		return nil, respError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	}
+	name, pass := "default", args[1]
+	if len(args) == 3 {
+		name, pass = string(args[1]), args[2]
+	}
+	want, admin := "", false
+	if name == "default" {
+		want, admin = r.opt.Password, true
+	} else if u, ok := r.users[name]; ok {
+		want, admin = u.Password, u.Role == conf.RoleAdmin
+	}
+	// Compare even for an unknown user, so that timing does not tell which users exist.
+	match := subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+	if !match || want == "" {
+		return nil, r.authFailed(ctx, s, name)
+	}
+	s.Authed, s.User, s.Admin, s.authFailures = true, name, admin, 0
+	return OK, nil
+}
+
+// authFailed counts a failed AUTH, logs it (at most once a second, with how many came since),
+// and answers it: WRONGPASS, after a delay once a connection has failed a few times in a row,
+// and the last time with an error that closes the connection.
+func (r *Router) authFailed(ctx context.Context, s *Session, user string) error {
+	s.authFailures++
+	total := r.auth.failures.Add(1)
+	r.auth.log.Do(func() {
+		since := total - r.auth.logged.Swap(total)
+		r.log.Warn("failed AUTH", zap.String("remote", s.Remote), zap.String("user", user),
+			zap.Int("in_a_row_on_this_connection", s.authFailures), zap.Int64("failures_since_last_log", since))
+	})
+	if s.authFailures >= authMaxFailures {
+		r.auth.closed.Add(1)
+		s.Quit = true
+		return errTooManyAuthFailures
+	}
+	if extra := s.authFailures - authFreeFailures; extra > 0 {
+		t := time.NewTimer(min(time.Duration(extra)*authDelay, authMaxDelay))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	return respError("WRONGPASS invalid username-password pair or user is disabled.")
+}
