@@ -25,6 +25,8 @@ var ErrNoItem = fmt.Errorf("%w no such item", ErrBadArgs)
 type Warmed struct {
 	Version int64
 	Stock   int64
+	// InFlight is the units sold in Redis and not yet in MySQL, which the stock leaves out.
+	InFlight int64
 }
 
 // warmTimeoutFactor times buy.call_timeout bounds a whole WARM: a few MySQL and Redis calls.
@@ -33,7 +35,8 @@ const warmTimeoutFactor = 5
 // Warm loads sku's sale from MySQL into Redis: it reads the item, marks it warming in MySQL
 // under a new sale version, writes stock and meta to Redis in one script, checks that Redis
 // stock is not above MySQL stock, and marks the sale open in Redis and MySQL. An open sale
-// (or one mid-warm) is re-warmed only with Force; even then the stock is MySQL's.
+// (or one mid-warm) is re-warmed only with Force. The stock is MySQL's less the units in
+// flight (sold in Redis, not yet in MySQL), counted as CHECK counts them.
 func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, error) {
 	if g.db == nil {
 		return Warmed{}, badArgs("WARM needs MySQL, and this proxy has no database configured")
@@ -77,19 +80,22 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if err != nil {
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 	}
+	var inflight int64
 	switch code, arg := replyString(reply, 0), replyString(reply, 1); code {
 	case "OK":
+		inflight, _ = strconv.ParseInt(replyString(reply, 2), 10, 64)
 	case "OPEN":
 		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s is open in Redis (version %s); add FORCE to re-warm it", sku, arg))
-	case "BACKLOG":
-		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s has %s orders in its outbox not yet in Kafka; wait for them or add FORCE", sku, arg))
+	case "ENDED":
+		return Warmed{}, g.abortWarm(sku, next, status, badArgs("END %d is not after Redis's clock (%s ms): the sale would be over before it opens", opt.EndMs, arg))
 	case "STALE":
 		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s has version %s in Redis, ahead of MySQL's %d; repair seckill_items.sale_version", sku, arg, next))
 	default:
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("unexpected warm reply %q", code)))
 	}
 
-	// Redis stock must not be above MySQL's, whatever happened in between.
+	// Redis stock must not be above MySQL's, read after the script: an order that the sink
+	// stored between MySQL's read and the script, and so was not counted in flight, shows here.
 	var redisStock, mysqlStock int64
 	if redisStock, err = g.rc.Get(ctx, KeysFor(sku).Stock).Int64(); err != nil {
 		return Warmed{}, unavailable(err)
@@ -123,8 +129,9 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	g.clearFlag(sku)
 	g.signal(eventWarm, sku)
 	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),
+		zap.Int64("mysql_stock", stock), zap.Int64("units_in_flight", inflight),
 		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Bool("force", opt.Force))
-	return Warmed{Version: next, Stock: redisStock}, nil
+	return Warmed{Version: next, Stock: redisStock, InFlight: inflight}, nil
 }
 
 // abortWarm puts the MySQL row back to the state it had when the warm did not reach Redis.

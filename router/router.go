@@ -523,7 +523,7 @@ func (r *Router) cmdWarm(ctx context.Context, _ *Session, args [][]byte) (Reply,
 	if err != nil {
 		return nil, err
 	}
-	return Fields("sku", sku, "version", w.Version, "stock", w.Stock), nil
+	return Fields("sku", sku, "version", w.Version, "stock", w.Stock, "in_flight", w.InFlight), nil
 }
 
 func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {

@@ -197,30 +197,44 @@ func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error
 	return nil
 }
 
-// writeOutcomes records each order's outcome in its SKU's result hash, for SECKILL.STATUS.
-// MySQL already holds the truth: a failure here only leaves STATUS at "pending" until the
-// order is seen again, so it is logged, not retried forever.
+// writeOutcomes records each order's outcome in its SKU's result hash, for SECKILL.STATUS,
+// and counts new ones in the sale's meta (outcome.lua: only for orders of the sale now in
+// Redis, not of one before it). MySQL already holds the truth: a failure here only leaves
+// STATUS at "pending" until the order is seen again, so it is logged, not retried forever.
 func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
-	for attempt := 0; attempt < 3; attempt++ {
+	todo := outcomes
+	for attempt := 0; attempt < 3 && len(todo) > 0; attempt++ {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		pipe := s.rc.Pipeline()
-		for _, o := range outcomes {
+		cmds := make([]*redis.Cmd, len(todo))
+		for i, o := range todo {
 			k := guard.KeysFor(o.SKU)
-			pipe.HSet(wctx, k.Result, o.OrderID, o.Value())
-			if o.New && attempt == 0 {
-				// The sale's counts for SECKILL.INFO; a retry does not count twice.
-				pipe.HIncrBy(wctx, k.Meta, o.Status, 1)
-				if o.Revoked {
-					pipe.HIncrBy(wctx, k.Meta, StatusConfirmed, -1)
-				}
+			count, revoked := "0", "0"
+			if o.New {
+				count = "1"
 			}
+			if o.Revoked {
+				revoked = "1"
+			}
+			cmds[i] = outcomeScript.EvalSha(wctx, pipe, []string{k.Meta, k.Result}, o.OrderID, o.Value(), o.Version, o.Status, count, revoked)
 		}
 		_, err := pipe.Exec(wctx)
-		cancel()
-		if err == nil {
-			return
+		var failed []Outcome
+		noScript := false
+		for i, c := range cmds {
+			if c.Err() != nil {
+				failed = append(failed, todo[i])
+				noScript = noScript || redis.HasErrorPrefix(c.Err(), "NOSCRIPT")
+			}
 		}
-		s.log.Warn("could not write order outcomes to Redis", zap.Int("orders", len(outcomes)), zap.Int("attempt", attempt+1), zap.Error(err))
+		if noScript { // a new or promoted node: load the script everywhere, and go again
+			err = s.rc.ScriptLoad(wctx, outcomeLua).Err()
+		}
+		cancel()
+		if len(failed) > 0 && !noScript {
+			s.log.Warn("could not write order outcomes to Redis", zap.Int("orders", len(failed)), zap.Int("attempt", attempt+1), zap.Error(err))
+		}
+		todo = failed
 	}
 }
 

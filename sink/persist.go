@@ -34,6 +34,8 @@ type Outcome struct {
 	New bool
 	// Revoked is set when a release cancelled an order that was confirmed.
 	Revoked bool
+	// Version is the sale version the order was made in.
+	Version int64
 }
 
 // Value is the outcome as the result hash holds it: "confirmed", "cancelled", or
@@ -215,6 +217,7 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []Order) ([]Outcome, error) {
 		default:
 			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
 		}
+		out[len(out)-1].Version = m.SaleVersion
 	}
 
 	if len(insertOrder) > 0 {

@@ -1,0 +1,15 @@
+package sink
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The sink's and the sweeper's Lua scripts, embedded from lua/. Each touches one SKU's keys,
+// in its slot.
+var (
+	//go:embed lua/outcome.lua
+	outcomeLua    string
+	outcomeScript = redis.NewScript(outcomeLua)
+)
