@@ -17,6 +17,8 @@ type Keys struct {
 	Result string
 	// SweepLease names the proxy that sweeps this SKU's outbox for now.
 	SweepLease string
+	// Dead is a stream of outbox entries that no one could read, moved aside by the sweeper.
+	Dead string
 }
 
 // KeyPrefix starts every key that seckill-proxy owns.
@@ -36,6 +38,7 @@ func KeysFor(sku string) Keys {
 		Outbox:     base + "outbox",
 		Result:     base + "result",
 		SweepLease: base + "sweep",
+		Dead:       base + "dead",
 	}
 }
 

@@ -18,6 +18,9 @@ type Field struct {
 	Value any
 }
 
+// maxCheckOrders bounds the rejected orders CHECK lists one by one.
+const maxCheckOrders = 1000
+
 func noSale(sku string) error { return badArgs("no sale %s: it was never warmed", sku) }
 
 // CloseSale ends sku's sale early: buys get CLOSED. The state is recorded in Redis, then in
@@ -204,7 +207,11 @@ func (g *Guard) Sales(ctx context.Context) ([]string, error) {
 //     outcome from the sink yet), against MySQL's;
 //   - buyers: Redis's buyers less those in flight and those MySQL rejected, against MySQL's
 //     confirmed orders of this sale;
-//   - the outbox backlog, against 0.
+//   - the outbox backlog, against 0;
+//   - orders that Redis sold and MySQL rejected (Redis's stock was above MySQL's: a hand-made
+//     SET, or a decrement lost in a failover), against none, then each of them (at most
+//     maxCheckOrders);
+//   - outbox entries moved to the dead-letter stream because no one could read them.
 func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	if g.db == nil {
 		return nil, badArgs("CHECK needs MySQL, and this proxy has no database configured")
@@ -216,7 +223,8 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 		return nil, err
 	}
 	var active, inFlight, inFlightQty, rejected int64
-	for _, v := range st.all {
+	var rejections []string
+	for uid, v := range st.all {
 		if strings.HasPrefix(v, "released:") {
 			continue
 		}
@@ -229,6 +237,8 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 			inFlightQty += q
 		case strings.HasPrefix(outcome, "rejected"):
 			rejected++
+			rejections = append(rejections, fmt.Sprintf("rejected order %s: uid %s qty %d, %s", id, uid, q,
+				strings.TrimPrefix(outcome, "rejected ")))
 		}
 	}
 	first := metaInt(st.meta, "first_version")
@@ -254,6 +264,17 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	}
 	if st.outbox != 0 {
 		diffs = append(diffs, fmt.Sprintf("outbox backlog: redis %d, want 0", st.outbox))
+	}
+	if dead := metaInt(st.meta, "dead"); dead > 0 {
+		diffs = append(diffs, fmt.Sprintf("dead letters: %d unreadable outbox entries moved to %s", dead, KeysFor(sku).Dead))
+	}
+	if rejected > 0 {
+		diffs = append(diffs, fmt.Sprintf("rejected orders: %d sold in Redis that MySQL refused", rejected))
+		slices.Sort(rejections)
+		if len(rejections) > maxCheckOrders {
+			rejections = append(rejections[:maxCheckOrders], fmt.Sprintf("... and %d more rejected orders", len(rejections)-maxCheckOrders))
+		}
+		diffs = append(diffs, rejections...)
 	}
 	return diffs, nil
 }

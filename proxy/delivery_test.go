@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -316,22 +317,28 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	}
 }
 
-// TestOversellGuard: Redis is pushed above MySQL by hand, as in the seeds' 2,053-for-2,000
-// story. The sink rejects exactly the excess, and MySQL stock never goes below 0.
+// TestOversellGuard: the seeds' 2,053-for-2,000 story. Mid-sale, an operator sets the stock
+// on Redis directly to 2,053 less what was sold. The sink rejects exactly the excess, MySQL
+// stock never goes below 0, and CHECK reports the difference with every rejected order.
 func TestOversellGuard(t *testing.T) {
-	const units, excess = 2000, 53
+	const units, excess, early = 2000, 53, 500
 	cfg := newConfig(t, nil)
 	s := startProxy(t, cfg, true)
 	runSink(t, cfg)
 	c := s.client(t, 50)
+	ctx := context.Background()
 	sku := newSKU("oversell")
 	s.sale(t, c, sku, units)
-	if err := s.rc.Set(context.Background(), guard.KeysFor(sku).Stock, units+excess, 0).Err(); err != nil {
+	_, first := buyAll(t, c, sku, "early", early, 50)
+	if first[""] != early {
+		t.Fatalf("replies %v, want %d orders", first, early)
+	}
+	if err := s.rc.Set(ctx, guard.KeysFor(sku).Stock, units+excess-early, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, replies := buyAll(t, c, sku, "u", 3000, 50)
-	if replies[""] != units+excess {
-		t.Fatalf("replies %v, want %d successes from Redis", replies, units+excess)
+	if replies[""] != units+excess-early {
+		t.Fatalf("replies %v, want %d successes from Redis", replies, units+excess-early)
 	}
 	eventually(t, 60*time.Second, "every order stored", func() bool {
 		st, _ := s.mysqlOrders(t, sku)
@@ -344,6 +351,32 @@ func TestOversellGuard(t *testing.T) {
 	var reason string
 	if err := s.db.QueryRow(`SELECT DISTINCT reason FROM seckill_orders WHERE sku = ? AND status = 'rejected'`, sku).Scan(&reason); err != nil || reason != sink.ReasonSoldOut {
 		t.Fatalf("rejection reason %q (%v)", reason, err)
+	}
+	s.waitOutboxEmpty(t, sku, 30*time.Second)
+	var lines []string
+	eventually(t, 10*time.Second, "CHECK sees every outcome", func() bool {
+		lines, _ = c.Do(ctx, "seckill.check", sku).StringSlice()
+		return len(lines) > 0 && !strings.Contains(strings.Join(lines, "\n"), "in flight")
+	})
+	// The stock and the buyers agree once MySQL has refused the excess: the rejections are
+	// the difference.
+	if len(lines) != 1+excess || lines[0] != fmt.Sprintf("rejected orders: %d sold in Redis that MySQL refused", excess) {
+		t.Fatalf("CHECK = %q", lines)
+	}
+	rows, err := s.db.Query(`SELECT order_id, uid FROM seckill_orders WHERE sku = ? AND status = 'rejected'`, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	listed := strings.Join(lines[1:], "\n")
+	for rows.Next() {
+		var id, uid string
+		if err := rows.Scan(&id, &uid); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("rejected order %s: uid %s qty 1, sold out", id, uid); !strings.Contains(listed, want) {
+			t.Fatalf("CHECK does not list %q:\n%s", want, listed)
+		}
 	}
 }
 
