@@ -72,6 +72,11 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	if g.opt.Buy.RebuyAfterRelease {
 		rebuy = "1"
 	}
+	// The release goes through the outbox: its sale must be one the sweepers visit (it may
+	// have left the set, over and drained).
+	if err := g.rc.SAdd(ctx, SalesKey, sku).Err(); err != nil {
+		return Released{}, unavailable(err)
+	}
 	reply, err := releaseScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys(), uid, rebuy, g.opt.Instance).Slice()
 	if err != nil {
 		return Released{}, unavailable(err)

@@ -209,7 +209,7 @@ func (s *stack) item(t *testing.T, sku string, stock int) {
 		defer rc.Close()
 		ctx := context.Background()
 		k := guard.KeysFor(sku)
-		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease).Err()
+		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease, k.Dead).Err()
 		_ = rc.SRem(ctx, guard.SalesKey, sku).Err()
 	})
 }

@@ -785,8 +785,12 @@ func (l *loop) armUp(up *upconn) {
 // Redis, and writes every reply that is ready.
 func (l *loop) flush() {
 	for i := 0; i < len(l.dirty); i++ { // process may mark more clients dirty
-		if c := l.dirty[i]; c.rd.Buffered() > 0 && l.canServe(c) {
+		switch c := l.dirty[i]; {
+		case c.rd.Buffered() == 0:
+		case l.canServe(c):
 			l.process(c)
+		default:
+			c.stalled = true // its input waits until it can be served: see below
 		}
 	}
 	for _, up := range l.ups {

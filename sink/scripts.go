@@ -12,4 +12,10 @@ var (
 	//go:embed lua/outcome.lua
 	outcomeLua    string
 	outcomeScript = redis.NewScript(outcomeLua)
+	//go:embed lua/retire.lua
+	retireLua    string
+	retireScript = redis.NewScript(retireLua)
+	//go:embed lua/bury.lua
+	buryLua    string
+	buryScript = redis.NewScript(buryLua)
 )

@@ -2,8 +2,11 @@ package sink
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,14 +22,29 @@ import (
 // all republish the same entries. A duplicate still reaches Kafka now and then: the sink
 // stores each order once.
 //
-// It finds the outboxes through the set of warmed sales (guard.SalesKey), never by scanning
-// the keyspace. Build it with NewSweeper; Run blocks until ctx ends.
+// It finds the outboxes through the set of sales (guard.SalesKey), never by scanning the
+// keyspace; a sale leaves the set once it is over and its outbox is empty. Build it with
+// NewSweeper; Run blocks until ctx ends.
 type Sweeper struct {
 	rc       *redis.ClusterClient
 	tee      *Tee
 	cfg      conf.Outbox
 	instance string
 	log      *zap.Logger
+
+	buried, retired atomic.Int64
+}
+
+// SweeperStats are a sweeper's counters.
+type SweeperStats struct {
+	// Buried counts unreadable outbox entries moved to dead letters; Retired, the sales taken
+	// out of the set once over and drained.
+	Buried, Retired int64
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Sweeper) Stats() SweeperStats {
+	return SweeperStats{Buried: s.buried.Load(), Retired: s.retired.Load()}
 }
 
 // NewSweeper returns a sweeper that republishes through tee.
@@ -53,7 +71,10 @@ func (s *Sweeper) Run(ctx context.Context) {
 }
 
 // SweepOnce republishes, for each SKU whose lease it wins, the outbox entries older than the
-// sweep age at now. It returns how many it handed to the tee.
+// sweep age at now; moves an entry that cannot be read to the SKU's dead-letter stream; and
+// takes a sale that is over and drained out of the set. It returns how many entries it
+// handed to the tee. The round trips are pipelined (one per node for the leases, one for the
+// outboxes); one SKU's error is logged and the others go on.
 func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if !s.tee.Healthy() {
 		return 0, nil
@@ -62,32 +83,109 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cutoff := strconv.FormatInt(now.Add(-s.cfg.SweepAge).UnixMilli(), 10)
-	total := 0
-	for _, sku := range skus {
-		keys := guard.KeysFor(sku)
-		won, err := s.rc.SetNX(ctx, keys.SweepLease, s.instance, s.cfg.LeaseTTL).Result()
-		if err != nil {
-			return total, err
+	var errs []error
+	fail := func(sku, what string, err error) {
+		errs = append(errs, fmt.Errorf("%s: %s: %w", sku, what, err))
+	}
+	pipe := s.rc.Pipeline()
+	leases := make([]*redis.BoolCmd, len(skus))
+	for i, sku := range skus {
+		leases[i] = pipe.SetNX(ctx, guard.KeysFor(sku).SweepLease, s.instance, s.cfg.LeaseTTL)
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is its SKU's
+	var won []string
+	for i, l := range leases {
+		switch {
+		case l.Err() != nil:
+			fail(skus[i], "lease", l.Err())
+		case l.Val():
+			won = append(won, skus[i])
 		}
-		if !won {
+	}
+	cutoff := strconv.FormatInt(now.Add(-s.cfg.SweepAge).UnixMilli(), 10)
+	pipe = s.rc.Pipeline()
+	ranges := make([]*redis.XMessageSliceCmd, len(won))
+	for i, sku := range won {
+		ranges[i] = pipe.XRangeN(ctx, guard.KeysFor(sku).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
+	}
+	_, _ = pipe.Exec(ctx)
+	total := 0
+	var idle []string // won, and nothing old in the outbox: may be over
+	for i, sku := range won {
+		entries, err := ranges[i].Result()
+		if err != nil {
+			fail(sku, "outbox", err)
 			continue
 		}
-		entries, err := s.rc.XRangeN(ctx, keys.Outbox, "-", cutoff, int64(s.cfg.SweepBatch)).Result()
-		if err != nil {
-			return total, err
+		if len(entries) == 0 {
+			idle = append(idle, sku)
 		}
 		for _, e := range entries {
 			sold, err := soldFromEntry(sku, e)
 			if err != nil {
-				s.log.Error("unreadable outbox entry left in place", zap.String("sku", sku), zap.String("entry", e.ID), zap.Error(err))
+				s.bury(ctx, sku, e.ID, err, fail)
 				continue
 			}
 			s.tee.Publish(sold, nil)
 			total++
 		}
 	}
-	return total, nil
+	s.retire(ctx, idle, fail)
+	return total, errors.Join(errs...)
+}
+
+// bury moves an unreadable outbox entry to the SKU's dead-letter stream (bury.lua), once.
+func (s *Sweeper) bury(ctx context.Context, sku, id string, cause error, fail func(string, string, error)) {
+	k := guard.KeysFor(sku)
+	moved, err := buryScript.Run(ctx, s.rc, []string{k.Outbox, k.Dead, k.Meta}, id, cause.Error()).Int()
+	if err != nil {
+		fail(sku, "dead-letter entry "+id, err)
+		return
+	}
+	if moved == 1 {
+		s.buried.Add(1)
+		s.log.Warn("unreadable outbox entry moved to the dead letters", zap.String("sku", sku), zap.String("entry", id),
+			zap.String("dead_letters", k.Dead), zap.String("error", cause.Error()))
+	}
+}
+
+// retire takes the sales among skus that are over and drained out of the set of sales
+// (retire.lua), so that the sweepers stop visiting them. A release may add to an outbox just
+// then: the outbox is read again after, and a sale with anything in it goes back in.
+func (s *Sweeper) retire(ctx context.Context, skus []string, fail func(string, string, error)) {
+	if len(skus) == 0 {
+		return
+	}
+	pipe := s.rc.Pipeline()
+	done := make([]*redis.Cmd, len(skus))
+	for i, sku := range skus {
+		k := guard.KeysFor(sku)
+		done[i] = retireScript.EvalSha(ctx, pipe, []string{k.Meta, k.Outbox})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		_ = s.rc.ScriptLoad(ctx, retireLua).Err()
+		return // next pass
+	}
+	for i, sku := range skus {
+		if n, err := done[i].Int(); err != nil {
+			fail(sku, "retire", err)
+			continue
+		} else if n != 1 {
+			continue
+		}
+		if err := s.rc.SRem(ctx, guard.SalesKey, sku).Err(); err != nil {
+			fail(sku, "retire", err)
+			continue
+		}
+		if n, err := s.rc.XLen(ctx, guard.KeysFor(sku).Outbox).Result(); err != nil || n > 0 {
+			if err := s.rc.SAdd(ctx, guard.SalesKey, sku).Err(); err != nil {
+				s.log.Error("a retired sale's outbox is not empty, and could not be put back in the sales set", zap.String("sku", sku), zap.Error(err))
+			}
+			continue
+		}
+		s.retired.Add(1)
+		s.log.Info("sale over and drained: the sweepers stop visiting it", zap.String("sku", sku))
+	}
 }
 
 // soldFromEntry reads an outbox entry as buy.lua wrote it.

@@ -1,0 +1,77 @@
+package proxy_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard"
+)
+
+// TestSweeper: an outbox entry no one can read (written past the proxy, on Redis directly) is
+// moved to the dead letters once and shown by CHECK; one broken sale in the set does not stop
+// the others' outboxes from being swept; a sale leaves the set once it is over and drained,
+// and a release puts it back.
+func TestSweeper(t *testing.T) {
+	fast := func(c *conf.Config) {
+		c.Buy.CallTimeout, c.Outbox.SweepAge, c.Outbox.SweepInterval, c.Outbox.LeaseTTL = 200*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	}
+	cfg := newConfig(t, fast)
+	s := startProxy(t, cfg, true)      // sweeps
+	quiet := startProxy(t, cfg, false) // sells, and leaves its orders in the outbox
+	c, qc := s.client(t, 1), quiet.client(t, 1)
+	ctx := context.Background()
+
+	broken := newSKU("broken")
+	bk := guard.KeysFor(broken)
+	s.rc.Set(ctx, bk.Outbox, "not a stream", 0)
+	s.rc.SAdd(ctx, guard.SalesKey, broken)
+	t.Cleanup(func() {
+		s.rc.Del(context.Background(), bk.Outbox)
+		s.rc.SRem(context.Background(), guard.SalesKey, broken)
+	})
+
+	sku := newSKU("sweep")
+	k := guard.KeysFor(sku)
+	s.sale(t, c, sku, 5)
+	t.Cleanup(func() { s.rc.Del(context.Background(), k.Dead) })
+	if err := qc.Do(ctx, "seckill.buy", sku, "u1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rc.XAdd(ctx, &redis.XAddArgs{Stream: k.Outbox, Values: []any{"order", "forged", "uid", "u9", "qty", "seven"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the outbox swept, past the broken sale", func() bool {
+		return s.rc.XLen(ctx, k.Outbox).Val() == 0
+	})
+	if n := s.rc.XLen(ctx, k.Dead).Val(); n != 1 {
+		t.Fatalf("%d dead letters, want 1", n)
+	}
+	dead := s.rc.XRange(ctx, k.Dead, "-", "+").Val()[0].Values
+	if dead["order"] != "forged" || !strings.Contains(dead["error"].(string), "invalid syntax") {
+		t.Fatalf("dead letter %v", dead)
+	}
+	lines, err := c.Do(ctx, "seckill.check", sku).StringSlice()
+	if err != nil || !strings.Contains(strings.Join(lines, "\n"), "dead letters: 1 unreadable outbox entries moved to "+k.Dead) {
+		t.Fatalf("CHECK = %q, %v", lines, err)
+	}
+
+	member := func() bool { return s.rc.SIsMember(ctx, guard.SalesKey, sku).Val() }
+	if !member() {
+		t.Fatal("an open sale left the set of sales")
+	}
+	if err := c.Do(ctx, "seckill.close", sku).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the closed, drained sale leaves the set", func() bool { return !member() })
+	if err := c.Do(ctx, "seckill.release", sku, "u1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !member() {
+		t.Fatal("a release did not put its sale back in the set of sales")
+	}
+}
