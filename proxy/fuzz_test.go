@@ -168,28 +168,28 @@ func fuzzEventLoop(f *testing.F, upstreamOf func(*conf.Config)) {
 	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, probe, "$2\r\nok\r\n", "$-1\r\n", "$-1\r\n") })
 }
 
-// fuzzProxy starts a proxy on cfg (no database, no Kafka) for a fuzz target, passing commands
-// through to Redis or not, and returns its address.
-func fuzzProxy(f *testing.F, cfg conf.Config, passThrough bool) string {
+// fuzzProxy starts a proxy on cfg (no database, no Kafka), for a fuzz target or a benchmark,
+// passing commands through to Redis or not, and returns its address.
+func fuzzProxy(tb testing.TB, cfg conf.Config, passThrough bool) string {
 	rc := guard.NewClusterClient(cfg.Redis)
-	f.Cleanup(func() { _ = rc.Close() })
+	tb.Cleanup(func() { _ = rc.Close() })
 	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: "fuzz"})
-	f.Cleanup(g.Close)
+	tb.Cleanup(g.Close)
 	var pass *upstream.Cluster
 	if passThrough {
 		pass = upstream.FromConf(rc, cfg.Redis, time.Second)
-		f.Cleanup(pass.Close)
+		tb.Cleanup(pass.Close)
 		if err := pass.CheckACL(context.Background(), zap.NewNop(), 100*time.Millisecond); err != nil {
-			f.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	r := router.New(g, zap.NewNop(), router.Options{Upstream: pass, MaxArgBytes: cfg.Limits.MaxArgBytes})
 	srv := proxy.New(r, pass, zap.NewNop(), cfg.Limits)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	go func() { _ = srv.Serve(ln) }()
-	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	tb.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	return ln.Addr().String()
 }

@@ -93,6 +93,7 @@ type upconn struct {
 	lastErr error
 	queue   []inflight
 	head    int
+	scan    resp.ReplyScanner // where the reply at the front of in ends, kept across reads
 }
 
 // loop is the event loop serving one listener. One: two loops sharing the clients were 10%
@@ -354,7 +355,15 @@ func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
 	if ev&unix.EPOLLIN == 0 || !l.readable(c) {
 		return
 	}
-	n, err := unix.Read(c.fd, rbuf)
+	// A client with nothing pending is read into rbuf, which its reader borrows and keeps a
+	// copy of what is left unserved, so that an idle client holds no buffer; one in the
+	// middle of a command is read straight into its reader, as much as it has room for.
+	lent := c.rd.Buffered() == 0
+	buf := rbuf
+	if !lent {
+		buf = c.rd.Buffer(loopReadSize)
+	}
+	n, err := unix.Read(c.fd, buf)
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 		return
 	}
@@ -362,12 +371,10 @@ func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
 		l.closeClient(c)
 		return
 	}
-	// Every client is read into rbuf: what it leaves unserved, its reader keeps a copy of, so
-	// an idle client holds no buffer.
-	if c.rd.Buffered() == 0 {
+	if lent {
 		c.rd.Lend(rbuf[:n])
 	} else {
-		_, _ = c.rd.Write(rbuf[:n])
+		c.rd.Commit(n)
 	}
 	l.process(c)
 	c.rd.Return()
@@ -465,11 +472,11 @@ func (l *loop) forward(c *loopClient, addr string, cmd resp.Command) {
 	c.seqNext++
 	l.s.router.Counted(1)
 	if up.fd < 0 && !up.dialing && l.now.Before(up.retryAt) {
-		l.complete(c, seq, upstream.Unavailable(up.lastErr))
+		l.complete(c, seq, upstream.Unavailable(up.lastErr), true)
 		return
 	}
 	if !l.track(1) {
-		l.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()))
+		l.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()), true)
 		c.closing = true
 		return
 	}
@@ -477,9 +484,17 @@ func (l *loop) forward(c *loopClient, addr string, cmd resp.Command) {
 		l.dial(up)
 	}
 	start := len(up.out)
-	if !cmd.Inline {
+	switch {
+	case !cmd.Inline && len(up.out) == 0 && len(cmd.Raw) > 4*loopReadSize:
+		// A big command, read in many pieces: Redis gets the reader's buffer, without a copy.
+		if raw := c.rd.Take(); raw != nil {
+			up.out = raw
+		} else {
+			up.out = append(up.out, cmd.Raw...)
+		}
+	case !cmd.Inline:
 		up.out = append(up.out, cmd.Raw...)
-	} else { // an inline command: Redis gets it as RESP
+	default: // an inline command: Redis gets it as RESP
 		up.out = redcon.AppendArray(up.out, len(cmd.Args))
 		for _, a := range cmd.Args {
 			up.out = redcon.AppendBulk(up.out, a)
@@ -507,7 +522,8 @@ func (l *loop) track(n int) bool {
 }
 
 // complete gives a client the reply to its command number seq, in the order of its commands.
-func (l *loop) complete(c *loopClient, seq uint64, reply []byte) {
+// owned: reply's storage is the client's to keep, not to copy.
+func (l *loop) complete(c *loopClient, seq uint64, reply []byte, owned bool) {
 	if c.closed {
 		return
 	}
@@ -515,10 +531,17 @@ func (l *loop) complete(c *loopClient, seq uint64, reply []byte) {
 		if c.held == nil {
 			c.held = map[uint64][]byte{}
 		}
-		c.held[seq] = bytes.Clone(reply)
+		if !owned {
+			reply = bytes.Clone(reply)
+		}
+		c.held[seq] = reply
 		return
 	}
-	c.out = append(c.out, reply...)
+	if owned && len(c.out) == 0 {
+		c.out = reply
+	} else {
+		c.out = append(c.out, reply...)
+	}
 	c.seqOut++
 	for len(c.held) > 0 {
 		r, ok := c.held[c.seqOut]
@@ -617,9 +640,12 @@ func (l *loop) upEvent(up *upconn, ev uint32) {
 	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) == 0 || up.fd < 0 {
 		return
 	}
-	// Read into the buffer's spare room, at least as much as it holds: a big reply arrives in
-	// few reads and is scanned few times.
+	// Read into the buffer's spare room, at least as much as it holds, and at once all of a
+	// bulk string whose length came: a big reply arrives in few reads, and is copied once.
 	room := max(loopReadSize, len(up.in))
+	if need := up.scan.Need(); need > len(up.in) {
+		room = max(loopReadSize, need-len(up.in))
+	}
 	if cap(up.in)-len(up.in) < room {
 		grown := make([]byte, len(up.in), len(up.in)+room)
 		copy(grown, up.in)
@@ -639,18 +665,30 @@ func (l *loop) upEvent(up *upconn, ev uint32) {
 	up.in = up.in[:len(up.in)+n]
 	off := 0
 	for up.head < len(up.queue) {
-		k, resp := redcon.ReadNextRESP(up.in[off:])
-		if resp.Type == 0 {
+		k, err := up.scan.Scan(up.in[off:])
+		if err != nil {
+			l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
+			return
+		}
+		if k == 0 {
 			break
 		}
-		l.deliver(up, up.in[off:off+k])
+		if off == 0 && k == len(up.in) && k > 4*loopReadSize {
+			// A big reply alone in the buffer: the client's, without a copy.
+			l.deliver(up, up.in[:k:k], true)
+			up.in, off = nil, 0
+			break
+		}
+		l.deliver(up, up.in[off:off+k], false)
 		off += k
 	}
 	if off < len(up.in) && up.head == len(up.queue) {
 		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
 		return
 	}
-	up.in = up.in[:copy(up.in, up.in[off:])]
+	if off > 0 { // a reply in part stays at the front; one not begun costs nothing
+		up.in = up.in[:copy(up.in, up.in[off:])]
+	}
 	if len(up.in) == 0 && cap(up.in) > 4*loopReadSize {
 		up.in = nil
 	}
@@ -658,8 +696,8 @@ func (l *loop) upEvent(up *upconn, ev uint32) {
 }
 
 // deliver gives the oldest command in flight on up its reply; a MOVED or ASK reply is
-// followed first.
-func (l *loop) deliver(up *upconn, reply []byte) {
+// followed first. owned: reply's storage is the client's to keep.
+func (l *loop) deliver(up *upconn, reply []byte, owned bool) {
 	in := up.queue[up.head]
 	up.queue[up.head] = inflight{}
 	up.head++
@@ -667,7 +705,7 @@ func (l *loop) deliver(up *upconn, reply []byte) {
 		l.redirect(in, reply)
 		return
 	}
-	l.complete(in.c, in.seq, reply)
+	l.complete(in.c, in.seq, reply, owned)
 	l.track(-1)
 }
 
@@ -707,7 +745,7 @@ func (l *loop) nextRedirects() {
 				cancel()
 			}
 			l.post(func() {
-				l.complete(j.in.c, j.in.seq, out)
+				l.complete(j.in.c, j.in.seq, out, false)
 				l.track(-1)
 			})
 		}
@@ -733,10 +771,10 @@ func (l *loop) upFail(up *upconn, err error) {
 		unix.Close(up.fd)
 		up.fd = -1
 	}
-	up.in, up.out = up.in[:0], up.out[:0]
+	up.in, up.out, up.scan = up.in[:0], up.out[:0], resp.ReplyScanner{}
 	reply := upstream.Unavailable(err)
 	for up.head < len(up.queue) {
-		l.deliver(up, reply)
+		l.deliver(up, reply, false)
 	}
 	up.settle()
 }
@@ -826,14 +864,16 @@ func (l *loop) writeClient(c *loopClient) {
 	c.blocked = len(c.out) > 0
 }
 
-// writeSome writes what the socket takes of buf now and returns the rest, moved to the front
-// of buf's storage (which is let go once empty and large).
+// writeSome writes what the socket takes of buf now and returns the rest, without moving it:
+// a reply of 100 MiB to a client that takes 64 KiB at a time must not be copied once per
+// write. What is appended after reuses the room at the end, or moves the rest once; the
+// storage is let go once empty and large.
 func writeSome(fd int, buf []byte) ([]byte, error) {
 	n, err := unix.Write(fd, buf)
 	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		return buf, err
 	}
-	buf = buf[:copy(buf, buf[max(n, 0):])]
+	buf = buf[max(n, 0):]
 	if len(buf) == 0 && cap(buf) > 4*loopReadSize {
 		buf = nil
 	}

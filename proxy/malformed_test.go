@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,4 +128,37 @@ func TestAuthGuessingIsCapped(t *testing.T) {
 			t.Fatalf("AUTH after the guesses: %q", got)
 		}
 	})
+}
+
+// TestStreamingClientIsBounded: a client that declares a bulk string of 400 MB and streams
+// 32 MiB of it costs the proxy memory of the order of what it sent (not of what it declared),
+// and meanwhile another client's GETs are answered; one that declares more than
+// limits.max_arg_bytes is refused at once.
+func TestStreamingClientIsBounded(t *testing.T) {
+	s := startStandalone(t, func(c *conf.Config) { c.Limits.MaxArgBytes = 512 << 20 })
+	if got := transcript(t, s.addr, "*2\r\n$4\r\nECHO\r\n$999999999999\r\n", time.Second); got != "-ERR Protocol error: invalid bulk length\r\n<closed>" {
+		t.Fatalf("a bulk length of 999999999999: %q", got)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	streamer := dialRaw(t, s.addr)
+	if _, err := streamer.c.Write([]byte("*3\r\n$3\r\nSET\r\n$9\r\nbig:limit\r\n$400000000\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	other := dialRaw(t, s.addr)
+	for range 32 {
+		if _, err := streamer.c.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if got := other.do(t, "GET", "big:nothing"); got != "$-1\r\n" {
+			t.Fatalf("GET while another client streams: %q", got)
+		}
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 160<<20 {
+		t.Fatalf("the heap grew %d MiB for 32 MiB sent", grown>>20)
+	}
 }

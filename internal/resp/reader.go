@@ -113,7 +113,15 @@ func (r *Reader) reserve(n int) {
 		r.buf, r.pos, r.start = r.buf[:kept], r.pos-r.start, 0
 	}
 	if cap(r.buf)-len(r.buf) < n {
-		grown := make([]byte, len(r.buf), max(2*cap(r.buf), len(r.buf)+n))
+		size := max(2*cap(r.buf), len(r.buf)+n)
+		if r.left > 0 && r.bulkLen >= 0 {
+			// A long bulk string on its way: grow fourfold, up to its end, so that it is
+			// copied a third of its length in all rather than once over; never past four
+			// times what has come, so that what a client declares costs nothing until sent.
+			end := r.pos + int(r.bulkLen) + 2
+			size = max(size, min(end, 4*len(r.buf)))
+		}
+		grown := make([]byte, len(r.buf), size)
 		copy(grown, r.buf)
 		r.buf = grown
 	}
@@ -155,6 +163,19 @@ func (r *Reader) Release() {
 	if !r.lent && r.start == len(r.buf) && cap(r.buf) > 4*readSize {
 		r.buf, r.start, r.pos, r.last = nil, 0, 0, 0
 	}
+}
+
+// Take hands over the buffer that holds the command Next returned last, when that command is
+// all the buffer holds and the buffer is the Reader's own (a big command, read in many
+// pieces): its Raw, which the caller may then keep, and the Reader starts afresh. Otherwise
+// it returns nil.
+func (r *Reader) Take() []byte {
+	if r.lent || r.last != 0 || r.start != len(r.buf) || r.start == 0 {
+		return nil
+	}
+	raw := r.buf[:r.start:r.start]
+	r.buf, r.start, r.pos = nil, 0, 0
+	return raw
 }
 
 // Unread gives back the command that Next returned last, to be returned again.

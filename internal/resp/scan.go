@@ -1,0 +1,95 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+)
+
+// ErrReply is a reply from Redis that is not RESP.
+var ErrReply = errors.New("resp: malformed reply")
+
+// ReplyScanner finds where each reply ends in a stream of replies from Redis (RESP2 and
+// RESP3), keeping its place across reads, so that a reply arriving in many pieces (an array
+// of a million elements, say) is scanned once, not once per piece. It does not copy or decode.
+// Its zero value is ready to use; it is not safe for concurrent use.
+type ReplyScanner struct {
+	pos  int     // how much of the current reply has been scanned
+	left []int64 // elements still to come, at each open aggregate
+	need int     // the current reply is at least this long, as far as is known
+}
+
+// Need is how long the current reply is at least, as far as the last Scan could tell (the
+// end of the bulk string it waits for): a reader may grow its buffer to it at once.
+func (s *ReplyScanner) Need() int { return s.need }
+
+// Scan looks at buf, which begins with the current reply (what the last call saw, and what
+// came since), and returns its length once it is complete; 0 while it is not.
+func (s *ReplyScanner) Scan(buf []byte) (int, error) {
+	for {
+		if s.pos >= len(buf) {
+			return 0, nil
+		}
+		i := bytes.IndexByte(buf[s.pos:], '\n')
+		if i < 0 {
+			return 0, nil
+		}
+		end := s.pos + i + 1 // after the header line
+		if i < 2 || buf[end-2] != '\r' {
+			return 0, ErrReply
+		}
+		typ, arg := buf[s.pos], buf[s.pos+1:end-2]
+		var elems int64 // of an aggregate; -1: a scalar
+		switch typ {
+		case '+', '-', ':', ',', '(', '#', '_':
+			elems = -1
+		case '$', '!', '=':
+			n, ok := parseInt(arg)
+			if !ok || n < -1 {
+				return 0, ErrReply
+			}
+			if n >= 0 {
+				if int64(len(buf)-end) < n+2 {
+					s.need = end + int(n) + 2
+					return 0, nil // the header is scanned again next time: O(1)
+				}
+				end += int(n) + 2
+			}
+			elems = -1
+		case '*', '~', '>', '%', '|':
+			n, ok := parseInt(arg)
+			if !ok || n < -1 {
+				return 0, ErrReply
+			}
+			switch {
+			case n <= 0:
+				elems = -1 // empty or null
+			case typ == '%':
+				elems = 2 * n
+			case typ == '|': // an attribute: its pairs, then the reply it is about
+				elems = 2*n + 1
+			default:
+				elems = n
+			}
+		default:
+			return 0, ErrReply
+		}
+		s.pos = end
+		if elems > 0 {
+			s.left = append(s.left, elems)
+			continue
+		}
+		// One element done: close what it completes.
+		for len(s.left) > 0 {
+			top := len(s.left) - 1
+			if s.left[top]--; s.left[top] > 0 {
+				break
+			}
+			s.left = s.left[:top]
+		}
+		if len(s.left) == 0 {
+			n := s.pos
+			s.pos, s.need = 0, 0
+			return n, nil
+		}
+	}
+}
