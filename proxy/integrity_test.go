@@ -58,7 +58,7 @@ var writeAttempts = map[string][][]string{
 
 // refusal is how a refusal reads, from the proxy's policy or from Redis's ACL.
 func refusal(reply string) bool {
-	for _, s := range []string{"NOPERM", "NOAUTH", "EXECABORT", "no permissions", "can't access", "can't run", "is refused", "Write commands are not allowed"} {
+	for _, s := range []string{"NOPERM", "NOAUTH", "EXECABORT", "no permissions", "can't access", "can't run", "can't publish", "is refused", "Write commands are not allowed"} {
 		if strings.Contains(reply, s) {
 			return true
 		}
@@ -220,6 +220,17 @@ func TestForgedEventsChangeNothing(t *testing.T) {
 		eventually(t, 5*time.Second, "the proxy hears the forged events", func() bool {
 			return s.g.Stats().Events >= heard+int64(len(events))
 		})
+	}
+	// Through the proxy, no client may publish on the channel at all, nor from a script.
+	raw := dialRaw(t, s.addr)
+	for _, cmd := range [][]string{
+		{"PUBLISH", sale.EventsChannel, "close " + sku + " forger"},
+		{"SPUBLISH", sale.EventsChannel, "close " + sku + " forger"},
+		{"EVAL", "return redis.call('publish', ARGV[1], ARGV[2])", "0", sale.EventsChannel, "close " + sku + " forger"},
+	} {
+		if got := raw.do(t, cmd...); !refusal(got) {
+			t.Fatalf("%s on the events channel through the proxy: %q, want a refusal", cmd[0], got)
+		}
 	}
 	forge("close", "soldout")
 	u1, err := c.Do(ctx, "seckill.buy", sku, "u1").Text()

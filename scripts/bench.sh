@@ -40,6 +40,9 @@ echo "== (e) the sink" >&2
 SECKILL_REQUIRE_SERVICES=1 go test ./sink -run XXX -bench 'BenchmarkSink$' -benchtime 100000x >"$WORK/sink.txt"
 SECKILL_REQUIRE_SERVICES=1 go test ./sink -run XXX -bench 'BenchmarkPersist' -benchtime 20000x >"$WORK/persist.txt"
 
+echo "== (g) large arguments and replies, against redis-server" >&2
+SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkLargeArgument -benchtime 5x >"$WORK/bigarg.txt"
+
 echo "== Go benchmarks of the hot paths" >&2
 go test ./guard ./sink -run XXX -bench 'ParseBuy|OrderID|BuySoldOut|SoldOutCheck|EncodeOrder' -benchtime 1000000x >"$WORK/hot.txt"
 
@@ -60,6 +63,18 @@ single = metric(f"{work}/persist.txt", "BenchmarkPersist/batch=1-")
 buy = open(f"{work}/buy.md").read().strip().splitlines()
 passthrough = open(f"{work}/pass.md").read().strip().splitlines()
 hot = [l for l in open(f"{work}/hot.txt") if l.startswith("Benchmark")]
+big = {}
+for line in open(f"{work}/bigarg.txt"):
+    m = re.match(r"BenchmarkLargeArgument/(SET|GET)/(\d+)MiB/(redis|proxy)\S*\s+\d+\s+(\d+) ns/op", line)
+    if m:
+        big[(m.group(1), int(m.group(2)), m.group(3))] = int(m.group(4)) / 1e6
+bigrows = []
+for mib in sorted({k[1] for k in big}):
+    row = f"| {mib} MiB |"
+    for op in ("SET", "GET"):
+        r, p = big.get((op, mib, "redis")), big.get((op, mib, "proxy"))
+        row += f" {r:.0f} ms | {p:.0f} ms | {p / r:.1f} |" if r and p else " - | - | - |"
+    bigrows.append(row)
 def lat(r): return r["latency_us"]
 checks = "all passed" if proxy["passed"] else "FAILED: " + ", ".join(c["name"] for c in proxy.get("checks", []) if not c["ok"])
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -120,6 +135,17 @@ batched/per-order ratio: **{batch / single:.1f}**. The dev stack's MariaDB runs 
 
 From the last buy of the seeds' sale (c) until all 2,000 orders were in MySQL:
 **{proxy.get('drain_ms', 0):.0f} ms**.
+
+## (g) Large arguments and replies
+
+`go test ./proxy -run XXX -bench BenchmarkLargeArgument -benchtime 5x`: one client sends a SET
+of the size given, then a GET of it back, straight to the dev stack's redis-server and
+through the proxy in front of it (the event loop), one after the other in one run; time per
+command.
+
+| size | SET redis | SET proxy | proxy/redis | GET redis | GET proxy | proxy/redis |
+|---|---|---|---|---|---|---|
+{chr(10).join(bigrows)}
 
 ## Go benchmarks of the hot paths
 
