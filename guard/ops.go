@@ -188,8 +188,8 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 	}, nil
 }
 
-// Sales lists the SKUs ever warmed (the sweeper's set) together with those this proxy has
-// served, sorted.
+// Sales lists the sales the sweepers visit (those not yet over and drained) together with
+// those this proxy has served, sorted.
 func (g *Guard) Sales(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
