@@ -873,11 +873,13 @@ func writeSome(fd int, buf []byte) ([]byte, error) {
 	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		return buf, err
 	}
-	buf = buf[max(n, 0):]
-	if len(buf) == 0 && cap(buf) > 4*loopReadSize {
-		buf = nil
+	switch {
+	case n < len(buf):
+		return buf[max(n, 0):], nil
+	case cap(buf) > 4*loopReadSize:
+		return nil, nil
 	}
-	return buf, nil
+	return buf[:0], nil // all written: the same storage again, from its start
 }
 
 // settle closes or hands over a client that asked for it once nothing is owed to it.

@@ -57,11 +57,52 @@ const ProtectedChannelError = "NOPERM " + sale.EventsChannel + " carries seckill
 // noScriptsError answers a script or function when there is no restricted pass-through user.
 const noScriptsError = "NOPERM scripts and functions are refused: this proxy has no restricted Redis user for pass-through (redis.passthrough_username)"
 
+// special are the names any of the tables above holds: a command outside it (nearly every
+// one) costs pass one map lookup before its keys are looked at.
+var special = func() map[string]bool {
+	m := map[string]bool{"script": true}
+	for _, t := range []map[string]bool{unsupported, scripting, publishing} {
+		for k := range t {
+			m[k] = true
+		}
+	}
+	for k := range refused {
+		m[k] = true
+	}
+	return m
+}()
+
 // pass decides whether args, a command the proxy does not serve itself, may pass through for
 // s: nil, or the error to answer.
 func (r *Router) pass(s *Session, args [][]byte) error {
 	var buf [32]byte
 	name := lowerASCII(buf[:0], args[0])
+	if special[string(name)] {
+		if err := r.passSpecial(s, name, args); err != errNotSpecial {
+			return err
+		}
+	}
+	if r.opt.Upstream == nil {
+		if namesProtected(args[1:]) {
+			return respError(ProtectedKeysError)
+		}
+		return nil
+	}
+	d := r.opt.Upstream.Describe(args)
+	switch {
+	case d.ReadOnly:
+		return nil
+	case d.AnyArg && namesProtected(args[1:]), namesProtected(d.Keys):
+		return respError(ProtectedKeysError)
+	}
+	return nil
+}
+
+// errNotSpecial: passSpecial has nothing to say of the command; its keys decide.
+var errNotSpecial error = respError("not special")
+
+// passSpecial decides for the commands in the special tables.
+func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 	if msg, ok := refused[string(name)]; ok && !(s.Admin && r.adminAllowed(name)) {
 		if msg == "" {
 			msg = "ERR '" + string(name) + "' is refused by seckill-proxy"
@@ -90,20 +131,7 @@ func (r *Router) pass(s *Session, args [][]byte) error {
 		}
 		return nil
 	}
-	if r.opt.Upstream == nil {
-		if namesProtected(args[1:]) {
-			return respError(ProtectedKeysError)
-		}
-		return nil
-	}
-	d := r.opt.Upstream.Describe(args)
-	switch {
-	case d.ReadOnly:
-		return nil
-	case d.AnyArg && namesProtected(args[1:]), namesProtected(d.Keys):
-		return respError(ProtectedKeysError)
-	}
-	return nil
+	return errNotSpecial
 }
 
 func (r *Router) adminAllowed(name []byte) bool {

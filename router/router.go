@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -101,8 +100,9 @@ type Options struct {
 	AdminAllow []string
 }
 
-// errPassThrough marks a command for the upstream.
-var errPassThrough = respError("pass through")
+// errPassThrough marks a command for the upstream. (An error value made once: returning a
+// respError would box it on every command.)
+var errPassThrough error = respError("pass through")
 
 // Router holds the command table and serves a client's commands. It is safe for concurrent
 // use once built with New.
@@ -164,13 +164,13 @@ func (r *Router) NewSession() *Session {
 	return &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default"}
 }
 
-// lookup finds a command by name, case-insensitively, without allocating for the common
-// already-lower-case or upper-case names.
+// lookup finds a command by name, case-insensitively, without allocating.
 func (r *Router) lookup(name []byte) *command {
 	if c, ok := r.table[string(name)]; ok {
 		return c
 	}
-	return r.table[string(bytes.ToLower(name))]
+	var buf [32]byte
+	return r.table[string(lowerASCII(buf[:0], name))]
 }
 
 // Serve runs one client pipeline, cmds, writing one reply per command to w, in order.
