@@ -3,44 +3,9 @@ package guard
 import (
 	"strconv"
 	"strings"
+
+	"seckill-proxy/sale"
 )
-
-// MaxIDLen is the longest sku or uid.
-const MaxIDLen = 64
-
-// MaxLimit is the highest per-user limit a sale may have.
-const MaxLimit = 10000
-
-// ValidID reports whether s can be a sku or uid: 1-64 characters of [A-Za-z0-9_.:-].
-func ValidID(s []byte) bool {
-	if len(s) == 0 || len(s) > MaxIDLen {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// ParseCount parses a positive decimal integer of at most 18 digits, with no sign, spaces
-// or leading zeros.
-func ParseCount(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 || b[0] == '0' {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
 
 // BuyRequest is one parsed SECKILL.BUY.
 type BuyRequest struct {
@@ -61,8 +26,8 @@ func ParseBuy(args [][]byte) (BuyRequest, error) {
 	}
 	req := BuyRequest{SKU: sku, UID: uid, Qty: 1}
 	if len(args) == 3 {
-		q, ok := ParseCount(args[2])
-		if !ok || q > MaxLimit {
+		q, ok := sale.ParseCount(args[2])
+		if !ok || q > sale.MaxLimit {
 			return BuyRequest{}, badArgs("qty must be an integer from 1 to the per-user limit, got %s", quote(args[2]))
 		}
 		req.Qty = q
@@ -72,10 +37,10 @@ func ParseBuy(args [][]byte) (BuyRequest, error) {
 
 // ParseSKUUID checks a sku and a uid argument.
 func ParseSKUUID(sku, uid []byte) (string, string, error) {
-	if !ValidID(sku) {
+	if !sale.ValidID(sku) {
 		return "", "", badArgs("sku must be 1-64 characters of [A-Za-z0-9_.:-], got %s", quote(sku))
 	}
-	if !ValidID(uid) {
+	if !sale.ValidID(uid) {
 		return "", "", badArgs("uid must be 1-64 characters of [A-Za-z0-9_.:-], got %s", quote(uid))
 	}
 	return string(sku), string(uid), nil
@@ -83,7 +48,7 @@ func ParseSKUUID(sku, uid []byte) (string, string, error) {
 
 // ParseSKU checks a lone sku argument.
 func ParseSKU(b []byte) (string, error) {
-	if !ValidID(b) {
+	if !sale.ValidID(b) {
 		return "", badArgs("sku must be 1-64 characters of [A-Za-z0-9_.:-], got %s", quote(b))
 	}
 	return string(b), nil
@@ -145,14 +110,14 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 			return "", opt, badArgs("%s needs a value", name)
 		}
 		i++
-		n, ok := ParseCount(args[i])
+		n, ok := sale.ParseCount(args[i])
 		if !ok {
 			return "", opt, badArgs("%s must be a positive integer, got %s", name, quote(args[i]))
 		}
 		*dst = n
 	}
-	if opt.Limit > MaxLimit {
-		return "", opt, badArgs("LIMIT must be from 1 to %d, got %d", MaxLimit, opt.Limit)
+	if opt.Limit > sale.MaxLimit {
+		return "", opt, badArgs("LIMIT must be from 1 to %d, got %d", sale.MaxLimit, opt.Limit)
 	}
 	if opt.EndMs != 0 && opt.EndMs <= opt.StartMs {
 		return "", opt, badArgs("END %d must be after START %d", opt.EndMs, opt.StartMs)

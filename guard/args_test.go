@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"seckill-proxy/sale"
 )
 
 func bs(ss ...string) [][]byte {
@@ -91,8 +93,8 @@ func TestParseWarm(t *testing.T) {
 }
 
 func TestKeysShareOneHashTag(t *testing.T) {
-	k := KeysFor("sku_1001")
-	for _, key := range k.scriptKeys() {
+	k := sale.KeysFor("sku_1001")
+	for _, key := range k.ScriptKeys() {
 		if !strings.HasPrefix(key, "seckill:{sku_1001}:") {
 			t.Errorf("key %q lacks the hash tag {sku_1001}", key)
 		}
@@ -120,7 +122,7 @@ func FuzzParseBuy(f *testing.F) {
 			}
 			return
 		}
-		if !ValidID([]byte(req.SKU)) || !ValidID([]byte(req.UID)) || req.Qty < 1 || req.Qty > MaxLimit {
+		if !sale.ValidID([]byte(req.SKU)) || !sale.ValidID([]byte(req.UID)) || req.Qty < 1 || req.Qty > sale.MaxLimit {
 			t.Fatalf("accepted an invalid request %+v from %q", req, args)
 		}
 		if req.SKU != sku || req.UID != uid {
@@ -144,7 +146,7 @@ func FuzzParseWarm(f *testing.F) {
 			}
 			return
 		}
-		if got != sku || opt.Limit < 1 || opt.Limit > MaxLimit || (opt.EndMs != 0 && opt.EndMs <= opt.StartMs) {
+		if got != sku || opt.Limit < 1 || opt.Limit > sale.MaxLimit || (opt.EndMs != 0 && opt.EndMs <= opt.StartMs) {
 			t.Fatalf("accepted %q %+v from %q", got, opt, args)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sale"
 )
 
 // TestBuyBatchOneScript runs one client pipeline of buys of one SKU, which the coalescer sends
@@ -26,7 +27,7 @@ func TestBuyBatchOneScript(t *testing.T) {
 	defer cancel()
 
 	sku := "batch_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	k := KeysFor(sku)
+	k := sale.KeysFor(sku)
 	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers, k.Outbox) })
 	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", "7", "start", "0", "end", "0", "limit", "3").Err(); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"seckill-proxy/sale"
 )
 
 // probe is what Redis says of a sale now: its state, version, stock and buyer count.
@@ -15,7 +17,7 @@ type probe struct {
 }
 
 func (g *Guard) probe(ctx context.Context, sku string) (probe, error) {
-	v, err := probeScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys()).Slice()
+	v, err := probeScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys()).Slice()
 	if err != nil {
 		return probe{}, err
 	}
@@ -61,7 +63,7 @@ func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buye
 	if err != nil {
 		return nil, err
 	}
-	if p.state != StateOpen || p.stock > 0 {
+	if p.state != sale.StateOpen || p.stock > 0 {
 		return nil, nil
 	}
 	if prev != nil && prev.Version == p.version && prev.Count == p.buyers {
@@ -74,7 +76,7 @@ func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buye
 		return b, nil
 	}
 	b.Orders = make(map[string]string, p.buyers)
-	key := KeysFor(sku).Buyers
+	key := sale.KeysFor(sku).Buyers
 	var cursor uint64
 	for {
 		kv, next, err := g.rc.HScan(ctx, key, cursor, "", 1000).Result()

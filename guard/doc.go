@@ -2,7 +2,8 @@
 // the atomic Lua scripts on the Redis Cluster and their callers, and the warm-up of a sale
 // from MySQL into Redis.
 //
-// guard owns the key layout: every key of a SKU carries the hash tag {<sku>} so that one
-// script can touch them all in one cluster slot. It does not speak RESP to clients and does
-// not publish to Kafka.
+// The key layout, the sale states and the ID rules are package sale's: every key of a SKU
+// carries the hash tag {<sku>} so that one script can touch them all in one cluster slot.
+// guard does not speak RESP to clients, and hands sold orders to a Publisher (package outbox)
+// rather than to Kafka itself.
 package guard

@@ -76,7 +76,7 @@ func (g *Guard) listenEvents(ctx context.Context) {
 func (g *Guard) apply(ctx context.Context, payload string) {
 	event, rest, ok := strings.Cut(payload, " ")
 	sku, from, _ := strings.Cut(rest, " ")
-	if !ok || !ValidID([]byte(sku)) {
+	if !ok || !sale.ValidID([]byte(sku)) {
 		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("ignoring a malformed sale event", zap.String("payload", payload))
 		return
@@ -109,9 +109,9 @@ func (g *Guard) recheck(ctx context.Context, sku, payload string) {
 	case err != nil:
 		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("could not check a sale event against Redis; ignoring it", zap.String("payload", payload), zap.Error(err))
-	case p.state == StateClosed:
+	case p.state == sale.StateClosed:
 		g.flags.SetClosed(sku, g.opt.Now(), gen)
-	case p.state == StateOpen && p.stock <= 0:
+	case p.state == sale.StateOpen && p.stock <= 0:
 		g.soldOut(sku)
 	default:
 		g.stats.eventsIgnored.Add(1)

@@ -9,7 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sale"
 )
 
 // TestEventsAreHints: a close or soldout event changes a proxy's flags only as far as the sale
@@ -18,11 +20,11 @@ import (
 func TestEventsAreHints(t *testing.T) {
 	cfg := conf.Default()
 	cfg.Redis.Addrs = testenv.Redis(t)
-	rc := NewClusterClient(cfg.Redis)
+	rc := connect.Redis(cfg.Redis)
 	t.Cleanup(func() { _ = rc.Close() })
 	ctx := context.Background()
 	sku := "hint_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	k := KeysFor(sku)
+	k := sale.KeysFor(sku)
 	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers) })
 	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", "1").Err(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/sale"
 )
 
 // Stats are a Guard's counters since it started. Read them with Guard.Stats.
@@ -155,7 +156,7 @@ func (g *Guard) countersFor(sku string) *skuCounters {
 	if c, ok := g.counters(sku); ok {
 		return c
 	}
-	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(StateClosed), keys: KeysFor(sku).scriptKeys()})
+	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys()})
 	return c.(*skuCounters)
 }
 
@@ -174,9 +175,9 @@ type attempt struct {
 	orderID string
 	version string
 	useEval bool
-	reply   []any // the script's reply for this buy
-	err     error // the script's error, or the pipeline's
-	sold    Sold  // set when the script sold the order
+	reply   []any     // the script's reply for this buy
+	err     error     // the script's error, or the pipeline's
+	sold    sale.Sold // set when the script sold the order
 }
 
 // BuyBatch runs the buys of one client pipeline, and returns their results in res (reused,
@@ -217,7 +218,7 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 		if c, ok := g.counters(r.SKU); ok {
 			keys = c.keys
 		} else {
-			keys = KeysFor(r.SKU).scriptKeys()
+			keys = sale.KeysFor(r.SKU).ScriptKeys()
 		}
 		todo = append(todo, &attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver})
 	}
@@ -354,7 +355,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 		}
 		v, _ := strconv.ParseInt(version, 10, 64)
 		ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
-		a.sold = Sold{Kind: KindOrder, OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
+		a.sold = sale.Sold{Kind: sale.TypeOrder, OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
 			EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}
 	case "DUPLICATE":
 		g.stats.duplicates.Add(1)
@@ -474,7 +475,7 @@ func (s Status) String() string {
 func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
-	v, err := statusScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys(), uid).Slice()
+	v, err := statusScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid).Slice()
 	if err != nil {
 		return Status{}, unavailable(err)
 	}

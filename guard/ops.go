@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"seckill-proxy/sale"
 )
 
 // Field is one field/value pair of an INFO or CHECK reply. Value is a string or an int64.
@@ -29,7 +31,7 @@ func noSale(sku string) error { return badArgs("no sale %s: it was never warmed"
 func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	reply, err := closeScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys()).Slice()
+	reply, err := closeScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys()).Slice()
 	if err != nil {
 		return "", unavailable(err)
 	}
@@ -40,11 +42,11 @@ func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
 	g.flags.SetClosed(sku, g.opt.Now(), g.flags.Gen())
 	g.signal(eventClose, sku)
 	if g.db != nil {
-		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ?`, StateClosed, sku); err != nil {
+		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ?`, sale.StateClosed, sku); err != nil {
 			return prev, unavailable(fmt.Errorf("the sale is closed in Redis, but MySQL did not record it (run CLOSE again): %w", err))
 		}
 	}
-	if prev != StateClosed {
+	if prev != sale.StateClosed {
 		g.log.Info("sale closed", zap.String("sku", sku), zap.String("was", prev))
 	}
 	return prev, nil
@@ -74,10 +76,10 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	}
 	// The release goes through the outbox: its sale must be one the sweepers visit (it may
 	// have left the set, over and drained).
-	if err := g.rc.SAdd(ctx, SalesKey, sku).Err(); err != nil {
+	if err := g.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
 		return Released{}, unavailable(err)
 	}
-	reply, err := releaseScript.Run(ctx, g.rc, KeysFor(sku).scriptKeys(), uid, rebuy, g.opt.Instance).Slice()
+	reply, err := releaseScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid, rebuy, g.opt.Instance).Slice()
 	if err != nil {
 		return Released{}, unavailable(err)
 	}
@@ -94,7 +96,7 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	version, _ := strconv.ParseInt(replyString(reply, 6), 10, 64)
 	qty, _ := strconv.ParseInt(replyString(reply, 7), 10, 64)
 	if g.opt.Publisher != nil {
-		g.opt.Publisher.Publish(Sold{Kind: KindRelease, OrderID: r.OrderID, SKU: sku, UID: uid, Qty: qty,
+		g.opt.Publisher.Publish(sale.Sold{Kind: sale.TypeRelease, OrderID: r.OrderID, SKU: sku, UID: uid, Qty: qty,
 			Version: version, EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}, nil)
 	}
 	g.clearFlag(sku)
@@ -114,7 +116,7 @@ type saleState struct {
 }
 
 func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState, error) {
-	k := KeysFor(sku)
+	k := sale.KeysFor(sku)
 	pipe := g.rc.Pipeline()
 	meta := pipe.HGetAll(ctx, k.Meta)
 	stock := pipe.Get(ctx, k.Stock)
@@ -193,7 +195,7 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 func (g *Guard) Sales(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
-	skus, err := g.rc.SMembers(ctx, SalesKey).Result()
+	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -271,7 +273,7 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 		diffs = append(diffs, fmt.Sprintf("outbox backlog: redis %d, want 0", st.outbox))
 	}
 	if dead := metaInt(st.meta, "dead"); dead > 0 {
-		diffs = append(diffs, fmt.Sprintf("dead letters: %d unreadable outbox entries moved to %s", dead, KeysFor(sku).Dead))
+		diffs = append(diffs, fmt.Sprintf("dead letters: %d unreadable outbox entries moved to %s", dead, sale.KeysFor(sku).Dead))
 	}
 	if rejected > 0 {
 		diffs = append(diffs, fmt.Sprintf("rejected orders: %d sold in Redis that MySQL refused", rejected))

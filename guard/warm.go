@@ -8,14 +8,8 @@ import (
 	"strconv"
 
 	"go.uber.org/zap"
-)
 
-// Sale states, in Redis meta and in seckill_items.status.
-const (
-	StateIdle    = "idle"
-	StateWarming = "warming"
-	StateOpen    = "open"
-	StateClosed  = "closed"
+	"seckill-proxy/sale"
 )
 
 // ErrNoItem: the SKU has no row in seckill_items. The proxy never invents stock.
@@ -43,7 +37,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	keys := KeysFor(sku).scriptKeys()
+	keys := sale.KeysFor(sku).ScriptKeys()
 
 	var stock, version int64
 	var status string
@@ -55,12 +49,12 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
 	}
-	if (status == StateOpen || status == StateWarming) && !opt.Force {
+	if (status == sale.StateOpen || status == sale.StateWarming) && !opt.Force {
 		return Warmed{}, badArgs("sale %s is %s (version %d); add FORCE to re-warm it", sku, status, version)
 	}
 	next := version + 1
 	r, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ?, sale_version = ? WHERE sku = ? AND sale_version = ?`,
-		StateWarming, next, sku, version)
+		sale.StateWarming, next, sku, version)
 	if err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
 	}
@@ -69,7 +63,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 
 	// Register the sale first, so that its outbox is swept even if this warm stops half way.
-	if err := g.rc.SAdd(ctx, SalesKey, sku).Err(); err != nil {
+	if err := g.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 	}
 	force := "0"
@@ -97,7 +91,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	// Redis stock must not be above MySQL's, read after the script: an order that the sink
 	// stored between MySQL's read and the script, and so was not counted in flight, shows here.
 	var redisStock, mysqlStock int64
-	if redisStock, err = g.rc.Get(ctx, KeysFor(sku).Stock).Int64(); err != nil {
+	if redisStock, err = g.rc.Get(ctx, sale.KeysFor(sku).Stock).Int64(); err != nil {
 		return Warmed{}, unavailable(err)
 	}
 	if err = g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
@@ -106,23 +100,23 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if redisStock > mysqlStock {
 		// Close the half-made sale on both sides; a failure here leaves it "warming", which
 		// no buy accepts, so it is logged and the refusal still returned.
-		if err := transitionScript.Run(ctx, g.rc, keys, next, StateWarming, StateClosed).Err(); err != nil {
+		if err := transitionScript.Run(ctx, g.rc, keys, next, sale.StateWarming, sale.StateClosed).Err(); err != nil {
 			g.log.Error("warm: could not close the refused sale in Redis", zap.String("sku", sku), zap.Error(err))
 		}
-		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, StateClosed, sku, next); err != nil {
+		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateClosed, sku, next); err != nil {
 			g.log.Error("warm: could not close the refused sale in MySQL", zap.String("sku", sku), zap.Error(err))
 		}
 		return Warmed{}, badArgs("sale %s not opened: Redis stock %d is above MySQL stock %d", sku, redisStock, mysqlStock)
 	}
 
-	moved, err := transitionScript.Run(ctx, g.rc, keys, next, StateWarming, StateOpen).Int()
+	moved, err := transitionScript.Run(ctx, g.rc, keys, next, sale.StateWarming, sale.StateOpen).Int()
 	if err != nil {
 		return Warmed{}, unavailable(err)
 	}
 	if moved != 1 {
 		return Warmed{}, badArgs("sale %s changed while it was being warmed; try again", sku)
 	}
-	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, StateOpen, sku, next); err != nil {
+	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateOpen, sku, next); err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: sale is open in Redis but not marked open: %w", err))
 	}
 	g.versions.Store(sku, strconv.FormatInt(next, 10))

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 	"seckill-proxy/sink"
 )
 
@@ -60,7 +60,7 @@ func TestSeedsSale(t *testing.T) {
 	if len(ids) != units {
 		t.Fatalf("%d distinct order ids, want %d", len(ids), units)
 	}
-	k := guard.KeysFor(sku)
+	k := sale.KeysFor(sku)
 	if stock, _ := s.rc.Get(ctx, k.Stock).Int(); stock != 0 {
 		t.Errorf("stock key = %d, want 0", stock)
 	}
@@ -92,7 +92,7 @@ func TestDuplicateBuyerGetsTheFirstOrder(t *testing.T) {
 	if err == nil || err.Error() != "DUPLICATE "+first {
 		t.Fatalf("second buy: %v, want DUPLICATE %s", err, first)
 	}
-	if stock, _ := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int(); stock != 4 {
+	if stock, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); stock != 4 {
 		t.Fatalf("stock = %d, want 4 (taken once)", stock)
 	}
 	st, err := c.Do(ctx, "seckill.status", sku, "alice").Text()
@@ -113,7 +113,7 @@ func TestQtyAboveStock(t *testing.T) {
 	if err := c.Do(ctx, "seckill.buy", sku, "u1", 3).Err(); code(err) != "SOLDOUT" || err.Error() != "SOLDOUT "+sku {
 		t.Fatalf("qty 3 on stock 2: %v, want SOLDOUT %s", err, sku)
 	}
-	if stock, _ := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int(); stock != 2 {
+	if stock, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); stock != 2 {
 		t.Fatalf("stock = %d, want 2", stock)
 	}
 	if err := c.Do(ctx, "seckill.buy", sku, "u2", 6).Err(); code(err) != "ERR" || !contains(err, "above the per-user limit 5") {
@@ -129,7 +129,7 @@ func TestEveryKeyOfASKUIsInOneSlot(t *testing.T) {
 	s := start(t, nil)
 	ctx := context.Background()
 	for _, sku := range []string{"sku_1001", "a", "x.y:z-9"} {
-		k := guard.KeysFor(sku)
+		k := sale.KeysFor(sku)
 		want := s.rc.ClusterKeySlot(ctx, k.Stock).Val()
 		for _, key := range []string{k.Buyers, k.Meta, k.Outbox, k.Result} {
 			if got, err := s.rc.ClusterKeySlot(ctx, key).Result(); err != nil || got != want {
@@ -249,13 +249,13 @@ func TestWarm(t *testing.T) {
 		t.Fatalf("re-warm without FORCE: %v, want ERR", err)
 	}
 	// FORCE takes MySQL's stock, even if Redis was pushed above it by hand.
-	if err := s.rc.Set(ctx, guard.KeysFor(sku).Stock, 2050, 0).Err(); err != nil {
+	if err := s.rc.Set(ctx, sale.KeysFor(sku).Stock, 2050, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Slice(); err != nil || reply[5] != int64(10) || reply[3] != int64(3) {
 		t.Fatalf("WARM FORCE = %v, %v", reply, err)
 	}
-	if got, _ := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int(); got != 10 {
+	if got, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); got != 10 {
 		t.Fatalf("stock after FORCE = %d, want MySQL's 10", got)
 	}
 
@@ -309,7 +309,7 @@ func TestWarmCountsOrdersInFlight(t *testing.T) {
 	runSink(t, s.cfg)
 	s.waitConfirmed(t, sku, 5, 30*time.Second)
 	orders, mysqlStock := s.mysqlOrders(t, sku)
-	if left := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Val(); orders[sink.StatusRejected] != 0 || mysqlStock != 5 || left != "5" {
+	if left := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Val(); orders[sink.StatusRejected] != 0 || mysqlStock != 5 || left != "5" {
 		t.Fatalf("after the drain: %v, MySQL stock %d, Redis stock %s; want 5 confirmed, none rejected, 5 and 5", orders, mysqlStock, left)
 	}
 	waitCheckOK(t, c, sku, 10*time.Second)

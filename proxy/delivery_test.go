@@ -13,7 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/sale"
 	"seckill-proxy/sink"
 )
 
@@ -86,7 +87,7 @@ func (s *stack) waitConfirmed(t *testing.T, sku string, n int, limit time.Durati
 func (s *stack) waitOutboxEmpty(t *testing.T, sku string, limit time.Duration) {
 	t.Helper()
 	eventually(t, limit, "outbox drained", func() bool {
-		return s.rc.XLen(context.Background(), guard.KeysFor(sku).Outbox).Val() == 0
+		return s.rc.XLen(context.Background(), sale.KeysFor(sku).Outbox).Val() == 0
 	})
 }
 
@@ -146,7 +147,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	s.checkOrdersInMySQL(t, sku, ids)
 	ctx := context.Background()
-	k := guard.KeysFor(sku)
+	k := sale.KeysFor(sku)
 	if left, _ := s.rc.Get(ctx, k.Stock).Int64(); left != stock {
 		t.Fatalf("Redis stock %d != MySQL stock %d", left, stock)
 	}
@@ -209,7 +210,7 @@ func TestKafkaDownMidSale(t *testing.T) {
 	if replies[""] != 200 {
 		t.Fatalf("with Kafka down and replies after Lua, sales must go on: %v", replies)
 	}
-	k := guard.KeysFor(sku)
+	k := sale.KeysFor(sku)
 	if n := s.rc.XLen(ctx, k.Outbox).Val(); n < 200 {
 		t.Fatalf("outbox holds %d orders with Kafka down, want at least 200", n)
 	}
@@ -242,7 +243,7 @@ func TestReplyAfterKafkaFailsFastWhenKafkaIsDown(t *testing.T) {
 	if code(err) != "UNAVAILABLE" {
 		t.Fatalf("buy with Kafka down: %v, want UNAVAILABLE", err)
 	}
-	if left, _ := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int(); left != 5 {
+	if left, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); left != 5 {
 		t.Fatalf("stock %d, want 5: nothing may be sold", left)
 	}
 }
@@ -333,7 +334,7 @@ func TestOversellGuard(t *testing.T) {
 	if first[""] != early {
 		t.Fatalf("replies %v, want %d orders", first, early)
 	}
-	if err := s.rc.Set(ctx, guard.KeysFor(sku).Stock, units+excess-early, 0).Err(); err != nil {
+	if err := s.rc.Set(ctx, sale.KeysFor(sku).Stock, units+excess-early, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, replies := buyAll(t, c, sku, "u", 3000, 50)
@@ -394,7 +395,7 @@ func TestDeadLetter(t *testing.T) {
 	s.waitConfirmed(t, sku, 3, 30*time.Second)
 	s.checkOrdersInMySQL(t, sku, ids)
 
-	sc, err := sink.SaramaConfig(cfg.Kafka)
+	sc, err := connect.Sarama(cfg.Kafka)
 	if err != nil {
 		t.Fatal(err)
 	}

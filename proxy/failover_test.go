@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 )
 
 var replicaPort = regexp.MustCompile(`slave0:ip=[^,]+,port=(\d+)`)
@@ -38,7 +38,7 @@ func TestFailover(t *testing.T) {
 	s.sale(t, c, sku, stock)
 	ctx := context.Background()
 
-	master, err := s.rc.MasterForKey(ctx, guard.KeysFor(sku).Stock)
+	master, err := s.rc.MasterForKey(ctx, sale.KeysFor(sku).Stock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestFailover(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	left, err := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int64()
+	left, err := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int64()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
@@ -171,7 +172,7 @@ func fuzzEventLoop(f *testing.F, upstreamOf func(*conf.Config)) {
 // fuzzProxy starts a proxy on cfg (no database, no Kafka), for a fuzz target or a benchmark,
 // passing commands through to Redis or not, and returns its address.
 func fuzzProxy(tb testing.TB, cfg conf.Config, passThrough bool) string {
-	rc := guard.NewClusterClient(cfg.Redis)
+	rc := connect.Redis(cfg.Redis)
 	tb.Cleanup(func() { _ = rc.Close() })
 	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: "fuzz"})
 	tb.Cleanup(g.Close)

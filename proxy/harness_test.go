@@ -18,8 +18,10 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/outbox"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
 	"seckill-proxy/sale"
@@ -34,7 +36,7 @@ type stack struct {
 	rc    *redis.ClusterClient
 	db    *sql.DB
 	g     *guard.Guard
-	tee   *sink.Tee
+	tee   *outbox.Tee
 	addr  string
 	close func() // stops the proxy; tests that stop it early call it, cleanup calls it again
 }
@@ -92,21 +94,21 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		t.Fatal(err)
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	rc := guard.NewClusterClient(cfg.Redis)
+	rc := connect.Redis(cfg.Redis)
 	instance := "test-" + xid.New().String()
 	s := &stack{cfg: cfg, rc: rc, db: db}
 	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	sweeperDone := make(chan struct{})
 	if withTee {
-		s.tee = sink.NewTee(rc, cfg, instance, log)
+		s.tee = outbox.NewTee(rc, cfg, instance, log)
 		if err := s.tee.Start(); err != nil {
 			t.Fatal(err)
 		}
 		opt.Publisher = s.tee
 		go func() {
 			defer close(sweeperDone)
-			sink.NewSweeper(rc, s.tee, cfg.Outbox, instance, log).Run(sweepCtx)
+			outbox.NewSweeper(rc, s.tee, cfg.Outbox, instance, log).Run(sweepCtx)
 		}()
 	} else {
 		close(sweeperDone)
@@ -169,7 +171,7 @@ func runSink(t *testing.T, cfg conf.Config) *sink.Sink {
 	t.Helper()
 	testenv.Kafka(t)
 	db := testenv.MySQL(t)
-	rc := guard.NewClusterClient(cfg.Redis)
+	rc := connect.Redis(cfg.Redis)
 	snk := sink.NewSink(cfg, db, rc, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -205,12 +207,12 @@ func (s *stack) item(t *testing.T, sku string, stock int) {
 	onDataCleanup(t, func() {
 		_, _ = s.db.Exec(`DELETE FROM seckill_items WHERE sku = ?`, sku)
 		_, _ = s.db.Exec(`DELETE FROM seckill_orders WHERE sku = ?`, sku)
-		rc := guard.NewClusterClient(cfg)
+		rc := connect.Redis(cfg)
 		defer rc.Close()
 		ctx := context.Background()
-		k := guard.KeysFor(sku)
+		k := sale.KeysFor(sku)
 		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease, k.Dead).Err()
-		_ = rc.SRem(ctx, guard.SalesKey, sku).Err()
+		_ = rc.SRem(ctx, sale.SalesKey, sku).Err()
 	})
 }
 
@@ -260,7 +262,7 @@ func needDevstack(t *testing.T) {
 // produce writes raw values to topic, keyed by key.
 func produce(t *testing.T, cfg conf.Config, key string, values ...[]byte) {
 	t.Helper()
-	sc, err := sink.SaramaConfig(cfg.Kafka)
+	sc, err := connect.Sarama(cfg.Kafka)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
 	"seckill-proxy/sale"
 )
 
@@ -103,7 +102,7 @@ func testSaleKeysCannotBeWritten(t *testing.T, open, locked *stack) {
 			t.Fatal(err)
 		}
 	}
-	k := guard.KeysFor(sku)
+	k := sale.KeysFor(sku)
 	rc := open.rc
 	if err := rc.HSet(ctx, k.Result, "some-order", "confirmed").Err(); err != nil { // as the sink writes it
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 	"seckill-proxy/sink"
 )
 
@@ -128,7 +128,7 @@ func TestRelease(t *testing.T) {
 	if err != nil || infoMap(t, v)["released"] != "0" {
 		t.Fatalf("second RELEASE = %v, %v; want nothing released", v, err)
 	}
-	if left, _ := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int(); left != 2 {
+	if left, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); left != 2 {
 		t.Fatalf("Redis stock %d after two releases, want 2 (never above the initial stock)", left)
 	}
 	eventually(t, 30*time.Second, "the MySQL order cancelled and its stock back", func() bool {
@@ -182,7 +182,7 @@ func TestCheck(t *testing.T) {
 	s.waitOutboxEmpty(t, sku, 30*time.Second)
 	// The sink writes the outcomes to Redis just after its commit: CHECK agrees once it has.
 	waitCheckOK(t, c, sku, 10*time.Second)
-	if err := s.rc.Set(ctx, guard.KeysFor(sku).Stock, 7, 0).Err(); err != nil {
+	if err := s.rc.Set(ctx, sale.KeysFor(sku).Stock, 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	v, err := c.Do(ctx, "seckill.check", sku).StringSlice()
@@ -192,8 +192,8 @@ func TestCheck(t *testing.T) {
 	if len(v) != 1 || v[0] != "remaining stock: redis 7 + 0 in flight = 7, mysql 0" {
 		t.Fatalf("CHECK = %q", v)
 	}
-	buyer := s.rc.HRandField(ctx, guard.KeysFor(sku).Buyers, 1).Val()
-	if err := s.rc.HDel(ctx, guard.KeysFor(sku).Buyers, buyer...).Err(); err != nil {
+	buyer := s.rc.HRandField(ctx, sale.KeysFor(sku).Buyers, 1).Val()
+	if err := s.rc.HDel(ctx, sale.KeysFor(sku).Buyers, buyer...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	v, err = c.Do(ctx, "seckill.check", sku).StringSlice()
@@ -246,10 +246,10 @@ func TestStockKeyIsProtected(t *testing.T) {
 	ctx := context.Background()
 	sku := newSKU("protect")
 	s.sale(t, c, sku, 2000)
-	if err := c.Set(ctx, guard.KeysFor(sku).Stock, 2050, 0).Err(); code(err) != "NOPERM" {
+	if err := c.Set(ctx, sale.KeysFor(sku).Stock, 2050, 0).Err(); code(err) != "NOPERM" {
 		t.Fatalf("SET on the stock key: %v, want NOPERM", err)
 	}
-	if left, _ := s.rc.Get(ctx, guard.KeysFor(sku).Stock).Int(); left != 2000 {
+	if left, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); left != 2000 {
 		t.Fatalf("stock %d, want 2000", left)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 )
 
 // TestSweeper: an outbox entry no one can read (written past the proxy, on Redis directly) is
@@ -27,16 +27,16 @@ func TestSweeper(t *testing.T) {
 	ctx := context.Background()
 
 	broken := newSKU("broken")
-	bk := guard.KeysFor(broken)
+	bk := sale.KeysFor(broken)
 	s.rc.Set(ctx, bk.Outbox, "not a stream", 0)
-	s.rc.SAdd(ctx, guard.SalesKey, broken)
+	s.rc.SAdd(ctx, sale.SalesKey, broken)
 	t.Cleanup(func() {
 		s.rc.Del(context.Background(), bk.Outbox)
-		s.rc.SRem(context.Background(), guard.SalesKey, broken)
+		s.rc.SRem(context.Background(), sale.SalesKey, broken)
 	})
 
 	sku := newSKU("sweep")
-	k := guard.KeysFor(sku)
+	k := sale.KeysFor(sku)
 	s.sale(t, c, sku, 5)
 	t.Cleanup(func() { s.rc.Del(context.Background(), k.Dead) })
 	if err := qc.Do(ctx, "seckill.buy", sku, "u1").Err(); err != nil {
@@ -60,7 +60,7 @@ func TestSweeper(t *testing.T) {
 		t.Fatalf("CHECK = %q, %v", lines, err)
 	}
 
-	member := func() bool { return s.rc.SIsMember(ctx, guard.SalesKey, sku).Val() }
+	member := func() bool { return s.rc.SIsMember(ctx, sale.SalesKey, sku).Val() }
 	if !member() {
 		t.Fatal("an open sale left the set of sales")
 	}

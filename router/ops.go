@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 	"seckill-proxy/upstream"
 )
 
@@ -77,7 +78,7 @@ func (r *Router) cmdClose(ctx context.Context, _ *Session, args [][]byte) (Reply
 	if err != nil {
 		return nil, err
 	}
-	return Fields("sku", sku, "state", guard.StateClosed, "was", prev), nil
+	return Fields("sku", sku, "state", sale.StateClosed, "was", prev), nil
 }
 
 func (r *Router) cmdRelease(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {

@@ -13,6 +13,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 	"seckill-proxy/upstream"
 )
 
@@ -358,7 +359,7 @@ func compatReply(err error) (int64, bool) {
 func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
 	i := 1
 	if len(args) > 1 {
-		v, ok := guard.ParseCount(args[1])
+		v, ok := sale.ParseCount(args[1])
 		if !ok {
 			return nil, respError("NOPROTO unsupported protocol version")
 		}
@@ -416,7 +417,7 @@ func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
 	if string(args[1]) == "0" {
 		return OK, nil
 	}
-	if _, ok := guard.ParseCount(args[1]); ok {
+	if _, ok := sale.ParseCount(args[1]); ok {
 		return nil, respError("ERR DB index is out of range")
 	}
 	return nil, respError("ERR value is not an integer or out of range")

@@ -13,7 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/sale"
 )
 
 // batchTimeout bounds one batch's MySQL transaction.
@@ -61,13 +62,13 @@ func (s *Sink) Stats() SinkStats {
 
 // Run joins the consumer group and persists orders until ctx ends.
 func (s *Sink) Run(ctx context.Context) error {
-	sc, err := SaramaConfig(s.cfg.Kafka)
+	sc, err := connect.Sarama(s.cfg.Kafka)
 	if err != nil {
 		return err
 	}
 	var group sarama.ConsumerGroup
 	if err := s.retry(ctx, "connect to kafka", func() error {
-		if err := EnsureTopics(s.cfg.Kafka); err != nil {
+		if err := connect.EnsureTopics(s.cfg.Kafka); err != nil {
 			return err
 		}
 		var err error
@@ -155,9 +156,9 @@ func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Consu
 // handle dead-letters what cannot be parsed, persists the rest and writes their outcomes. It
 // fails only when ctx ends before MySQL has committed.
 func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error {
-	orders := make([]Order, 0, len(msgs))
+	orders := make([]sale.Order, 0, len(msgs))
 	for _, m := range msgs {
-		o, err := DecodeOrder(m.Value)
+		o, err := sale.DecodeOrder(m.Value)
 		if err != nil {
 			if err := s.deadLetter(ctx, m, err); err != nil {
 				return err
@@ -208,7 +209,7 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 		pipe := s.rc.Pipeline()
 		cmds := make([]*redis.Cmd, len(todo))
 		for i, o := range todo {
-			k := guard.KeysFor(o.SKU)
+			k := sale.KeysFor(o.SKU)
 			count, revoked := "0", "0"
 			if o.New {
 				count = "1"

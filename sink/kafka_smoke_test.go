@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/testenv"
 )
 
@@ -32,7 +33,7 @@ func (h collectHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Con
 func TestKafkaSmoke(t *testing.T) {
 	cfg := testenv.Config(t)
 	cfg.Kafka.Brokers = testenv.Kafka(t)
-	sc, err := SaramaConfig(cfg.Kafka)
+	sc, err := connect.Sarama(cfg.Kafka)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"seckill-proxy/sale"
 )
 
 // Order outcomes, as stored in seckill_orders.status and in each SKU's result hash.
@@ -59,7 +61,7 @@ var errStockMoved = errors.New("seckill_items stock changed under the row lock")
 // confirmed only if its buyer has no confirmed order in that sale and the item's stock covers
 // its qty, else it is stored as rejected with a reason; and the stock is taken with
 // UPDATE ... WHERE stock >= qty on an unsigned column, so MySQL itself refuses an oversell.
-func Persist(ctx context.Context, db *sql.DB, orders []Order) ([]Outcome, error) {
+func Persist(ctx context.Context, db *sql.DB, orders []sale.Order) ([]Outcome, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -84,7 +86,7 @@ type stored struct {
 	qty int64
 }
 
-func persist(ctx context.Context, tx *sql.Tx, msgs []Order) ([]Outcome, error) {
+func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, error) {
 	// Distinct messages, first occurrence wins: the tee and the sweeper may both have sent one.
 	// An order and its release share an order id, so the type is part of the key.
 	seen := make(map[string]bool, len(msgs))
@@ -119,7 +121,7 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []Order) ([]Outcome, error) {
 	skuSet, versionSet, uidSet := map[string]bool{}, map[int64]bool{}, map[string]bool{}
 	for _, m := range uniq {
 		skuSet[m.SKU] = true
-		if m.Type == TypeOrder {
+		if m.Type == sale.TypeOrder {
 			versionSet[m.SaleVersion], uidSet[m.UID] = true, true
 		}
 	}
@@ -174,11 +176,11 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []Order) ([]Outcome, error) {
 		cur, isNew := lookup(m.OrderID)
 		b := buyer{m.SaleVersion, m.SKU, m.UID}
 		switch {
-		case m.Type == TypeOrder && cur != nil:
+		case m.Type == sale.TypeOrder && cur != nil:
 			redelivered := cur.Outcome // nothing changes
 			redelivered.New = false
 			out = append(out, redelivered)
-		case m.Type == TypeOrder:
+		case m.Type == sale.TypeOrder:
 			o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusConfirmed, New: true}, buyer: b, qty: m.Qty}
 			left, known := stock[m.SKU]
 			switch {

@@ -1,10 +1,8 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sale"
 )
 
 func migrated(t testing.TB) *sql.DB {
@@ -39,8 +38,8 @@ func newItem(t testing.TB, db *sql.DB, stock int) string {
 	return sku
 }
 
-func order(sku, uid string, qty int64) Order {
-	return Order{V: MessageVersion, Type: TypeOrder, OrderID: xid.New().String(), SaleVersion: 1, SKU: sku, UID: uid, Qty: qty, TS: 1}
+func order(sku, uid string, qty int64) sale.Order {
+	return sale.Order{V: sale.MessageVersion, Type: sale.TypeOrder, OrderID: xid.New().String(), SaleVersion: 1, SKU: sku, UID: uid, Qty: qty, TS: 1}
 }
 
 func stockOf(t *testing.T, db *sql.DB, sku string) int64 {
@@ -63,7 +62,7 @@ func TestPersistSemantics(t *testing.T) {
 	c := order(sku, "carol", 1) // stock is gone by now
 	d := order(sku, "dave", 1)
 	d.SKU = "p_no_such_item"
-	batch := []Order{a, aAgain, b, a, c, d} // a twice: the tee and the sweeper both sent it
+	batch := []sale.Order{a, aAgain, b, a, c, d} // a twice: the tee and the sweeper both sent it
 
 	got, err := Persist(ctx, db, batch)
 	if err != nil {
@@ -117,51 +116,6 @@ func TestStockCannotGoNegative(t *testing.T) {
 	}
 }
 
-func TestDecodeOrder(t *testing.T) {
-	good := order("sku_1", "u1", 1)
-	tests := []struct {
-		name string
-		in   string
-		ok   bool
-	}{
-		{"good", string(good.Encode()), true},
-		{"not json", "{", false},
-		{"other version", `{"v":2,"type":"order","order_id":"x","sale_version":1,"sku":"s","uid":"u","qty":1}`, false},
-		{"other type", `{"v":1,"type":"refund","order_id":"x","sale_version":1,"sku":"s","uid":"u","qty":1}`, false},
-		{"no order id", `{"v":1,"type":"order","sale_version":1,"sku":"s","uid":"u","qty":1}`, false},
-		{"bad sku", `{"v":1,"type":"order","order_id":"x","sale_version":1,"sku":"s s","uid":"u","qty":1}`, false},
-		{"zero qty", `{"v":1,"type":"order","order_id":"x","sale_version":1,"sku":"s","uid":"u","qty":0}`, false},
-		{"no version", `{"v":1,"type":"order","order_id":"x","sku":"s","uid":"u","qty":1}`, false},
-	}
-	for _, tt := range tests {
-		o, err := DecodeOrder([]byte(tt.in))
-		if tt.ok != (err == nil) {
-			t.Errorf("%s: %v", tt.name, err)
-		}
-		if tt.ok && o != good {
-			t.Errorf("%s: decoded %+v, want %+v", tt.name, o, good)
-		}
-	}
-}
-
-// FuzzDecodeOrder: never panics, and what it accepts re-encodes to an equal order.
-func FuzzDecodeOrder(f *testing.F) {
-	o := order("sku_1", "u1", 2)
-	f.Add(o.Encode())
-	f.Add([]byte(`{"v":1}`))
-	f.Add([]byte(`[]`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := DecodeOrder(b)
-		if err != nil {
-			return
-		}
-		again, err := DecodeOrder(got.Encode())
-		if err != nil || again != got {
-			t.Fatalf("round trip: %+v -> %+v, %v", got, again, err)
-		}
-	})
-}
-
 // BenchmarkPersist measures the sink's MySQL side: orders per second into MariaDB with the
 // hard stock constraint, in batches of 1,000 (the default sink.batch_size), against one order
 // per transaction (the anchor).
@@ -170,7 +124,7 @@ func BenchmarkPersist(b *testing.B) {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
 			db := migrated(b)
 			sku := newItem(b, db, b.N)
-			orders := make([]Order, b.N)
+			orders := make([]sale.Order, b.N)
 			for i := range orders {
 				orders[i] = order(sku, fmt.Sprintf("u%d", i), 1)
 			}
@@ -185,29 +139,4 @@ func BenchmarkPersist(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "orders/s")
 		})
 	}
-}
-
-func BenchmarkEncodeOrder(b *testing.B) {
-	o := order("sku_1001", "user_123456", 1)
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = o.Encode()
-	}
-}
-
-// FuzzEncodeOrder: the hand-written Encode is byte for byte json.Marshal, whatever the
-// strings hold.
-func FuzzEncodeOrder(f *testing.F) {
-	f.Add("order", "dc6f2p1ksdu8am6vpjd0", "sku_1001", "user_42", "host:4242", int64(1), int64(2), int64(1764474339124))
-	f.Add("release", "id\"quoted\\", "<sku>&", "ü\x00\x7f", "\xff\u2028", int64(-1), int64(0), int64(0))
-	f.Fuzz(func(t *testing.T, typ, id, sku, uid, proxy string, version, qty, ts int64) {
-		o := Order{V: MessageVersion, Type: typ, OrderID: id, SaleVersion: version, SKU: sku, UID: uid, Qty: qty, TS: ts, Proxy: proxy}
-		want, err := json.Marshal(&o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := o.Encode(); !bytes.Equal(got, want) {
-			t.Fatalf("Encode = %s\njson.Marshal = %s", got, want)
-		}
-	})
 }

@@ -6,16 +6,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The sink's and the sweeper's Lua scripts, embedded from lua/. Each touches one SKU's keys,
-// in its slot.
+// The sink's Lua script, embedded from lua/. It touches one SKU's keys, in its slot.
 var (
 	//go:embed lua/outcome.lua
 	outcomeLua    string
 	outcomeScript = redis.NewScript(outcomeLua)
-	//go:embed lua/retire.lua
-	retireLua    string
-	retireScript = redis.NewScript(retireLua)
-	//go:embed lua/bury.lua
-	buryLua    string
-	buryScript = redis.NewScript(buryLua)
 )

@@ -10,8 +10,9 @@ import (
 	"github.com/rs/xid"
 	"go.uber.org/zap"
 
-	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sale"
 )
 
 // BenchmarkSink measures one sink process end to end: b.N orders already in a topic of their
@@ -25,10 +26,10 @@ func BenchmarkSink(b *testing.B) {
 	id := xid.New().String()
 	cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic, cfg.Kafka.Group = "bench."+id, "bench."+id+".dlq", "bench-"+id
 	sku := newItem(b, db, b.N)
-	if err := EnsureTopics(cfg.Kafka); err != nil {
+	if err := connect.EnsureTopics(cfg.Kafka); err != nil {
 		b.Fatal(err)
 	}
-	sc, err := SaramaConfig(cfg.Kafka)
+	sc, err := connect.Sarama(cfg.Kafka)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,9 +53,9 @@ func BenchmarkSink(b *testing.B) {
 	if err := p.Close(); err != nil {
 		b.Fatal(err)
 	}
-	rc := guard.NewClusterClient(cfg.Redis)
+	rc := connect.Redis(cfg.Redis)
 	defer rc.Close()
-	defer rc.Del(context.Background(), guard.KeysFor(sku).Result)
+	defer rc.Del(context.Background(), sale.KeysFor(sku).Result)
 	s := NewSink(cfg, db, rc, zap.NewNop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

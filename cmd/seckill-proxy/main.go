@@ -22,11 +22,12 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
+	"seckill-proxy/outbox"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
 	"seckill-proxy/sale"
-	"seckill-proxy/sink"
 	"seckill-proxy/upstream"
 )
 
@@ -60,12 +61,12 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		log.Warn("could not apply the MySQL migrations; WARM needs them", zap.Error(err))
 	}
 
-	redis.SetLogger(guard.RedisLogger(log))
-	rc := guard.NewClusterClient(cfg.Redis)
+	redis.SetLogger(connect.RedisLogger(log))
+	rc := connect.Redis(cfg.Redis)
 	defer rc.Close()
 	host, _ := os.Hostname()
 	instance := host + ":" + strconv.Itoa(os.Getpid())
-	tee := sink.NewTee(rc, cfg, instance, log)
+	tee := outbox.NewTee(rc, cfg, instance, log)
 	if err := tee.Start(); err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	sweeperDone := make(chan struct{})
 	go func() {
 		defer close(sweeperDone)
-		sink.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
+		outbox.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
 	}()
 	passthrough := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout)
 	defer passthrough.Close()

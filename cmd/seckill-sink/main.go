@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/sink"
 )
@@ -36,8 +36,8 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	if cl.Migrate {
 		return nil
 	}
-	redis.SetLogger(guard.RedisLogger(log))
-	rc := guard.NewClusterClient(cfg.Redis)
+	redis.SetLogger(connect.RedisLogger(log))
+	rc := connect.Redis(cfg.Redis)
 	defer rc.Close()
 	return sink.NewSink(cfg, db, rc, log).Run(ctx)
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill-proxy/guard"
+	keyspace "seckill-proxy/sale"
 )
 
 // State is what the checks look at once the pipeline has drained: MySQL and Redis for one
@@ -148,7 +148,7 @@ func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, o
 			st.MissingOrders = append(st.MissingOrders, id)
 		}
 	}
-	k := guard.KeysFor(s.SKU)
+	k := keyspace.KeysFor(s.SKU)
 	if st.RedisStock, err = rc.Get(ctx, k.Stock).Int64(); err != nil {
 		return st, fmt.Errorf("redis stock: %w", err)
 	}

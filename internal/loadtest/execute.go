@@ -17,9 +17,9 @@ import (
 	"golang.org/x/term"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
-	"seckill-proxy/sink"
+	keyspace "seckill-proxy/sale"
 )
 
 // Modes of a run.
@@ -60,7 +60,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		return Report{}, err
 	}
 	defer db.Close()
-	rc := guard.NewClusterClient(o.Services.Redis)
+	rc := connect.Redis(o.Services.Redis)
 	defer rc.Close()
 
 	var buy Buyer
@@ -81,7 +81,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		sale = Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}
 		buy, pipe = ProxyBuyer(pc, o.SKU, o.Load.Qty)
 	case ModeSeeds:
-		sc, err := sink.SaramaConfig(o.Services.Kafka)
+		sc, err := connect.Sarama(o.Services.Kafka)
 		if err != nil {
 			return Report{}, err
 		}
@@ -128,7 +128,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			rep.AddChecks([]Check{{Name: "drain", Detail: err.Error()}}, 0)
 		} else {
 			// The outbox empties a moment after Kafka acknowledges; give it that moment.
-			k := guard.KeysFor(o.SKU)
+			k := keyspace.KeysFor(o.SKU)
 			for deadline := time.Now().Add(5 * time.Second); rc.XLen(ctx, k.Outbox).Val() > 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}

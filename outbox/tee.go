@@ -1,4 +1,4 @@
-package sink
+package outbox
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/sale"
 )
 
 // Errors a publish can end with before it reaches Kafka. The order stays in its outbox, and
@@ -84,7 +86,7 @@ func NewTee(rc *redis.ClusterClient, c conf.Config, instance string, log *zap.Lo
 
 // Start connects the producer in the background, retrying until Kafka answers or Close.
 func (t *Tee) Start() error {
-	sc, err := SaramaConfig(t.kafka)
+	sc, err := connect.Sarama(t.kafka)
 	if err != nil {
 		return err
 	}
@@ -123,12 +125,12 @@ func (t *Tee) connect(sc *sarama.Config) {
 }
 
 // Publish implements guard.Publisher.
-func (t *Tee) Publish(s guard.Sold, done func(error)) {
+func (t *Tee) Publish(s sale.Sold, done func(error)) {
 	kind := s.Kind
 	if kind == "" {
-		kind = TypeOrder
+		kind = sale.TypeOrder
 	}
-	o := Order{V: MessageVersion, Type: kind, OrderID: s.OrderID, SaleVersion: s.Version,
+	o := sale.Order{V: sale.MessageVersion, Type: kind, OrderID: s.OrderID, SaleVersion: s.Version,
 		SKU: s.SKU, UID: s.UID, Qty: s.Qty, TS: s.TS, Proxy: s.By}
 	msg := &sarama.ProducerMessage{
 		Topic:    t.kafka.Topic,
@@ -224,7 +226,7 @@ func (t *Tee) flushDeletes() {
 		pipe := t.rc.Pipeline()
 		cmds := make([]*redis.IntCmd, 0, len(batch))
 		for sku, ids := range batch {
-			cmds = append(cmds, pipe.XDel(ctx, guard.KeysFor(sku).Outbox, ids...))
+			cmds = append(cmds, pipe.XDel(ctx, sale.KeysFor(sku).Outbox, ids...))
 		}
 		_, _ = pipe.Exec(ctx)
 		for _, c := range cmds {

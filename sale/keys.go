@@ -1,6 +1,4 @@
-package guard
-
-import "seckill-proxy/sale"
+package sale
 
 // Keys are the Redis keys of one SKU's sale. They all carry the hash tag {<sku>}, so they sit
 // in one cluster slot and one Lua script may touch them all.
@@ -21,16 +19,9 @@ type Keys struct {
 	Dead string
 }
 
-// KeyPrefix starts every key that seckill-proxy owns.
-const KeyPrefix = sale.KeyPrefix
-
-// SalesKey is the set of sales whose outboxes the sweepers visit, so that they find the
-// outboxes without scanning the keyspace.
-const SalesKey = sale.SalesKey
-
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
 func KeysFor(sku string) Keys {
-	base := sale.SaleKeyPrefix + sku + "}:"
+	base := SaleKeyPrefix + sku + "}:"
 	return Keys{
 		Stock:      base + "stock",
 		Buyers:     base + "buyers",
@@ -42,7 +33,8 @@ func KeysFor(sku string) Keys {
 	}
 }
 
-// scriptKeys is the key order that every script of this package takes.
-func (k Keys) scriptKeys() []string {
+// ScriptKeys is the key order that every script of a sale takes: meta, stock, buyers,
+// outbox, result.
+func (k Keys) ScriptKeys() []string {
 	return []string{k.Meta, k.Stock, k.Buyers, k.Outbox, k.Result}
 }

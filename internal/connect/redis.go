@@ -1,4 +1,4 @@
-package guard
+package connect
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"seckill-proxy/conf"
 )
 
-// NewClusterClient returns a go-redis ClusterClient set up to survive a failover: it reloads
+// Redis returns a go-redis ClusterClient set up to survive a failover: it reloads
 // the slot map every c.StateReloadInterval (about a second), follows MOVED and ASK, and
 // keeps a pool per node at least as large as the calls in flight.
 //
 // In standalone mode the one server is given every slot, so the same client (and every
 // script of this package) runs against a plain Redis server.
-func NewClusterClient(c conf.Redis) *redis.ClusterClient {
+func Redis(c conf.Redis) *redis.ClusterClient {
 	opt := &redis.ClusterOptions{
 		Addrs:                      c.Addrs,
 		Username:                   c.Username,

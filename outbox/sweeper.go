@@ -1,4 +1,4 @@
-package sink
+package outbox
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 )
 
 // Sweeper republishes outbox entries that the tee did not get acknowledged: orders of a proxy
@@ -22,7 +22,7 @@ import (
 // all republish the same entries. A duplicate still reaches Kafka now and then: the sink
 // stores each order once.
 //
-// It finds the outboxes through the set of sales (guard.SalesKey), never by scanning the
+// It finds the outboxes through the set of sales (sale.SalesKey), never by scanning the
 // keyspace; a sale leaves the set once it is over and its outbox is empty. Build it with
 // NewSweeper; Run blocks until ctx ends.
 type Sweeper struct {
@@ -79,7 +79,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if !s.tee.Healthy() {
 		return 0, nil
 	}
-	skus, err := s.rc.SMembers(ctx, guard.SalesKey).Result()
+	skus, err := s.rc.SMembers(ctx, sale.SalesKey).Result()
 	if err != nil {
 		return 0, err
 	}
@@ -90,7 +90,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	pipe := s.rc.Pipeline()
 	leases := make([]*redis.BoolCmd, len(skus))
 	for i, sku := range skus {
-		leases[i] = pipe.SetNX(ctx, guard.KeysFor(sku).SweepLease, s.instance, s.cfg.LeaseTTL)
+		leases[i] = pipe.SetNX(ctx, sale.KeysFor(sku).SweepLease, s.instance, s.cfg.LeaseTTL)
 	}
 	_, _ = pipe.Exec(ctx) // each command's error is its SKU's
 	var won []string
@@ -106,7 +106,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	pipe = s.rc.Pipeline()
 	ranges := make([]*redis.XMessageSliceCmd, len(won))
 	for i, sku := range won {
-		ranges[i] = pipe.XRangeN(ctx, guard.KeysFor(sku).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
+		ranges[i] = pipe.XRangeN(ctx, sale.KeysFor(sku).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
 	}
 	_, _ = pipe.Exec(ctx)
 	total := 0
@@ -136,7 +136,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 
 // bury moves an unreadable outbox entry to the SKU's dead-letter stream (bury.lua), once.
 func (s *Sweeper) bury(ctx context.Context, sku, id string, cause error, fail func(string, string, error)) {
-	k := guard.KeysFor(sku)
+	k := sale.KeysFor(sku)
 	moved, err := buryScript.Run(ctx, s.rc, []string{k.Outbox, k.Dead, k.Meta}, id, cause.Error()).Int()
 	if err != nil {
 		fail(sku, "dead-letter entry "+id, err)
@@ -159,7 +159,7 @@ func (s *Sweeper) retire(ctx context.Context, skus []string, fail func(string, s
 	pipe := s.rc.Pipeline()
 	done := make([]*redis.Cmd, len(skus))
 	for i, sku := range skus {
-		k := guard.KeysFor(sku)
+		k := sale.KeysFor(sku)
 		done[i] = retireScript.EvalSha(ctx, pipe, []string{k.Meta, k.Outbox})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -173,12 +173,12 @@ func (s *Sweeper) retire(ctx context.Context, skus []string, fail func(string, s
 		} else if n != 1 {
 			continue
 		}
-		if err := s.rc.SRem(ctx, guard.SalesKey, sku).Err(); err != nil {
+		if err := s.rc.SRem(ctx, sale.SalesKey, sku).Err(); err != nil {
 			fail(sku, "retire", err)
 			continue
 		}
-		if n, err := s.rc.XLen(ctx, guard.KeysFor(sku).Outbox).Result(); err != nil || n > 0 {
-			if err := s.rc.SAdd(ctx, guard.SalesKey, sku).Err(); err != nil {
+		if n, err := s.rc.XLen(ctx, sale.KeysFor(sku).Outbox).Result(); err != nil || n > 0 {
+			if err := s.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
 				s.log.Error("a retired sale's outbox is not empty, and could not be put back in the sales set", zap.String("sku", sku), zap.Error(err))
 			}
 			continue
@@ -189,7 +189,7 @@ func (s *Sweeper) retire(ctx context.Context, skus []string, fail func(string, s
 }
 
 // soldFromEntry reads an outbox entry as buy.lua wrote it.
-func soldFromEntry(sku string, e redis.XMessage) (guard.Sold, error) {
+func soldFromEntry(sku string, e redis.XMessage) (sale.Sold, error) {
 	str := func(k string) string { v, _ := e.Values[k].(string); return v }
 	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
 	version, err1 := num("version")
@@ -197,16 +197,16 @@ func soldFromEntry(sku string, e redis.XMessage) (guard.Sold, error) {
 	ts, err3 := num("ts")
 	kind := str("type")
 	if kind == "" {
-		kind = guard.KindOrder
+		kind = sale.TypeOrder
 	}
-	s := guard.Sold{Kind: kind, OrderID: str("order"), SKU: sku, UID: str("uid"), Qty: qty, Version: version, EntryID: e.ID, TS: ts, By: str("by")}
+	s := sale.Sold{Kind: kind, OrderID: str("order"), SKU: sku, UID: str("uid"), Qty: qty, Version: version, EntryID: e.ID, TS: ts, By: str("by")}
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			return s, err
 		}
 	}
 	if s.OrderID == "" || s.UID == "" || strings.ContainsAny(s.UID, " \r\n") {
-		return s, ErrMalformed
+		return s, sale.ErrMalformed
 	}
 	return s, nil
 }

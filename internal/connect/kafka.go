@@ -1,4 +1,4 @@
-package sink
+package connect
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"seckill-proxy/conf"
 )
 
-// SaramaConfig returns the Sarama client configuration for c: a pinned protocol version, and
+// Sarama returns the Sarama client configuration for c: a pinned protocol version, and
 // an idempotent producer that waits for all in-sync replicas (which needs one open request
 // per broker connection). Errors are returned on the producer's Errors channel, which the
 // caller must always drain; successes are returned too, for SyncProducer and the tee.
-func SaramaConfig(c conf.Kafka) (*sarama.Config, error) {
+func Sarama(c conf.Kafka) (*sarama.Config, error) {
 	version, err := sarama.ParseKafkaVersion(c.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kafka.version %q: %w", c.Version, err)
@@ -43,7 +43,7 @@ func SaramaConfig(c conf.Kafka) (*sarama.Config, error) {
 // partitions and replication factor. A consumer group that joins before its topic exists
 // would not see the topic's partitions until its next metadata refresh.
 func EnsureTopics(c conf.Kafka) error {
-	sc, err := SaramaConfig(c)
+	sc, err := Sarama(c)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,10 @@
-package sink
+package sale
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-
-	"seckill-proxy/guard"
 )
 
 // MessageVersion is the version of the order message format. A consumer refuses (and
@@ -36,8 +34,8 @@ type Order struct {
 // Message types: a sold order, or the release of one (SECKILL.RELEASE), which the sink turns
 // into a cancelled order and stock given back.
 const (
-	TypeOrder   = guard.KindOrder
-	TypeRelease = guard.KindRelease
+	TypeOrder   = "order"
+	TypeRelease = "release"
 )
 
 // ErrMalformed wraps every reason a message cannot be an order.
@@ -96,9 +94,9 @@ func DecodeOrder(b []byte) (Order, error) {
 		return Order{}, fmt.Errorf("%w: type %q", ErrMalformed, o.Type)
 	case o.OrderID == "" || len(o.OrderID) > 32:
 		return Order{}, fmt.Errorf("%w: order_id %q", ErrMalformed, o.OrderID)
-	case !guard.ValidID([]byte(o.SKU)) || !guard.ValidID([]byte(o.UID)):
+	case !ValidID([]byte(o.SKU)) || !ValidID([]byte(o.UID)):
 		return Order{}, fmt.Errorf("%w: sku %q uid %q", ErrMalformed, o.SKU, o.UID)
-	case o.Qty < 1 || o.Qty > guard.MaxLimit:
+	case o.Qty < 1 || o.Qty > MaxLimit:
 		return Order{}, fmt.Errorf("%w: qty %d", ErrMalformed, o.Qty)
 	case o.SaleVersion < 1:
 		return Order{}, fmt.Errorf("%w: sale_version %d", ErrMalformed, o.SaleVersion)
