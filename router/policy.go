@@ -3,6 +3,7 @@ package router
 import (
 	"strings"
 
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/sale"
 )
 
@@ -76,7 +77,7 @@ var special = func() map[string]bool {
 // s: nil, or the error to answer.
 func (r *Router) pass(s *Session, args [][]byte) error {
 	var buf [32]byte
-	name := lowerASCII(buf[:0], args[0])
+	name := resp.AppendLower(buf[:0], args[0])
 	if special[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			return err
@@ -115,7 +116,7 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 	restricted := r.opt.Upstream != nil && r.opt.Upstream.Restricted()
 	switch {
 	case string(name) == "script" && len(args) > 1:
-		sub := lowerASCII(nil, args[1])
+		sub := resp.AppendLower(nil, args[1])
 		if string(sub) != "load" && string(sub) != "exists" && !(s.Admin && r.adminAllowed(name)) {
 			return respError("ERR 'script|" + string(sub) + "' is refused by seckill-proxy")
 		}
@@ -151,15 +152,4 @@ func namesProtected(args [][]byte) bool {
 		}
 	}
 	return false
-}
-
-// lowerASCII appends b in lower case to dst.
-func lowerASCII(dst, b []byte) []byte {
-	for _, ch := range b {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		dst = append(dst, ch)
-	}
-	return dst
 }

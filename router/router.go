@@ -13,6 +13,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/sale"
 	"seckill-proxy/upstream"
 )
@@ -171,7 +172,7 @@ func (r *Router) lookup(name []byte) *command {
 		return c
 	}
 	var buf [32]byte
-	return r.table[string(lowerASCII(buf[:0], name))]
+	return r.table[string(resp.AppendLower(buf[:0], name))]
 }
 
 // Serve runs one client pipeline, cmds, writing one reply per command to w, in order.

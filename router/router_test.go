@@ -18,6 +18,12 @@ import (
 // returns the raw RESP written.
 func serve(t *testing.T, r *Router, s *Session, cmds ...string) string {
 	t.Helper()
+	return serveCtx(t, context.Background(), r, s, cmds...)
+}
+
+// serveCtx is serve with the context the commands run in.
+func serveCtx(t *testing.T, ctx context.Context, r *Router, s *Session, cmds ...string) string {
+	t.Helper()
 	var buf bytes.Buffer
 	w := redcon.NewWriter(&buf)
 	var batch [][][]byte
@@ -28,7 +34,7 @@ func serve(t *testing.T, r *Router, s *Session, cmds ...string) string {
 		}
 		batch = append(batch, args)
 	}
-	r.Serve(context.Background(), s, batch, w)
+	r.Serve(ctx, s, batch, w)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -213,36 +219,21 @@ func TestAuthFailures(t *testing.T) {
 	r := New(nil, zap.New(core), Options{Password: "right"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no waiting between failures in this test
-	serveCtx := func(s *Session, cmds ...string) string {
-		var buf bytes.Buffer
-		w := redcon.NewWriter(&buf)
-		var batch [][][]byte
-		for _, c := range cmds {
-			var args [][]byte
-			for _, f := range strings.Fields(c) {
-				args = append(args, []byte(f))
-			}
-			batch = append(batch, args)
-		}
-		r.Serve(ctx, s, batch, w)
-		_ = w.Flush()
-		return buf.String()
-	}
 	wrong := "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
 	s := r.NewSession()
 	s.Remote = "10.0.0.9:5000"
-	if got := serveCtx(s, "AUTH nope1", "AUTH nope2", "AUTH right", "AUTH nope3"); got != wrong+wrong+"+OK\r\n"+wrong {
+	if got := serveCtx(t, ctx, r, s, "AUTH nope1", "AUTH nope2", "AUTH right", "AUTH nope3"); got != wrong+wrong+"+OK\r\n"+wrong {
 		t.Fatalf("with a success between: %q", got)
 	}
 	cmds := make([]string, 20)
 	for i := range cmds {
 		cmds[i] = "AUTH guess" + strings.Repeat("x", i)
 	}
-	got := serveCtx(s, cmds...)
+	got := serveCtx(t, ctx, r, s, cmds...)
 	if want := strings.Repeat(wrong, 8) + "-ERR too many failed AUTH attempts on this connection; closing it\r\n"; got != want || !s.Quit {
 		t.Fatalf("20 guesses: %q (quit %v)", got, s.Quit)
 	}
-	info := serveCtx(r.NewSession(), "AUTH right", "INFO stats")
+	info := serveCtx(t, ctx, r, r.NewSession(), "AUTH right", "INFO stats")
 	for _, want := range []string{"auth_failures:12\r\n", "auth_failures_closed_connections:1\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q: %q", want, info)

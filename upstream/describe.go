@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/internal/resp"
 )
 
 // Description is what Redis's command table says of a client's command, for the router's
@@ -25,13 +27,13 @@ func (c *Cluster) Describe(args [][]byte) Description {
 		return Description{AnyArg: true}
 	}
 	var buf [64]byte
-	name := lowerASCII(buf[:0], args[0])
+	name := resp.AppendLower(buf[:0], args[0])
 	if cf, ok := t.plain[string(name)]; ok { // the common case: no allocation
 		return Description{ReadOnly: cf.readOnly, Keys: positionalKeys(cf.ci, args)}
 	}
 	ci := t.info[string(name)]
 	if ci != nil && len(ci.Flags) == 0 && len(args) > 1 { // a container: its subcommand says
-		name = lowerASCII(append(name, '|'), args[1])
+		name = resp.AppendLower(append(name, '|'), args[1])
 		ci = t.info[string(name)]
 	}
 	if ci == nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/internal/resp"
 )
 
 // plan is how one command is passed through: a reply made here, a special handler, or the
@@ -29,7 +31,7 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 		return plan{reply: unavailable(errACLUnverified)}
 	}
 	var buf [32]byte
-	lname := lowerASCII(buf[:0], args[0])
+	lname := resp.AppendLower(buf[:0], args[0])
 	if cf, ok := table.plain[string(lname)]; ok {
 		// The common case: one map lookup, and no allocation for the name or the keys.
 		return c.routeByKeys(ctx, cf.ci.Name, cf, args, positionalKeys(cf.ci, args))
@@ -49,17 +51,6 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 
 // special are commands handled here rather than routed by key.
 var special = map[string]bool{"dbsize": true, "scan": true, "script": true}
-
-// lowerASCII appends b in lower case to dst.
-func lowerASCII(dst, b []byte) []byte {
-	for _, ch := range b {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		dst = append(dst, ch)
-	}
-	return dst
-}
 
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.

@@ -358,3 +358,15 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	return 0, false
 }
+
+// AppendLower appends name in ASCII lower case to dst: a command's name, for a table lookup
+// with a buffer on the stack, without allocating.
+func AppendLower(dst, name []byte) []byte {
+	for _, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
+}
