@@ -161,9 +161,16 @@ type Redis struct {
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
 	AdminAllow []string `koanf:"admin_allow"`
-	// EventLoop, in standalone mode on Linux, serves clients from one epoll event loop with one
-	// connection to the server, as twemproxy does, instead of a goroutine per client.
+	// EventLoop, on Linux, serves clients from epoll event loops, each with one connection per
+	// Redis node, as twemproxy does, instead of a goroutine per client.
 	EventLoop bool `koanf:"event_loop"`
+	// EventLoops is how many event loops serve the clients, each on a goroutine (and so, with
+	// the cores to run them, a core) of its own.
+	EventLoops int `koanf:"event_loops"`
+	// CommandTimeout bounds one pass-through command: past it its caller gets UNAVAILABLE (a
+	// command slower than this still runs in Redis, and nobody else's command fails for it). A
+	// node that answers nothing for this long while commands wait is reconnected.
+	CommandTimeout time.Duration `koanf:"command_timeout"`
 }
 
 // Kafka configures the Sarama producer (the tee) and consumer group (the sink).
@@ -260,6 +267,8 @@ func Default() Config {
 			PassthroughConns:    2,
 			AdminAllow:          []string{},
 			EventLoop:           true,
+			EventLoops:          1,
+			CommandTimeout:      5 * time.Second,
 		},
 		Kafka: Kafka{
 			Brokers:           []string{"127.0.0.1:9092"},

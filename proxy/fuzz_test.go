@@ -178,7 +178,7 @@ func fuzzProxy(tb testing.TB, cfg conf.Config, passThrough bool) string {
 	tb.Cleanup(g.Close)
 	var pass *upstream.Cluster
 	if passThrough {
-		pass = upstream.FromConf(rc, cfg.Redis, time.Second)
+		pass = upstream.FromConf(rc, cfg.Redis)
 		tb.Cleanup(pass.Close)
 		if err := pass.CheckACL(context.Background(), zap.NewNop(), 100*time.Millisecond); err != nil {
 			tb.Fatal(err)

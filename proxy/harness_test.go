@@ -115,7 +115,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	}
 	s.g = guard.New(rc, db, log, opt)
 	var srv *proxy.Server
-	pass := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout)
+	pass := upstream.FromConf(rc, cfg.Redis)
 	t.Cleanup(pass.Close)
 	// Where Redis cannot be reached (a test of that), pass-through stays unverified.
 	vctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -134,7 +134,10 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		t.Fatal(err)
 	}
 	srv = proxy.New(r, pass, log, cfg.Limits)
-	srv.UseEventLoop(cfg.Redis.EventLoop)
+	srv.UseEventLoops(cfg.Redis.EventLoops)
+	if !cfg.Redis.EventLoop {
+		srv.UseEventLoops(0)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.addr = ln.Addr().String()

@@ -3,7 +3,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,26 +17,20 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"seckill-proxy/internal/resp"
 	"seckill-proxy/router"
-	"seckill-proxy/upstream"
 )
 
-// The proxy serves its clients from one event loop, as twemproxy does: one goroutine waits
-// (epoll) on every client socket and on one connection per Redis node, reads whatever is
-// ready, sends all the clients' plain pass-through commands to each node in one write, and
-// writes each reply to its client as it comes back, in the order of that client's commands.
-// A goroutine per client (redcon's way) costs two scheduler hand-offs and an extra read per
-// request, and gives Redis smaller batches; at one command per client round trip that is the
-// difference between about 0.65 and about 1.0 of twemproxy's throughput (BENCHMARKS.md).
+// The proxy serves its clients from event loops, as twemproxy does: each loop is one goroutine
+// that waits (epoll) on its clients' sockets and on one connection per Redis node of its own,
+// reads whatever is ready, sends all its clients' plain pass-through commands to each node in
+// one write, and writes each reply to its client as it comes back, in the order of that
+// client's commands. A goroutine per client costs two scheduler hand-offs and an extra read per
+// request, and gives Redis smaller batches (BENCHMARKS.md). The logic is the core's (core.go);
+// this file is its shell: sockets, epoll, and the goroutines that do what a loop must not wait
+// for (connecting, the router's slow commands, redirects).
 //
-// Everything else a client sends (AUTH, the proxy's own commands, transactions, blocking
-// commands, SCAN, commands over several slots) goes through the router exactly as on the
-// redcon path, on a goroutine of its own, while that client's later commands wait. A client
-// that subscribes or buys is handed to the redcon server, with its session and its unread
-// input, and stays there: a subscriber needs a connection of its own, and a buyer's buys go
-// fastest straight from its goroutine to the guard (through the loop, -P 1 buys measured
-// 0.84-0.93 of that).
+// A client that subscribes is handed to a goroutine of its own, with its session and its unread
+// input, and stays there: a subscriber's connection is a stream of its own.
 
 const (
 	loopReadSize  = 64 << 10
@@ -48,79 +41,14 @@ const (
 	loopRedialGap = 100 * time.Millisecond
 )
 
-// loopClient is one client connection, owned by the loop goroutine.
-type loopClient struct {
-	fd   int
-	sess *router.Session
-	rd   *resp.Reader // what the client sent, not yet served
-	out  []byte       // replies not yet written
-
-	seqNext uint64            // the sequence number of the next command sent to Redis
-	seqOut  uint64            // the sequence number of the next reply to write
-	held    map[uint64][]byte // replies that came back before those of earlier commands
-	busy    bool              // a goroutine serves a batch of its commands through the router
-	closing bool              // close once every reply owed is written (QUIT, a protocol error)
-	handoff bool              // hand to a goroutine of its own once every reply owed is written
-	closed  bool              // no longer the loop's: replies still owed are dropped
-	blocked bool              // the last write did not take everything: wait until writable
-	stalled bool              // rd holds commands that waited for the client to be servable
-	dirty   bool              // in loop.dirty
-	events  uint32            // registered with epoll
-	remote  string            // for logs
-}
-
-// owed is how many commands sent to Redis still wait for their reply to be written.
-func (c *loopClient) owed() int { return int(c.seqNext - c.seqOut) }
-
-// inflight is a command sent to Redis, in the order the replies will come back.
-type inflight struct {
-	c   *loopClient
-	seq uint64
-	at  time.Time
-	// raw is the command, kept in front of a cluster for a MOVED or ASK reply.
-	raw []byte
-}
-
-// upconn is the loop's connection to one Redis node.
-type upconn struct {
-	addr    string
-	fd      int // -1: none
-	out     []byte
-	in      []byte
-	ev      uint32
-	dialing bool
-	retryAt time.Time // no dial before then; commands get lastErr
-	lastErr error
-	queue   []inflight
-	head    int
-	scan    resp.ReplyScanner // where the reply at the front of in ends, kept across reads
-}
-
-// loop is the event loop serving one listener. One: two loops sharing the clients were 10%
-// slower on this project's two-core benchmark machine, where Redis and the clients need the
-// other core.
+// loop is one event loop: its epoll, its clients and its core.
 type loop struct {
 	s        *Server
-	ln       net.Listener
 	ep, wake int
-	maxReq   int // bytes of input without a complete command
-	timeout  time.Duration
-	clients  map[int]*loopClient
-	dirty    []*loopClient
-	now      time.Time
-	draining bool
+	core     *core
+	clients  map[int]*client
+	upFDs    map[int]*node
 	stopping bool
-
-	// The connections to Redis, by address and by descriptor.
-	ups     map[string]*upconn
-	upFDs   map[int]*upconn
-	cluster bool // keep commands for MOVED and ASK
-	// inflight counts the commands sent to Redis and not answered yet, redirects included;
-	// while there are any, the loop holds a Server.begin.
-	inflight int
-	// redirects wait for the goroutine that follows them (redirecting: it is running).
-	redirects   []redirectJob
-	redirecting bool
 
 	mu     sync.Mutex // guards posted and shut
 	posted []func()
@@ -128,15 +56,20 @@ type loop struct {
 	done   chan struct{}
 }
 
-// serveLoop serves ln from the event loop, unless redis.event_loop is off (ok false: the
-// caller serves ln with redcon).
+// serveLoop serves ln from event loops, unless redis.event_loop is off (ok false: the caller
+// serves ln with a goroutine per client).
 func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 	if s.upstream == nil || s.noLoop {
 		return false, nil
 	}
-	l, err := newLoop(s, ln)
-	if err != nil {
-		return true, err
+	loops := make([]*loop, max(s.loops, 1))
+	for i := range loops {
+		if loops[i], err = newLoop(s); err != nil {
+			for _, l := range loops[:i] {
+				l.closeAll()
+			}
+			return true, err
+		}
 	}
 	go func() {
 		// The command table tells plain commands from the rest; until it loads, everything
@@ -146,20 +79,27 @@ func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 		_ = s.upstream.LoadCommands(ctx)
 	}()
 	s.mu.Lock()
-	s.loop = l
+	s.loopGroup = loops
 	draining := s.draining
 	s.mu.Unlock()
-	if draining { // Shutdown came first, and did not see the loop
+	if draining { // Shutdown came first, and did not see the loops
 		_ = ln.Close()
-		l.closeAll()
+		for _, l := range loops {
+			l.closeAll()
+		}
 		return true, nil
 	}
-	go l.accept()
-	l.run()
+	s.log.Info("serving RESP", zap.String("addr", ln.Addr().String()), zap.Int("event_loops", len(loops)))
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Go(l.run)
+	}
+	s.acceptInto(ln, loops)
+	wg.Wait()
 	return true, nil
 }
 
-func newLoop(s *Server, ln net.Listener) (*loop, error) {
+func newLoop(s *Server) (*loop, error) {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
@@ -174,9 +114,12 @@ func newLoop(s *Server, ln net.Listener) (*loop, error) {
 		unix.Close(wake)
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
-	return &loop{s: s, ln: ln, ep: ep, wake: wake, maxReq: s.limits.MaxArgBytes + 1<<20,
-		timeout: s.upstream.Timeout(), clients: map[int]*loopClient{}, ups: map[string]*upconn{},
-		upFDs: map[int]*upconn{}, cluster: s.upstream.Standalone() == "", done: make(chan struct{})}, nil
+	l := &loop{s: s, ep: ep, wake: wake, clients: map[int]*client{}, upFDs: map[int]*node{}, done: make(chan struct{})}
+	l.core = newCore(loopEnv{l}, coreLimits{
+		maxPipeline: s.limits.MaxPipeline, maxReq: s.limits.MaxArgBytes + 1<<20, maxArgBytes: s.limits.MaxArgBytes,
+		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap,
+	}, s.upstream.Standalone() == "")
+	return l, nil
 }
 
 // post runs f on the loop goroutine; false: the loop has ended, and f will not run.
@@ -196,24 +139,20 @@ func (l *loop) post(f func()) bool {
 	return true
 }
 
-// accept takes connections from the listener and gives their sockets to the loop, until the
-// listener is closed.
-func (l *loop) accept() {
-	for {
-		nc, err := l.ln.Accept()
+// acceptInto takes connections from ln and gives their sockets to the loops in turn, until
+// the listener is closed.
+func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
+	for next := 0; ; next++ {
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			l.s.log.Warn("accept failed", zap.Error(err))
+			s.log.Warn("accept failed", zap.Error(err))
 			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
 			continue
 		}
-		if err := l.s.admit(); err != nil {
+		if err := s.admit(); err != nil {
 			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
 			nc.Close()
 			continue
@@ -222,13 +161,14 @@ func (l *loop) accept() {
 		remote := nc.RemoteAddr().String()
 		nc.Close() // the loop has its own descriptor of the socket
 		if err != nil {
-			l.s.clients.Add(-1)
-			l.s.log.Warn("cannot take a client socket", zap.Error(err))
+			s.clients.Add(-1)
+			s.log.Warn("cannot take a client socket", zap.Error(err))
 			continue
 		}
+		l := loops[next%len(loops)]
 		if !l.post(func() { l.register(fd, remote) }) {
 			unix.Close(fd)
-			l.s.clients.Add(-1)
+			s.clients.Add(-1)
 		}
 	}
 }
@@ -263,7 +203,8 @@ func (l *loop) register(fd int, remote string) {
 	}
 	sess := l.s.router.NewSession()
 	sess.Remote = remote
-	c := &loopClient{fd: fd, sess: sess, rd: resp.NewReader(int64(l.s.limits.MaxArgBytes)), remote: remote, events: unix.EPOLLIN}
+	c := l.core.newClient(l.s.ctx, fd, sess, remote)
+	c.ev = unix.EPOLLIN
 	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
 		unix.Close(fd)
 		l.s.clients.Add(-1)
@@ -271,6 +212,9 @@ func (l *loop) register(fd int, remote string) {
 		return
 	}
 	l.clients[fd] = c
+	if l.core.draining {
+		l.core.markDirty(c)
+	}
 }
 
 func (l *loop) run() {
@@ -283,7 +227,7 @@ func (l *loop) run() {
 			l.s.log.Error("epoll wait failed; the event loop stops", zap.Error(err))
 			l.stopping = true
 		}
-		l.now = time.Now()
+		l.core.now = time.Now()
 		for _, ev := range events[:max(n, 0)] {
 			switch fd := int(ev.Fd); {
 			case fd == l.wake:
@@ -296,7 +240,10 @@ func (l *loop) run() {
 				}
 			}
 		}
-		l.expire()
+		for _, up := range l.core.expire() {
+			l.s.log.Warn("Redis answered nothing in time; reconnecting", zap.String("addr", up.addr), zap.Duration("timeout", l.core.lim.timeout))
+			l.closeUp(up)
+		}
 		l.flush()
 		if l.stopping {
 			l.closeAll()
@@ -306,22 +253,16 @@ func (l *loop) run() {
 }
 
 // waitMillis is how long epoll may wait: not at all while a client has input to serve, else
-// until the oldest command in flight times out.
+// until the core next has a deadline to keep.
 func (l *loop) waitMillis() int {
-	if len(l.dirty) > 0 {
+	if len(l.core.dirty) > 0 {
 		return 0
 	}
-	var oldest time.Time
-	for _, up := range l.ups {
-		if up.head < len(up.queue) && (oldest.IsZero() || up.queue[up.head].at.Before(oldest)) {
-			oldest = up.queue[up.head].at
-		}
-	}
-	if oldest.IsZero() {
+	next := l.core.nextDeadline()
+	if next.IsZero() {
 		return -1
 	}
-	left := time.Until(oldest.Add(l.timeout))
-	return max(int((left+time.Millisecond-1)/time.Millisecond), 1)
+	return max(int((time.Until(next)+time.Millisecond-1)/time.Millisecond), 1)
 }
 
 func (l *loop) runPosted() {
@@ -336,15 +277,8 @@ func (l *loop) runPosted() {
 	}
 }
 
-func (l *loop) markDirty(c *loopClient) {
-	if !c.dirty {
-		c.dirty = true
-		l.dirty = append(l.dirty, c)
-	}
-}
-
-func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
-	l.markDirty(c)
+func (l *loop) clientEvent(c *client, ev uint32, rbuf []byte) {
+	l.core.markDirty(c)
 	if ev&(unix.EPOLLHUP|unix.EPOLLERR) != 0 { // reset, or shut both ways: nobody to answer
 		l.closeClient(c)
 		return
@@ -352,18 +286,17 @@ func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
 	if ev&unix.EPOLLOUT != 0 {
 		c.blocked = false
 	}
-	if ev&unix.EPOLLIN == 0 || !l.readable(c) {
+	if ev&unix.EPOLLIN == 0 || !l.core.readable(c) {
 		return
 	}
-	// A client with nothing pending is read into rbuf, which its reader borrows and keeps a
-	// copy of what is left unserved, so that an idle client holds no buffer; one in the
-	// middle of a command is read straight into its reader, as much as it has room for.
-	lent := c.rd.Buffered() == 0
+	// A client with nothing pending is read into rbuf, which its reader borrows, keeping a
+	// copy of what is left unserved, so that an idle client holds no buffer; one in the middle
+	// of a command is read straight into its reader, as much as it has room for.
 	buf := rbuf
-	if !lent {
+	if c.rd.Buffered() > 0 {
 		buf = c.rd.Buffer(loopReadSize)
 	}
-	n, err := unix.Read(c.fd, buf)
+	n, err := unix.Read(c.id, buf)
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 		return
 	}
@@ -371,194 +304,256 @@ func (l *loop) clientEvent(c *loopClient, ev uint32, rbuf []byte) {
 		l.closeClient(c)
 		return
 	}
-	if lent {
-		c.rd.Lend(rbuf[:n])
-	} else {
+	if c.rd.Buffered() > 0 {
 		c.rd.Commit(n)
-	}
-	l.process(c)
-	c.rd.Return()
-}
-
-// canServe: the client's next command may be served now.
-func (l *loop) canServe(c *loopClient) bool {
-	return !c.closed && !c.busy && !c.closing && !c.handoff && len(c.out) < loopMaxOut &&
-		c.owed() < l.s.limits.MaxPipeline
-}
-
-// readable: the client may be read from (a bound on its unserved input besides canServe).
-func (l *loop) readable(c *loopClient) bool {
-	return l.canServe(c) && c.rd.Buffered() <= l.maxReq
-}
-
-// process serves the commands the client has sent while it can; the rest wait in its reader.
-func (l *loop) process(c *loopClient) {
-	c.stalled = false
-	defer func() { c.stalled = c.rd.Buffered() > 0 && !l.canServe(c) }()
-	defer c.rd.Release()
-	for l.canServe(c) {
-		cmd, ok, err := c.rd.Next(!c.sess.Authed)
-		if err != nil {
-			if c.owed() == 0 { // after the replies owed; until then the error comes again
-				// AppendError keeps on one line a message that quotes the client's bytes.
-				l.reply(c, redcon.AppendError(nil, "ERR "+err.Error()))
-				c.closing = true
-			}
-			return
-		}
-		if !ok {
-			if c.rd.Buffered() > l.maxReq && c.owed() == 0 {
-				l.reply(c, tooLargeReply(int64(l.maxReq)))
-				c.closing = true
-			}
-			return
-		}
-		if l.draining {
-			c.rd.Unread()
-			if c.owed() == 0 {
-				l.reply(c, redcon.AppendError(nil, errShuttingDown.Error()))
-				c.closing = true
-			}
-			return
-		}
-		if addr := l.s.router.Direct(c.sess, cmd.Args); addr != "" {
-			l.forward(c, addr, cmd)
-			continue
-		}
-		if c.owed() > 0 { // the proxy's commands wait for the replies before them
-			c.rd.Unread()
-			return
-		}
-		if l.s.router.OwnGoroutine(cmd.Args) {
-			c.rd.Unread()
-			c.handoff = true
-			return
-		}
-		// The commands that follow go with it, unless the client has yet to log in: an AUTH
-		// changes what may follow.
-		cmds := [][][]byte{router.CopyArgs(cmd.Args)}
-		for c.sess.Authed && len(cmds) < l.s.limits.MaxPipeline {
-			cmd, ok, err := c.rd.Next(false)
-			if err != nil || !ok {
-				break
-			}
-			if l.s.router.OwnGoroutine(cmd.Args) {
-				c.rd.Unread()
-				break
-			}
-			cmds = append(cmds, router.CopyArgs(cmd.Args))
-		}
-		l.serveSlow(c, cmds)
-		return
-	}
-}
-
-func (l *loop) reply(c *loopClient, b []byte) {
-	if c.closed {
-		return
-	}
-	c.out = append(c.out, b...)
-	l.markDirty(c)
-}
-
-// forward queues one command for the Redis node at addr.
-func (l *loop) forward(c *loopClient, addr string, cmd resp.Command) {
-	up := l.ups[addr]
-	if up == nil {
-		up = &upconn{addr: addr, fd: -1}
-		l.ups[addr] = up
-	}
-	seq := c.seqNext
-	c.seqNext++
-	l.s.router.Counted(1)
-	if up.fd < 0 && !up.dialing && l.now.Before(up.retryAt) {
-		l.complete(c, seq, upstream.Unavailable(up.lastErr), true)
-		return
-	}
-	if !l.track(1) {
-		l.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()), true)
-		c.closing = true
-		return
-	}
-	if up.fd < 0 && !up.dialing {
-		l.dial(up)
-	}
-	start := len(up.out)
-	switch {
-	case !cmd.Inline && len(up.out) == 0 && len(cmd.Raw) > 4*loopReadSize:
-		// A big command, read in many pieces: Redis gets the reader's buffer, without a copy.
-		if raw := c.rd.Take(); raw != nil {
-			up.out = raw
-		} else {
-			up.out = append(up.out, cmd.Raw...)
-		}
-	case !cmd.Inline:
-		up.out = append(up.out, cmd.Raw...)
-	default: // an inline command: Redis gets it as RESP
-		up.out = redcon.AppendArray(up.out, len(cmd.Args))
-		for _, a := range cmd.Args {
-			up.out = redcon.AppendBulk(up.out, a)
-		}
-	}
-	in := inflight{c: c, seq: seq, at: l.now}
-	if l.cluster {
-		in.raw = bytes.Clone(up.out[start:])
-	}
-	up.queue = append(up.queue, in)
-}
-
-// track counts n commands more (or fewer) in flight. The first one takes a Server.begin, so
-// that a shutdown waits for the replies, and fails once the server drains; the last one
-// gives it back.
-func (l *loop) track(n int) bool {
-	if l.inflight == 0 && n > 0 && !l.s.begin() {
-		return false
-	}
-	l.inflight += n
-	if l.inflight == 0 {
-		l.s.end()
-	}
-	return true
-}
-
-// complete gives a client the reply to its command number seq, in the order of its commands.
-// owned: reply's storage is the client's to keep, not to copy.
-func (l *loop) complete(c *loopClient, seq uint64, reply []byte, owned bool) {
-	if c.closed {
-		return
-	}
-	if seq != c.seqOut {
-		if c.held == nil {
-			c.held = map[uint64][]byte{}
-		}
-		if !owned {
-			reply = bytes.Clone(reply)
-		}
-		c.held[seq] = reply
-		return
-	}
-	if owned && len(c.out) == 0 {
-		c.out = reply
+		l.core.process(c)
 	} else {
-		c.out = append(c.out, reply...)
+		l.core.clientRead(c, rbuf[:n])
 	}
-	c.seqOut++
-	for len(c.held) > 0 {
-		r, ok := c.held[c.seqOut]
-		if !ok {
-			break
-		}
-		delete(c.held, c.seqOut)
-		c.out = append(c.out, r...)
-		c.seqOut++
-	}
-	l.markDirty(c)
 }
 
-// serveSlow runs cmds through the router on a goroutine of their own; the client's later
-// commands wait until it is done.
-func (l *loop) serveSlow(c *loopClient, cmds [][][]byte) {
-	c.busy = true
+func (l *loop) upEvent(up *node, ev uint32) {
+	if ev&unix.EPOLLOUT != 0 {
+		l.writeUp(up)
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) == 0 || up.fd < 0 {
+		return
+	}
+	room := up.readRoom()
+	if cap(up.in)-len(up.in) < room {
+		grown := make([]byte, len(up.in), len(up.in)+room)
+		copy(grown, up.in)
+		up.in = grown
+	}
+	n, err := unix.Read(up.fd, up.in[len(up.in):cap(up.in)])
+	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+		return
+	}
+	if err == nil && n == 0 {
+		err = io.EOF
+	}
+	if err != nil {
+		l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err))
+		l.closeUp(up)
+		return
+	}
+	up.in = up.in[:len(up.in)+n]
+	l.core.upRead(up)
+	if !up.connected {
+		l.closeUp(up)
+	}
+}
+
+// closeUp closes up's socket once the core has let go of the connection.
+func (l *loop) closeUp(up *node) {
+	if up.fd >= 0 {
+		delete(l.upFDs, up.fd)
+		unix.Close(up.fd)
+		up.fd = -1
+	}
+}
+
+func (l *loop) writeUp(up *node) {
+	if up.fd < 0 {
+		return
+	}
+	if len(up.out) > 0 {
+		n, err := unix.Write(up.fd, up.out)
+		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+			l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err))
+			l.closeUp(up)
+			return
+		}
+		up.out = consume(up.out, n)
+	}
+	want := uint32(unix.EPOLLIN)
+	if len(up.out) > 0 {
+		want |= unix.EPOLLOUT
+	}
+	if want != up.ev {
+		up.ev = want
+		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, up.fd, &unix.EpollEvent{Events: want, Fd: int32(up.fd)}); err != nil {
+			l.core.upFailed(up, fmt.Errorf("redis %s: epoll: %w", up.addr, err))
+			l.closeUp(up)
+		}
+	}
+}
+
+// flush serves what waiting clients can now go on with, sends the commands gathered to
+// Redis, and writes every reply that is ready.
+func (l *loop) flush() {
+	l.core.flushInputs()
+	for _, up := range l.core.ups {
+		if len(up.out) > 0 {
+			l.writeUp(up)
+		}
+	}
+	l.core.takeDirty(func(c *client) {
+		l.writeClient(c)
+		switch l.core.settled(c) {
+		case "close":
+			l.closeClient(c)
+		case "handoff":
+			l.handOff(c)
+		}
+		l.arm(c)
+	})
+}
+
+func (l *loop) writeClient(c *client) {
+	if c.closed || c.blocked || len(c.out) == 0 {
+		return
+	}
+	n, err := unix.Write(c.id, c.out)
+	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+		l.closeClient(c)
+		return
+	}
+	l.core.wrote(c, n, n < len(c.out))
+}
+
+// arm registers the events the client now waits for.
+func (l *loop) arm(c *client) {
+	if c.closed {
+		return
+	}
+	var want uint32
+	if l.core.readable(c) {
+		want |= unix.EPOLLIN
+	}
+	if c.blocked {
+		want |= unix.EPOLLOUT
+	}
+	if want != c.ev {
+		c.ev = want
+		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, c.id, &unix.EpollEvent{Events: want, Fd: int32(c.id)}); err != nil {
+			l.s.log.Warn("epoll: dropping a client", zap.String("remote", c.remote), zap.Error(err))
+			l.closeClient(c) // it would never be read or written again
+		}
+	}
+}
+
+func (l *loop) closeClient(c *client) {
+	if c.closed {
+		return
+	}
+	l.core.gone(c)
+	delete(l.clients, c.id)
+	unix.Close(c.id)
+	l.s.clients.Add(-1)
+	if !c.busy {
+		l.s.router.CloseSession(c.sess)
+	}
+}
+
+// handOff gives a client that subscribes, with its session and what it sent that is not
+// served yet, to a goroutine of its own, which serves it from then on.
+func (l *loop) handOff(c *client) {
+	l.core.gone(c)
+	delete(l.clients, c.id)
+	// Out of epoll first: the registration follows the socket, which outlives this descriptor.
+	// Should that fail, the loop ignores events on a descriptor it no longer knows.
+	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.id, nil)
+	f := os.NewFile(uintptr(c.id), c.remote)
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		l.s.clients.Add(-1)
+		l.s.router.CloseSession(c.sess)
+		l.s.log.Warn("cannot hand a client over", zap.Error(err))
+		return
+	}
+	l.s.conns.Add(1)
+	go l.s.serveConn(nc, c.sess, append([]byte(nil), c.rd.Pending()...))
+}
+
+// drain stops taking commands; what is in flight is still answered.
+func (l *loop) drain() {
+	l.post(func() {
+		l.core.drain(func(mark func(*client)) {
+			for _, c := range l.clients {
+				mark(c)
+			}
+		})
+	})
+}
+
+// stop closes every connection and ends the loop.
+func (l *loop) stop() {
+	if l.post(func() { l.stopping = true }) {
+		<-l.done
+	}
+}
+
+func (l *loop) closeAll() {
+	l.mu.Lock()
+	l.shut = true
+	l.mu.Unlock()
+	for _, c := range l.clients {
+		l.closeClient(c)
+	}
+	for _, up := range l.core.ups {
+		l.closeUp(up)
+	}
+	unix.Close(l.wake)
+	unix.Close(l.ep)
+}
+
+// loopEnv is the world as a loop's core sees it.
+type loopEnv struct{ l *loop }
+
+func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
+	return e.l.s.router.Direct(sess, args)
+}
+func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
+func (e loopEnv) counted(n int)                   { e.l.s.router.Counted(n) }
+func (e loopEnv) begin() bool                     { return e.l.s.begin() }
+func (e loopEnv) end()                            { e.l.s.end() }
+
+// dial opens the connection to up's node on a goroutine; commands queue meanwhile.
+func (e loopEnv) dial(up *node) {
+	l := e.l
+	go func() {
+		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout())
+		defer cancel()
+		nc, err := l.s.upstream.Dial(ctx, up.addr)
+		fd := -1
+		if err == nil {
+			fd, err = socketOf(nc)
+			nc.Close()
+		}
+		if !l.post(func() { l.dialed(up, fd, err) }) && err == nil {
+			unix.Close(fd)
+		}
+	}()
+}
+
+func (l *loop) dialed(up *node, fd int, err error) {
+	if err == nil && l.stopping {
+		unix.Close(fd)
+		return
+	}
+	if err == nil {
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		l.s.log.Warn("cannot connect to Redis", zap.String("addr", up.addr), zap.Error(err))
+		l.core.dialFailed(up, err)
+		return
+	}
+	up.fd, up.ev = fd, unix.EPOLLIN
+	l.upFDs[fd] = up
+	l.core.upConnected(up)
+}
+
+// serveSlow runs cmds through the router on a goroutine of their own, in the client's
+// context (a blocking command ends when the client goes); the client's later commands wait
+// until it is done.
+func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
+	l := e.l
 	sess := c.sess
 	go func() {
 		w := redcon.NewWriter(nil) // its buffer is taken, never flushed
@@ -575,412 +570,36 @@ func (l *loop) serveSlow(c *loopClient, cmds [][][]byte) {
 						quit = true
 					}
 				}()
-				l.s.router.Serve(l.s.ctx, sess, cmds, w)
+				l.s.router.Serve(c.ctx, sess, cmds, w)
 			}()
 		}
 		quit = quit || sess.Quit
-		l.post(func() { l.slowDone(c, w.Buffer(), quit) })
+		l.post(func() {
+			if c.closed {
+				l.s.router.CloseSession(sess)
+			}
+			l.core.slowDone(c, w.Buffer(), quit)
+		})
 	}()
 }
 
-func (l *loop) slowDone(c *loopClient, out []byte, quit bool) {
-	c.busy = false
-	if c.closed {
-		l.s.router.CloseSession(c.sess)
-		return
-	}
-	l.reply(c, out)
-	c.closing = c.closing || quit
-}
-
-// dial opens the connection to up's node on a goroutine; commands queue meanwhile.
-func (l *loop) dial(up *upconn) {
-	up.dialing = true
-	go func() {
-		ctx, cancel := context.WithTimeout(l.s.ctx, l.timeout)
-		defer cancel()
-		nc, err := l.s.upstream.Dial(ctx, up.addr)
-		fd := -1
-		if err == nil {
-			fd, err = socketOf(nc)
-			nc.Close()
-		}
-		if !l.post(func() { l.dialed(up, fd, err) }) && err == nil {
-			unix.Close(fd)
-		}
-	}()
-}
-
-func (l *loop) dialed(up *upconn, fd int, err error) {
-	up.dialing = false
-	if err == nil && l.stopping {
-		unix.Close(fd)
-		return
-	}
-	if err == nil {
-		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
-		if err != nil {
-			unix.Close(fd)
-		}
-	}
-	if err != nil {
-		up.lastErr, up.retryAt = err, l.now.Add(loopRedialGap)
-		l.s.log.Warn("cannot connect to Redis", zap.String("addr", up.addr), zap.Error(err))
-		l.upFail(up, err)
-		return
-	}
-	up.fd, up.ev = fd, unix.EPOLLIN
-	l.upFDs[fd] = up
-}
-
-func (l *loop) upEvent(up *upconn, ev uint32) {
-	if ev&unix.EPOLLOUT != 0 {
-		l.writeUp(up)
-	}
-	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) == 0 || up.fd < 0 {
-		return
-	}
-	// Read into the buffer's spare room, at least as much as it holds, and at once all of a
-	// bulk string whose length came: a big reply arrives in few reads, and is copied once.
-	room := max(loopReadSize, len(up.in))
-	if need := up.scan.Need(); need > len(up.in) {
-		room = max(loopReadSize, need-len(up.in))
-	}
-	if cap(up.in)-len(up.in) < room {
-		grown := make([]byte, len(up.in), len(up.in)+room)
-		copy(grown, up.in)
-		up.in = grown
-	}
-	n, err := unix.Read(up.fd, up.in[len(up.in):cap(up.in)])
-	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-		return
-	}
-	if err == nil && n == 0 {
-		err = io.EOF
-	}
-	if err != nil {
-		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, err))
-		return
-	}
-	up.in = up.in[:len(up.in)+n]
-	off := 0
-	for up.head < len(up.queue) {
-		k, err := up.scan.Scan(up.in[off:])
-		if err != nil {
-			l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
-			return
-		}
-		if k == 0 {
-			break
-		}
-		if off == 0 && k == len(up.in) && k > 4*loopReadSize {
-			// A big reply alone in the buffer: the client's, without a copy.
-			l.deliver(up, up.in[:k:k], true)
-			up.in, off = nil, 0
-			break
-		}
-		l.deliver(up, up.in[off:off+k], false)
-		off += k
-	}
-	if off < len(up.in) && up.head == len(up.queue) {
-		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
-		return
-	}
-	if off > 0 { // a reply in part stays at the front; one not begun costs nothing
-		up.in = up.in[:copy(up.in, up.in[off:])]
-	}
-	if len(up.in) == 0 && cap(up.in) > 4*loopReadSize {
-		up.in = nil
-	}
-	up.settle()
-}
-
-// deliver gives the oldest command in flight on up its reply; a MOVED or ASK reply is
-// followed first. owned: reply's storage is the client's to keep.
-func (l *loop) deliver(up *upconn, reply []byte, owned bool) {
-	in := up.queue[up.head]
-	up.queue[up.head] = inflight{}
-	up.head++
-	if in.raw != nil && upstream.IsRedirect(reply) {
-		l.redirect(in, reply)
-		return
-	}
-	l.complete(in.c, in.seq, reply, owned)
-	l.track(-1)
-}
-
-// redirect follows a MOVED or ASK reply as the router would, on a goroutine, the command still
-// in flight until then. Redirects run one at a time, in the order their replies came: a
-// pipeline's commands for a slot that moved (a SET, then a GET of the same key) all come back
-// redirected, and must run on the new node in the order they were sent.
-func (l *loop) redirect(in inflight, reply []byte) {
-	l.redirects = append(l.redirects, redirectJob{in: in, reply: bytes.Clone(reply)})
-	if !l.redirecting {
-		l.nextRedirects()
-	}
-}
-
-type redirectJob struct {
-	in    inflight
-	reply []byte
-}
-
-// nextRedirects hands the redirects waiting to a goroutine, which follows them in turn.
-func (l *loop) nextRedirects() {
-	jobs := l.redirects
-	l.redirects, l.redirecting = nil, len(jobs) > 0
-	if len(jobs) == 0 {
-		return
-	}
+// followRedirects follows MOVED and ASK replies as the router would, on a goroutine, one at a
+// time in the order they came.
+func (e loopEnv) followRedirects(jobs []redirectJob) {
+	l := e.l
 	go func() {
 		for _, j := range jobs {
+			args, err := commandOf(j.in.raw)
 			var out []byte
-			rd := resp.NewReader(int64(len(j.in.raw)))
-			rd.Lend(j.in.raw)
-			if cmd, ok, err := rd.Next(false); !ok || err != nil {
-				out = upstream.Unavailable(fmt.Errorf("cannot read the command back: %v", err))
+			if err != nil {
+				out = upstreamUnavailable(err)
 			} else {
-				ctx, cancel := context.WithTimeout(l.s.ctx, l.timeout)
-				out = l.s.upstream.Redirect(ctx, j.reply, cmd.Args)
+				ctx, cancel := context.WithTimeout(l.s.ctx, l.core.lim.timeout)
+				out = l.s.upstream.Redirect(ctx, j.reply, args)
 				cancel()
 			}
-			l.post(func() {
-				l.complete(j.in.c, j.in.seq, out, false)
-				l.track(-1)
-			})
+			l.post(func() { l.core.redirected(j, out) })
 		}
-		l.post(l.nextRedirects)
+		l.post(l.core.redirectsDone)
 	}()
-}
-
-// settle reclaims the answered part of the queue.
-func (up *upconn) settle() {
-	switch {
-	case up.head == len(up.queue):
-		up.queue, up.head = up.queue[:0], 0
-	case up.head > 1024 && up.head > len(up.queue)/2:
-		up.queue = up.queue[:copy(up.queue, up.queue[up.head:])]
-		up.head = 0
-	}
-}
-
-// upFail drops the connection to up's node and answers every command in flight there with err.
-func (l *loop) upFail(up *upconn, err error) {
-	if up.fd >= 0 {
-		delete(l.upFDs, up.fd)
-		unix.Close(up.fd)
-		up.fd = -1
-	}
-	up.in, up.out, up.scan = up.in[:0], up.out[:0], resp.ReplyScanner{}
-	reply := upstream.Unavailable(err)
-	for up.head < len(up.queue) {
-		l.deliver(up, reply, false)
-	}
-	up.settle()
-}
-
-// expire fails everything in flight on a node whose oldest command has waited past the
-// timeout.
-func (l *loop) expire() {
-	for _, up := range l.ups {
-		if up.head < len(up.queue) && l.now.Sub(up.queue[up.head].at) >= l.timeout {
-			l.s.log.Warn("Redis did not answer in time; reconnecting", zap.String("addr", up.addr), zap.Duration("timeout", l.timeout))
-			l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, os.ErrDeadlineExceeded))
-		}
-	}
-}
-
-func (l *loop) writeUp(up *upconn) {
-	if up.fd < 0 || len(up.out) == 0 {
-		l.armUp(up)
-		return
-	}
-	var err error
-	if up.out, err = writeSome(up.fd, up.out); err != nil {
-		l.upFail(up, fmt.Errorf("redis %s: %w", up.addr, err))
-		return
-	}
-	l.armUp(up)
-}
-
-func (l *loop) armUp(up *upconn) {
-	if up.fd < 0 {
-		return
-	}
-	want := uint32(unix.EPOLLIN)
-	if len(up.out) > 0 {
-		want |= unix.EPOLLOUT
-	}
-	if want != up.ev {
-		up.ev = want
-		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, up.fd, &unix.EpollEvent{Events: want, Fd: int32(up.fd)}); err != nil {
-			l.upFail(up, fmt.Errorf("redis %s: epoll: %w", up.addr, err))
-		}
-	}
-}
-
-// flush serves what waiting clients can now go on with, sends the commands gathered to
-// Redis, and writes every reply that is ready.
-func (l *loop) flush() {
-	for i := 0; i < len(l.dirty); i++ { // process may mark more clients dirty
-		switch c := l.dirty[i]; {
-		case c.rd.Buffered() == 0:
-		case l.canServe(c):
-			l.process(c)
-		default:
-			c.stalled = true // its input waits until it can be served: see below
-		}
-	}
-	for _, up := range l.ups {
-		if len(up.out) > 0 {
-			l.writeUp(up)
-		}
-	}
-	pending := l.dirty[:0]
-	for _, c := range l.dirty {
-		c.dirty = false
-		l.writeClient(c)
-		l.settle(c)
-		l.arm(c)
-		// Input already read waits for no event: serve it on the next turn, which then does not
-		// wait in epoll.
-		if c.stalled && l.canServe(c) {
-			c.dirty = true
-			pending = append(pending, c)
-		}
-	}
-	l.dirty = pending
-}
-
-func (l *loop) writeClient(c *loopClient) {
-	if c.closed || c.blocked || len(c.out) == 0 {
-		return
-	}
-	var err error
-	if c.out, err = writeSome(c.fd, c.out); err != nil {
-		l.closeClient(c)
-		return
-	}
-	c.blocked = len(c.out) > 0
-}
-
-// writeSome writes what the socket takes of buf now and returns the rest, without moving it:
-// a reply of 100 MiB to a client that takes 64 KiB at a time must not be copied once per
-// write. What is appended after reuses the room at the end, or moves the rest once; the
-// storage is let go once empty and large.
-func writeSome(fd int, buf []byte) ([]byte, error) {
-	n, err := unix.Write(fd, buf)
-	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
-		return buf, err
-	}
-	switch {
-	case n < len(buf):
-		return buf[max(n, 0):], nil
-	case cap(buf) > 4*loopReadSize:
-		return nil, nil
-	}
-	return buf[:0], nil // all written: the same storage again, from its start
-}
-
-// settle closes or hands over a client that asked for it once nothing is owed to it.
-func (l *loop) settle(c *loopClient) {
-	if c.closed || c.owed() > 0 || c.busy || len(c.out) > 0 {
-		return
-	}
-	switch {
-	case c.closing:
-		l.closeClient(c)
-	case c.handoff:
-		l.handOff(c)
-	}
-}
-
-// arm registers the events the client now waits for.
-func (l *loop) arm(c *loopClient) {
-	if c.closed {
-		return
-	}
-	var want uint32
-	if l.readable(c) {
-		want |= unix.EPOLLIN
-	}
-	if c.blocked {
-		want |= unix.EPOLLOUT
-	}
-	if want != c.events {
-		c.events = want
-		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: want, Fd: int32(c.fd)}); err != nil {
-			l.s.log.Warn("epoll: dropping a client", zap.String("remote", c.remote), zap.Error(err))
-			l.closeClient(c) // it would never be read or written again
-		}
-	}
-}
-
-func (l *loop) closeClient(c *loopClient) {
-	if c.closed {
-		return
-	}
-	c.closed = true
-	delete(l.clients, c.fd)
-	unix.Close(c.fd)
-	l.s.clients.Add(-1)
-	if !c.busy {
-		l.s.router.CloseSession(c.sess)
-	}
-}
-
-// handOff gives a client that subscribes or buys, with its session and what it sent that is
-// not served yet, to a goroutine of its own, which serves it from then on.
-func (l *loop) handOff(c *loopClient) {
-	c.closed = true
-	delete(l.clients, c.fd)
-	// Out of epoll first: the registration follows the socket, which outlives this descriptor.
-	// Should that fail, the loop ignores events on a descriptor it no longer knows.
-	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
-	f := os.NewFile(uintptr(c.fd), c.remote)
-	nc, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		l.s.clients.Add(-1)
-		l.s.router.CloseSession(c.sess)
-		l.s.log.Warn("cannot hand a client over", zap.Error(err))
-		return
-	}
-	l.s.conns.Add(1)
-	go l.s.serveConn(nc, c.sess, bytes.Clone(c.rd.Pending()))
-}
-
-// drain stops taking connections and commands; what is in flight is still answered.
-func (l *loop) drain() {
-	_ = l.ln.Close()
-	l.post(func() {
-		l.draining = true
-		for _, c := range l.clients {
-			l.markDirty(c)
-		}
-	})
-}
-
-// stop closes every connection and ends the loop.
-func (l *loop) stop() {
-	_ = l.ln.Close()
-	l.post(func() { l.stopping = true })
-	<-l.done
-}
-
-func (l *loop) closeAll() {
-	l.mu.Lock()
-	l.shut = true
-	l.mu.Unlock()
-	for _, c := range l.clients {
-		l.closeClient(c)
-	}
-	for _, up := range l.ups {
-		if up.fd >= 0 {
-			unix.Close(up.fd)
-			up.fd = -1
-		}
-	}
-	unix.Close(l.wake)
-	unix.Close(l.ep)
 }

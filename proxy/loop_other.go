@@ -4,7 +4,7 @@ package proxy
 
 import "net"
 
-// loop is the event loop, which only Linux has.
+// loop is an event loop, which only Linux has.
 type loop struct{}
 
 func (*loop) drain() {}

@@ -265,11 +265,11 @@ func ownRedis(t *testing.T) (addr string, startRedis func() *exec.Cmd) {
 }
 
 // TestLoopStalledUpstream: when Redis stops answering, commands in flight get -UNAVAILABLE
-// after the call timeout, not never; when it answers again, so does the proxy.
+// after redis.command_timeout, not never; when it answers again, so does the proxy.
 func TestLoopStalledUpstream(t *testing.T) {
 	addr, startRedis := ownRedis(t)
 	server := startRedis()
-	s := startOn(t, addr, func(c *conf.Config) { c.Buy.CallTimeout = 300 * time.Millisecond })
+	s := startOn(t, addr, func(c *conf.Config) { c.Redis.CommandTimeout = 300 * time.Millisecond })
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)
@@ -282,7 +282,7 @@ func TestLoopStalledUpstream(t *testing.T) {
 		t.Fatalf("GET with Redis stopped = %q", got)
 	}
 	if took := time.Since(t0); took < 300*time.Millisecond {
-		t.Fatalf("UNAVAILABLE after %v, before the call timeout", took)
+		t.Fatalf("UNAVAILABLE after %v, before the command timeout", took)
 	}
 	if err := server.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)

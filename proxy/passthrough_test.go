@@ -359,7 +359,7 @@ func TestTransactions(t *testing.T) {
 func TestUpstreamDownAndBack(t *testing.T) {
 	addr, startRedis := ownRedis(t)
 	server := startRedis()
-	s := startOn(t, addr, func(c *conf.Config) { c.Buy.CallTimeout = 500 * time.Millisecond })
+	s := startOn(t, addr, func(c *conf.Config) { c.Redis.CommandTimeout = 500 * time.Millisecond })
 	c := dialRaw(t, s.addr)
 	if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET = %q", got)

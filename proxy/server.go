@@ -35,8 +35,9 @@ type Server struct {
 	clients atomic.Int64
 	conns   sync.WaitGroup // clients served by a goroutine of their own
 
-	noLoop bool  // serve every client from a goroutine of its own
-	loop   *loop // set while the event loop serves
+	loops     int     // event loops to serve clients from; 0: a goroutine per client
+	noLoop    bool    // serve every client from a goroutine of its own
+	loopGroup []*loop // set while the event loops serve
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -51,12 +52,12 @@ type Server struct {
 func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Limits) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
-		open: map[net.Conn]struct{}{}, drained: make(chan struct{})}
+		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1}
 }
 
-// UseEventLoop says whether clients are served from an event loop (the default, on Linux) or
-// each by a goroutine of its own. Call it before Serve.
-func (s *Server) UseEventLoop(on bool) { s.noLoop = !on }
+// UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with
+// 0, that each client is served by a goroutine of its own. Call it before Serve.
+func (s *Server) UseEventLoops(n int) { s.loops, s.noLoop = n, n <= 0 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
@@ -122,12 +123,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			close(s.drained)
 		}
 	}
-	l, ln := s.loop, s.ln
+	loops, ln := s.loopGroup, s.ln
 	s.mu.Unlock()
-	if l != nil {
-		l.drain()
-	} else if ln != nil {
+	if ln != nil {
 		_ = ln.Close()
+	}
+	for _, l := range loops {
+		l.drain()
 	}
 	var err error
 	select {
@@ -136,7 +138,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 		s.cancel()
 	}
-	if l != nil {
+	for _, l := range loops {
 		l.stop()
 	}
 	s.mu.Lock()

@@ -542,14 +542,14 @@ func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Repl
 
 // Direct returns the node to which Serve would hand args, for this session, straight through
 // the upstream and write its reply back as it is ("" when it would not; see
-// upstream.Cluster.Direct). A server may then forward args itself (and count it with Counted)
-// instead of calling Serve.
-func (r *Router) Direct(s *Session, args [][]byte) string {
+// upstream.Cluster.Direct), and the slot of its keys. A server may then forward args itself
+// (and count it with Counted) instead of calling Serve.
+func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if r.opt.Upstream == nil || (s.tx != nil && s.tx.Active()) {
-		return ""
+		return "", 0
 	}
 	if _, err := r.check(s, args); err != errPassThrough {
-		return ""
+		return "", 0
 	}
 	return r.opt.Upstream.Direct(args)
 }

@@ -88,8 +88,8 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 }
 
 // FromConf returns a Cluster configured by c.
-func FromConf(rc *redis.ClusterClient, c conf.Redis, timeout time.Duration) *Cluster {
-	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: timeout, DialTimeout: c.DialTimeout,
+func FromConf(rc *redis.ClusterClient, c conf.Redis) *Cluster {
+	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password}
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true

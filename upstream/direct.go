@@ -11,24 +11,25 @@ import (
 func (c *Cluster) Standalone() string { return c.opt.Standalone }
 
 // Direct returns the node to which Do would send args, as they are, passing its reply back
-// untouched ("" when Do would not): no reply made here (refused, protected keys, unknown
-// before the command table is loaded), no special handling (blocking commands, DBSIZE, SCAN,
-// SCRIPT, keys over several slots), and in front of a cluster, keys to route by. A server
+// untouched ("" when Do would not), and the slot of its keys in front of a cluster: no reply
+// made here (unknown before the command table is loaded), no special handling (blocking
+// commands, DBSIZE, SCAN, SCRIPT, keys over several slots), and in front of a cluster, keys to
+// route by. A server
 // that forwards such commands itself, and follows a MOVED or ASK reply with Redirect, gives
 // the client the same replies as Do. It does not wait for the network.
-func (c *Cluster) Direct(args [][]byte) string {
+func (c *Cluster) Direct(args [][]byte) (addr string, slot uint16) {
 	t := c.info.Load()
 	if t == nil || len(args) == 0 {
-		return ""
+		return "", 0
 	}
 	p := c.plan(context.Background(), t, args)
 	switch {
 	case p.reply != nil || p.special != nil:
-		return ""
+		return "", 0
 	case p.anyMaster:
-		return c.opt.Standalone // in front of a cluster, finding a master may wait: not direct
+		return c.opt.Standalone, 0 // in front of a cluster, finding a master may wait: not direct
 	}
-	return p.addr
+	return p.addr, p.slot
 }
 
 // LoadCommands loads Redis's COMMAND INFO if it is not loaded yet; Direct answers "" until it
@@ -59,5 +60,8 @@ func (c *Cluster) Redirect(ctx context.Context, reply []byte, args [][]byte) []b
 // Unavailable is the reply to a command that could not reach Redis because of err.
 func Unavailable(err error) []byte { return unavailable(err) }
 
-// Timeout is how long a batch may wait for Redis.
+// Timeout is how long a command may wait for Redis.
 func (c *Cluster) Timeout() time.Duration { return c.opt.Timeout }
+
+// DialTimeout bounds connecting (and logging in) to a node.
+func (c *Cluster) DialTimeout() time.Duration { return c.opt.DialTimeout }

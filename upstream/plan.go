@@ -18,6 +18,7 @@ type plan struct {
 	reply     []byte
 	special   func(ctx context.Context) []byte
 	addr      string
+	slot      uint16 // of the keys, when addr is a cluster node's
 	anyMaster bool
 }
 
@@ -82,7 +83,7 @@ func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags,
 	if err != nil {
 		return plan{reply: unavailable(err)}
 	}
-	return plan{addr: addr}
+	return plan{addr: addr, slot: slot}
 }
 
 func hasFlag(ci *redis.CommandInfo, flag string) bool {

@@ -84,7 +84,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		defer close(sweeperDone)
 		outbox.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
 	}()
-	passthrough := upstream.FromConf(rc, cfg.Redis, cfg.Buy.CallTimeout)
+	passthrough := upstream.FromConf(rc, cfg.Redis)
 	defer passthrough.Close()
 	// Pass-through waits until the pass-through user is verified; an unfit user stops the proxy.
 	unfit := make(chan error, 1)
@@ -109,7 +109,10 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		return err
 	}
 	srv = proxy.New(r, passthrough, log, cfg.Limits)
-	srv.UseEventLoop(cfg.Redis.EventLoop)
+	srv.UseEventLoops(cfg.Redis.EventLoops)
+	if !cfg.Redis.EventLoop {
+		srv.UseEventLoops(0)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.AdminListen != "" {

@@ -1,0 +1,372 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"seckill-proxy/internal/resp"
+	"seckill-proxy/router"
+)
+
+// The event loop's logic lives here and in core_upstream.go, apart from its sockets: a core
+// takes plain inputs (what a client sent, what Redis answered, the time, the results of work
+// done elsewhere) and keeps, for each client, the replies it is owed in the order of its
+// commands, and for each Redis node, the commands in flight in the order they were sent. What
+// it needs done outside (connect to a node, run a command through the router, follow a
+// redirect) it asks of its env. The shell (loop_linux.go) moves the bytes: it reads into the
+// core, writes what the core holds for each socket, and tells the core how much went out.
+// The core is used by one goroutine, its loop's.
+
+// coreEnv is what a core asks of the world around it.
+type coreEnv interface {
+	// direct is the node to which a pass-through command of sess's goes as it is, or "",
+	// and the slot of its keys in front of a cluster.
+	direct(sess *router.Session, args [][]byte) (addr string, slot uint16)
+	// ownGoroutine: args makes its client one served by a goroutine of its own from then on.
+	ownGoroutine(args [][]byte) bool
+	counted(n int)
+	// begin and end hold the server's drain while commands are in flight (see Server).
+	begin() bool
+	end()
+	// dial connects to up's node; the answer comes as upConnected or upFailed.
+	dial(up *node)
+	// serveSlow runs cmds through the router for c, elsewhere; the answer comes as slowDone.
+	serveSlow(c *client, cmds [][][]byte)
+	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
+	// and the end as redirectsDone.
+	followRedirects(jobs []redirectJob)
+}
+
+// coreLimits bound what a core's clients may hold.
+type coreLimits struct {
+	maxPipeline int           // commands of one client in flight
+	maxReq      int           // bytes of one client's input without a complete command
+	maxArgBytes int           // the largest bulk string
+	maxOut      int           // bytes of one client's unwritten replies before it is not read
+	timeout     time.Duration // a pass-through command's bound
+	redialGap   time.Duration // after a failed dial, commands are failed at once this long
+}
+
+// client is one client connection's state in a core.
+type client struct {
+	id   int    // the shell's handle (its descriptor)
+	ev   uint32 // the shell's: the events it waits for
+	sess *router.Session
+	rd   *resp.Reader // what it sent, not yet served
+	out  []byte       // replies not yet written
+
+	seqNext uint64            // the sequence number of its next command sent to Redis
+	seqOut  uint64            // the sequence number of its next reply to write
+	held    map[uint64][]byte // replies that came before those of earlier commands
+
+	// slots, in front of a cluster, holds for each slot the node of the client's commands
+	// in flight there and their count: a later command of that slot goes elsewhere only once
+	// they are answered (redirects included), so that none overtakes an earlier one.
+	slots map[uint16]slotUse
+
+	// ctx ends when the client goes: what runs for it elsewhere (a blocking command) stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	busy    bool // the router serves a batch of its commands elsewhere
+	closing bool // close once every reply owed is written (QUIT, a protocol error)
+	handoff bool // hand to a goroutine of its own once every reply owed is written
+	closed  bool // gone: replies still owed are dropped
+	blocked bool // the last write did not take everything: wait until writable
+	dirty   bool // in core.dirty
+	stalled bool // rd holds commands that wait until the client can be served
+	remote  string
+}
+
+type slotUse struct {
+	addr string
+	n    int
+}
+
+// owed is how many commands sent to Redis still wait for their reply to be written.
+func (c *client) owed() int { return int(c.seqNext - c.seqOut) }
+
+// core is one event loop's state. Build it with newCore.
+type core struct {
+	env      coreEnv
+	lim      coreLimits
+	cluster  bool // in front of a cluster: keep commands for MOVED and ASK, and mind slots
+	ups      map[string]*node
+	dirty    []*client
+	now      time.Time
+	draining bool
+
+	// inflight counts the commands sent to Redis and not answered yet, redirects included;
+	// while there are any, the core holds a begin.
+	inflight int
+	// redirects wait for the one job that follows them (redirecting: it is running).
+	redirects   []redirectJob
+	redirecting bool
+}
+
+func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
+	return &core{env: env, lim: lim, cluster: cluster, ups: map[string]*node{}}
+}
+
+// newClient makes the state of a client that has just connected; what runs for it elsewhere
+// runs in a context of parent's.
+func (k *core) newClient(parent context.Context, id int, sess *router.Session, remote string) *client {
+	ctx, cancel := context.WithCancel(parent)
+	return &client{id: id, sess: sess, rd: resp.NewReader(int64(k.lim.maxArgBytes)), remote: remote, ctx: ctx, cancel: cancel}
+}
+
+func (k *core) markDirty(c *client) {
+	if !c.dirty {
+		c.dirty = true
+		k.dirty = append(k.dirty, c)
+	}
+}
+
+// canServe: the client's next command may be served now.
+func (k *core) canServe(c *client) bool {
+	return !c.closed && !c.busy && !c.closing && !c.handoff && len(c.out) < k.lim.maxOut &&
+		c.owed() < k.lim.maxPipeline
+}
+
+// readable: the client may be read from (a bound on its unserved input besides canServe).
+func (k *core) readable(c *client) bool {
+	return k.canServe(c) && c.rd.Buffered() <= k.lim.maxReq
+}
+
+// clientRead takes what a client sent. data is borrowed: what is left unserved is copied.
+func (k *core) clientRead(c *client, data []byte) {
+	k.markDirty(c)
+	if c.rd.Buffered() == 0 {
+		c.rd.Lend(data)
+	} else {
+		_, _ = c.rd.Write(data)
+	}
+	k.process(c)
+	c.rd.Return()
+}
+
+// process serves the commands the client has sent while it can; the rest wait in its reader.
+func (k *core) process(c *client) {
+	c.stalled = false
+	defer func() { c.stalled = c.rd.Buffered() > 0 && !k.canServe(c) }()
+	defer c.rd.Release()
+	for k.canServe(c) {
+		cmd, ok, err := c.rd.Next(!c.sess.Authed)
+		if err != nil {
+			if c.owed() == 0 { // after the replies owed; until then the error comes again
+				// AppendError keeps on one line a message that quotes the client's bytes.
+				k.reply(c, redcon.AppendError(nil, "ERR "+err.Error()))
+				c.closing = true
+			}
+			return
+		}
+		if !ok {
+			if c.rd.Buffered() > k.lim.maxReq && c.owed() == 0 {
+				k.reply(c, tooLargeReply(int64(k.lim.maxReq)))
+				c.closing = true
+			}
+			return
+		}
+		if k.draining {
+			c.rd.Unread()
+			if c.owed() == 0 {
+				k.reply(c, redcon.AppendError(nil, errShuttingDown.Error()))
+				c.closing = true
+			}
+			return
+		}
+		if addr, slot := k.env.direct(c.sess, cmd.Args); addr != "" {
+			if !k.mayGo(c, addr, slot) {
+				c.rd.Unread() // an earlier command of its slot is still on its way elsewhere
+				return
+			}
+			k.forward(c, addr, slot, cmd)
+			continue
+		}
+		if c.owed() > 0 { // the proxy's commands wait for the replies before them
+			c.rd.Unread()
+			return
+		}
+		if k.env.ownGoroutine(cmd.Args) {
+			c.rd.Unread()
+			c.handoff = true
+			return
+		}
+		// The commands that follow go with it, unless the client has yet to log in: an AUTH
+		// changes what may follow.
+		cmds := [][][]byte{router.CopyArgs(cmd.Args)}
+		for c.sess.Authed && len(cmds) < k.lim.maxPipeline {
+			cmd, ok, err := c.rd.Next(false)
+			if err != nil || !ok {
+				break
+			}
+			if k.env.ownGoroutine(cmd.Args) {
+				c.rd.Unread()
+				break
+			}
+			cmds = append(cmds, router.CopyArgs(cmd.Args))
+		}
+		c.busy = true
+		k.env.serveSlow(c, cmds)
+		return
+	}
+}
+
+// mayGo: a command of the client's for slot may go to addr now. In front of a cluster, while
+// the client has commands of that slot in flight to another node (the slot moved, and the
+// slot map knows it already, while their MOVED replies are still to come), it waits until
+// they are answered, so that it cannot overtake them (codis holds a slot lock likewise).
+func (k *core) mayGo(c *client, addr string, slot uint16) bool {
+	if !k.cluster || len(c.slots) == 0 {
+		return true
+	}
+	use, ok := c.slots[slot]
+	return !ok || use.addr == addr
+}
+
+func (k *core) reply(c *client, b []byte) {
+	if c.closed {
+		return
+	}
+	c.out = append(c.out, b...)
+	k.markDirty(c)
+}
+
+// track counts n commands more (or fewer) in flight. The first takes a begin, so that a
+// shutdown waits for the replies, and fails once the server drains; the last gives it back.
+func (k *core) track(n int) bool {
+	if k.inflight == 0 && n > 0 && !k.env.begin() {
+		return false
+	}
+	k.inflight += n
+	if k.inflight == 0 {
+		k.env.end()
+	}
+	return true
+}
+
+// complete gives a client the reply to its command number seq, in the order of its commands.
+// owned: reply's storage is the client's to keep, not to copy.
+func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
+	if c.closed {
+		return
+	}
+	if seq != c.seqOut {
+		if c.held == nil {
+			c.held = map[uint64][]byte{}
+		}
+		if !owned {
+			reply = bytes.Clone(reply)
+		}
+		c.held[seq] = reply
+		return
+	}
+	if owned && len(c.out) == 0 {
+		c.out = reply
+	} else {
+		c.out = append(c.out, reply...)
+	}
+	c.seqOut++
+	for len(c.held) > 0 {
+		r, ok := c.held[c.seqOut]
+		if !ok {
+			break
+		}
+		delete(c.held, c.seqOut)
+		c.out = append(c.out, r...)
+		c.seqOut++
+	}
+	k.markDirty(c)
+}
+
+// slowDone takes the router's replies to a batch that serveSlow ran; quit closes the client
+// once they are written.
+func (k *core) slowDone(c *client, out []byte, quit bool) {
+	c.busy = false
+	if c.closed {
+		return
+	}
+	k.reply(c, out)
+	c.closing = c.closing || quit
+}
+
+// wrote tells the core that n bytes of the client's replies went out; more: some did not.
+func (k *core) wrote(c *client, n int, more bool) {
+	c.out = consume(c.out, n)
+	c.blocked = more
+}
+
+// consume drops the first n bytes of buf, which was written: the rest stays where it is (a
+// reply of 100 MiB to a client that takes 64 KiB at a time must not be copied once per
+// write); all written, the same storage serves again from its start (and a large one is let
+// go).
+func consume(buf []byte, n int) []byte {
+	switch {
+	case n < len(buf):
+		return buf[max(n, 0):]
+	case cap(buf) > 4*loopReadSize:
+		return nil
+	}
+	return buf[:0]
+}
+
+// settled says what to do with a client that asked to be closed or handed over, once nothing
+// is owed to it: "close", "handoff", or "".
+func (k *core) settled(c *client) string {
+	if c.closed || c.owed() > 0 || c.busy || len(c.out) > 0 {
+		return ""
+	}
+	switch {
+	case c.closing:
+		return "close"
+	case c.handoff:
+		return "handoff"
+	}
+	return ""
+}
+
+// gone forgets a client that closed or was handed over; what runs for it elsewhere is told.
+func (k *core) gone(c *client) {
+	c.closed = true
+	c.cancel()
+}
+
+// flushInputs serves what dirty clients can go on with; clients whose input waits until
+// they can be served are marked so (see pending).
+func (k *core) flushInputs() {
+	for i := 0; i < len(k.dirty); i++ { // process may mark more clients dirty
+		switch c := k.dirty[i]; {
+		case c.rd.Buffered() == 0:
+		case k.canServe(c):
+			k.process(c)
+		default:
+			c.stalled = true
+		}
+	}
+}
+
+// takeDirty returns the clients marked dirty, and keeps marked those whose input waits and
+// can now be served (a write made room): they are served on the next turn, which then does
+// not wait for an event.
+func (k *core) takeDirty(after func(c *client)) {
+	pending := k.dirty[:0]
+	dirty := k.dirty
+	for _, c := range dirty {
+		c.dirty = false
+		after(c)
+		if c.stalled && k.canServe(c) {
+			c.dirty = true
+			pending = append(pending, c)
+		}
+	}
+	k.dirty = pending
+}
+
+// drain stops taking commands: what is in flight is still answered.
+func (k *core) drain(clients func(func(*client))) {
+	k.draining = true
+	clients(k.markDirty)
+}

@@ -1,0 +1,314 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"seckill-proxy/internal/resp"
+	"seckill-proxy/upstream"
+)
+
+// node is a core's connection to one Redis node: the commands written to it, in order,
+// wait for their replies in queue.
+type node struct {
+	fd        int    // the shell's: its socket, -1 for none
+	ev        uint32 // the shell's: the events it waits for
+	addr      string
+	connected bool // the shell has a socket for it
+	dialing   bool
+	retryAt   time.Time // no dial before then; commands get lastErr
+	lastErr   error
+	out       []byte
+	in        []byte
+	queue     []inflight
+	head      int
+	scan      resp.ReplyScanner // where the reply at the front of in ends, kept across reads
+	lastRead  time.Time         // the last time it answered anything
+}
+
+// inflight is a command sent to Redis, in the order the replies will come back.
+type inflight struct {
+	c        *client
+	seq      uint64
+	slot     uint16
+	deadline time.Time
+	// answered: the client was told already (a timeout); the reply, when it comes, is dropped.
+	answered bool
+	// raw is the command, kept in front of a cluster for a MOVED or ASK reply.
+	raw []byte
+}
+
+// redirectJob is a command whose reply was MOVED or ASK, to be sent where it says.
+type redirectJob struct {
+	in    inflight
+	reply []byte
+}
+
+func (k *core) nodeOf(addr string) *node {
+	up := k.ups[addr]
+	if up == nil {
+		up = &node{addr: addr, fd: -1}
+		k.ups[addr] = up
+	}
+	return up
+}
+
+// forward queues one command for the Redis node at addr; slot is its keys'.
+func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
+	up := k.nodeOf(addr)
+	seq := c.seqNext
+	c.seqNext++
+	k.env.counted(1)
+	if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
+		k.complete(c, seq, upstream.Unavailable(up.lastErr), true)
+		return
+	}
+	if !k.track(1) {
+		k.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()), true)
+		c.closing = true
+		return
+	}
+	if !up.connected && !up.dialing {
+		up.dialing = true
+		k.env.dial(up)
+	}
+	start := len(up.out)
+	switch {
+	case !cmd.Inline && len(up.out) == 0 && len(cmd.Raw) > 4*loopReadSize:
+		// A big command, read in many pieces: Redis gets the reader's buffer, without a copy.
+		if raw := c.rd.Take(); raw != nil {
+			up.out = raw
+		} else {
+			up.out = append(up.out, cmd.Raw...)
+		}
+	case !cmd.Inline:
+		up.out = append(up.out, cmd.Raw...)
+	default: // an inline command: Redis gets it as RESP
+		up.out = redcon.AppendArray(up.out, len(cmd.Args))
+		for _, a := range cmd.Args {
+			up.out = redcon.AppendBulk(up.out, a)
+		}
+	}
+	in := inflight{c: c, seq: seq, deadline: k.now.Add(k.lim.timeout)}
+	if k.cluster {
+		in.raw = bytes.Clone(up.out[start:])
+		in.slot = slot
+		if c.slots == nil {
+			c.slots = map[uint16]slotUse{}
+		}
+		use := c.slots[in.slot]
+		c.slots[in.slot] = slotUse{addr: addr, n: use.n + 1}
+	}
+	if len(up.queue) == up.head {
+		up.lastRead = k.now // the wait for an answer starts now
+	}
+	up.queue = append(up.queue, in)
+}
+
+// upConnected: the shell has a socket for up's node.
+func (k *core) upConnected(up *node) {
+	up.dialing, up.connected, up.lastRead = false, true, k.now
+}
+
+// upRead takes what up's node answered, in up.in: the shell read it there.
+func (k *core) upRead(up *node) {
+	up.lastRead = k.now
+	off := 0
+	for up.head < len(up.queue) {
+		n, err := up.scan.Scan(up.in[off:])
+		if err != nil {
+			k.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
+			return
+		}
+		if n == 0 {
+			break
+		}
+		if off == 0 && n == len(up.in) && n > 4*loopReadSize {
+			// A big reply alone in the buffer: the client's, without a copy.
+			k.deliver(up, up.in[:n:n], true)
+			up.in, off = nil, 0
+			break
+		}
+		k.deliver(up, up.in[off:off+n], false)
+		off += n
+	}
+	if off < len(up.in) && up.head == len(up.queue) {
+		k.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
+		return
+	}
+	if off > 0 { // a reply in part stays at the front; one not begun costs nothing
+		up.in = up.in[:copy(up.in, up.in[off:])]
+	}
+	if len(up.in) == 0 && cap(up.in) > 4*loopReadSize {
+		up.in = nil
+	}
+	up.settle()
+}
+
+// readRoom is how much the shell should read from up's node next: at least as much as the
+// buffer holds, and at once all of a bulk string whose length came, so that a big reply
+// arrives in few reads, and is copied once.
+func (up *node) readRoom() int {
+	room := max(loopReadSize, len(up.in))
+	if need := up.scan.Need(); need > len(up.in) {
+		room = max(loopReadSize, need-len(up.in))
+	}
+	return room
+}
+
+// deliver gives the oldest command in flight on up its reply; a MOVED or ASK reply is
+// followed first. owned: reply's storage is the client's to keep.
+func (k *core) deliver(up *node, reply []byte, owned bool) {
+	in := up.queue[up.head]
+	up.queue[up.head] = inflight{}
+	up.head++
+	if in.raw != nil && upstream.IsRedirect(reply) && !in.answered {
+		k.redirects = append(k.redirects, redirectJob{in: in, reply: bytes.Clone(reply)})
+		if !k.redirecting {
+			k.nextRedirects()
+		}
+		return
+	}
+	k.done(in, reply, owned)
+}
+
+// done ends one command in flight: its client gets reply, unless it was told already.
+func (k *core) done(in inflight, reply []byte, owned bool) {
+	if !in.answered {
+		k.complete(in.c, in.seq, reply, owned)
+	}
+	if in.raw != nil {
+		k.slotDone(in.c, in.slot)
+	}
+	k.track(-1)
+}
+
+// slotDone counts one command of c's slot answered.
+func (k *core) slotDone(c *client, slot uint16) {
+	use := c.slots[slot]
+	if use.n <= 1 {
+		delete(c.slots, slot)
+		if c.rd.Buffered() > 0 {
+			k.markDirty(c) // a command held back by the slot may go now
+		}
+		return
+	}
+	use.n--
+	c.slots[slot] = use
+}
+
+// nextRedirects hands the redirects waiting to the env, which follows them in turn: a
+// pipeline's commands for a slot that moved (a SET, then a GET of the same key) all come back
+// redirected, and must run on the new node in the order they were sent.
+func (k *core) nextRedirects() {
+	jobs := k.redirects
+	k.redirects, k.redirecting = nil, len(jobs) > 0
+	if len(jobs) > 0 {
+		k.env.followRedirects(jobs)
+	}
+}
+
+// redirected takes the reply a redirect ended with.
+func (k *core) redirected(j redirectJob, reply []byte) { k.done(j.in, reply, true) }
+
+// redirectsDone: the env has followed the last jobs it was given.
+func (k *core) redirectsDone() { k.nextRedirects() }
+
+// settle reclaims the answered part of the queue.
+func (up *node) settle() {
+	switch {
+	case up.head == len(up.queue):
+		up.queue, up.head = up.queue[:0], 0
+	case up.head > 1024 && up.head > len(up.queue)/2:
+		up.queue = up.queue[:copy(up.queue, up.queue[up.head:])]
+		up.head = 0
+	}
+}
+
+// upFailed drops the connection to up's node and answers every command in flight there with
+// err. The shell closes the socket (connected is false then).
+func (k *core) upFailed(up *node, err error) {
+	up.connected, up.dialing = false, false
+	up.in, up.out, up.scan = up.in[:0], up.out[:0], resp.ReplyScanner{}
+	reply := upstream.Unavailable(err)
+	for up.head < len(up.queue) {
+		in := up.queue[up.head]
+		up.queue[up.head] = inflight{}
+		up.head++
+		k.done(in, reply, false)
+	}
+	up.settle()
+}
+
+// dialFailed: the connection to up's node could not be made; commands are failed at once for
+// a moment before the next try.
+func (k *core) dialFailed(up *node, err error) {
+	up.lastErr, up.retryAt = err, k.now.Add(k.lim.redialGap)
+	k.upFailed(up, err)
+}
+
+// expire answers every command in flight whose deadline has passed, with a timeout, and
+// keeps it in the queue, where its reply is dropped when it comes: one slow command (a long
+// EVAL) costs its own caller, not every command behind it on the connection, which are
+// answered when Redis gets to them. A node that has answered nothing for a whole timeout
+// while commands wait is taken for gone: the connection is dropped (the shell closes it).
+func (k *core) expire() (dropped []*node) {
+	for _, up := range k.ups {
+		for i := up.head; i < len(up.queue) && !k.now.Before(up.queue[i].deadline); i++ {
+			in := &up.queue[i]
+			if !in.answered {
+				in.answered = true
+				k.complete(in.c, in.seq, upstream.Unavailable(fmt.Errorf("redis %s: %w", up.addr, os.ErrDeadlineExceeded)), true)
+			}
+		}
+		if up.head < len(up.queue) && up.connected && k.now.Sub(up.lastRead) >= k.lim.timeout {
+			k.upFailed(up, fmt.Errorf("redis %s: no answer for %v: %w", up.addr, k.lim.timeout, io.ErrNoProgress))
+			dropped = append(dropped, up)
+		}
+	}
+	return dropped
+}
+
+// nextDeadline is when expire has something to do: the earliest deadline of a command not
+// yet answered, or of a node's silence; zero when nothing waits.
+func (k *core) nextDeadline() time.Time {
+	var next time.Time
+	for _, up := range k.ups {
+		for i := up.head; i < len(up.queue); i++ {
+			if !up.queue[i].answered {
+				if d := up.queue[i].deadline; next.IsZero() || d.Before(next) {
+					next = d
+				}
+				break // the others were sent later, with the same timeout
+			}
+		}
+		if up.head < len(up.queue) && up.connected {
+			if d := up.lastRead.Add(k.lim.timeout); next.IsZero() || d.Before(next) {
+				next = d
+			}
+		}
+	}
+	return next
+}
+
+// commandOf reads back the arguments of a command kept as it was sent.
+func commandOf(raw []byte) ([][]byte, error) {
+	rd := resp.NewReader(int64(len(raw)))
+	rd.Lend(raw)
+	cmd, ok, err := rd.Next(false)
+	if err == nil && !ok {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the command back: %w", err)
+	}
+	return cmd.Args, nil
+}
+
+// upstreamUnavailable is the reply to a command that could not reach Redis because of err.
+func upstreamUnavailable(err error) []byte { return upstream.Unavailable(err) }
