@@ -151,7 +151,7 @@ func (k *core) clientRead(c *client, data []byte) {
 // process serves the commands the client has sent while it can; the rest wait in its reader.
 func (k *core) process(c *client) {
 	c.stalled = false
-	defer func() { c.stalled = c.rd.Buffered() > 0 && !k.canServe(c) }()
+	defer func() { c.stalled = c.rd.HasInput() && !k.canServe(c) }()
 	defer c.rd.Release()
 	for k.canServe(c) {
 		cmd, ok, err := c.rd.Next(!c.sess.Authed)
@@ -339,7 +339,7 @@ func (k *core) gone(c *client) {
 func (k *core) flushInputs() {
 	for i := 0; i < len(k.dirty); i++ { // process may mark more clients dirty
 		switch c := k.dirty[i]; {
-		case c.rd.Buffered() == 0:
+		case !c.rd.HasInput():
 		case k.canServe(c):
 			k.process(c)
 		default:

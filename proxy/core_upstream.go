@@ -193,7 +193,7 @@ func (k *core) slotDone(c *client, slot uint16) {
 	use := c.slots[slot]
 	if use.n <= 1 {
 		delete(c.slots, slot)
-		if c.rd.Buffered() > 0 {
+		if c.rd.HasInput() {
 			k.markDirty(c) // a command held back by the slot may go now
 		}
 		return
@@ -255,8 +255,9 @@ func (k *core) dialFailed(up *node, err error) {
 // expire answers every command in flight whose deadline has passed, with a timeout, and
 // keeps it in the queue, where its reply is dropped when it comes: one slow command (a long
 // EVAL) costs its own caller, not every command behind it on the connection, which are
-// answered when Redis gets to them. A node that has answered nothing for a whole timeout
-// while commands wait is taken for gone: the connection is dropped (the shell closes it).
+// answered when Redis gets to them. A node that has answered nothing for two timeouts while
+// commands wait is taken for gone: the connection is dropped (the shell closes it), and the
+// commands still waiting fail.
 func (k *core) expire() (dropped []*node) {
 	for _, up := range k.ups {
 		for i := up.head; i < len(up.queue) && !k.now.Before(up.queue[i].deadline); i++ {
@@ -266,8 +267,8 @@ func (k *core) expire() (dropped []*node) {
 				k.complete(in.c, in.seq, upstream.Unavailable(fmt.Errorf("redis %s: %w", up.addr, os.ErrDeadlineExceeded)), true)
 			}
 		}
-		if up.head < len(up.queue) && up.connected && k.now.Sub(up.lastRead) >= k.lim.timeout {
-			k.upFailed(up, fmt.Errorf("redis %s: no answer for %v: %w", up.addr, k.lim.timeout, io.ErrNoProgress))
+		if up.head < len(up.queue) && up.connected && k.now.Sub(up.lastRead) >= 2*k.lim.timeout {
+			k.upFailed(up, fmt.Errorf("redis %s: no answer for %v: %w", up.addr, 2*k.lim.timeout, io.ErrNoProgress))
 			dropped = append(dropped, up)
 		}
 	}
@@ -288,7 +289,7 @@ func (k *core) nextDeadline() time.Time {
 			}
 		}
 		if up.head < len(up.queue) && up.connected {
-			if d := up.lastRead.Add(k.lim.timeout); next.IsZero() || d.Before(next) {
+			if d := up.lastRead.Add(2 * k.lim.timeout); next.IsZero() || d.Before(next) {
 				next = d
 			}
 		}

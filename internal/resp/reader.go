@@ -154,6 +154,10 @@ func (r *Reader) own() {
 // Buffered is how many bytes have been given and not yet returned as a Command.
 func (r *Reader) Buffered() int { return len(r.buf) - r.start }
 
+// HasInput reports whether Next has something to say without more input: bytes not yet
+// returned, or the protocol error it stopped at (whose line may be consumed already).
+func (r *Reader) HasInput() bool { return r.err != nil || r.start < len(r.buf) }
+
 // Pending returns the bytes given and not yet returned as a Command (valid until the next
 // call to Buffer).
 func (r *Reader) Pending() []byte { return r.buf[r.start:] }
