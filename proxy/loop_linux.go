@@ -10,14 +10,10 @@ import (
 	"net"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-
-	"seckill-proxy/router"
 )
 
 // The proxy serves its clients from event loops, as twemproxy does: each loop is one goroutine
@@ -137,84 +133,6 @@ func (l *loop) post(f func()) bool {
 		_, _ = unix.Write(l.wake, one[:])
 	}
 	return true
-}
-
-// acceptInto takes connections from ln and gives their sockets to the loops in turn, until
-// the listener is closed.
-func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
-	for next := 0; ; next++ {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.log.Warn("accept failed", zap.Error(err))
-			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
-			continue
-		}
-		if err := s.admit(); err != nil {
-			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
-			nc.Close()
-			continue
-		}
-		fd, err := socketOf(nc)
-		remote := nc.RemoteAddr().String()
-		nc.Close() // the loop has its own descriptor of the socket
-		if err != nil {
-			s.clients.Add(-1)
-			s.log.Warn("cannot take a client socket", zap.Error(err))
-			continue
-		}
-		l := loops[next%len(loops)]
-		if !l.post(func() { l.register(fd, remote) }) {
-			unix.Close(fd)
-			s.clients.Add(-1)
-		}
-	}
-}
-
-// socketOf returns a descriptor of nc's socket of the caller's own (non-blocking, as Go's).
-func socketOf(nc net.Conn) (int, error) {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return -1, fmt.Errorf("%T has no socket", nc)
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	var derr error
-	if err := rc.Control(func(s uintptr) { fd, derr = unix.Dup(int(s)) }); err != nil {
-		return -1, err
-	}
-	if derr != nil {
-		return -1, derr
-	}
-	unix.CloseOnExec(fd)
-	return fd, nil
-}
-
-func (l *loop) register(fd int, remote string) {
-	if l.stopping {
-		unix.Close(fd)
-		l.s.clients.Add(-1)
-		return
-	}
-	sess := l.s.router.NewSession()
-	sess.Remote = remote
-	c := l.core.newClient(l.s.ctx, fd, sess, remote)
-	c.ev = unix.EPOLLIN
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
-		unix.Close(fd)
-		l.s.clients.Add(-1)
-		l.s.log.Warn("epoll add failed", zap.Error(err))
-		return
-	}
-	l.clients[fd] = c
-	if l.core.draining {
-		l.core.markDirty(c)
-	}
 }
 
 func (l *loop) run() {
@@ -497,109 +415,4 @@ func (l *loop) closeAll() {
 	}
 	unix.Close(l.wake)
 	unix.Close(l.ep)
-}
-
-// loopEnv is the world as a loop's core sees it.
-type loopEnv struct{ l *loop }
-
-func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
-	return e.l.s.router.Direct(sess, args)
-}
-func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
-func (e loopEnv) counted(n int)                   { e.l.s.router.Counted(n) }
-func (e loopEnv) begin() bool                     { return e.l.s.begin() }
-func (e loopEnv) end()                            { e.l.s.end() }
-
-// dial opens the connection to up's node on a goroutine; commands queue meanwhile.
-func (e loopEnv) dial(up *node) {
-	l := e.l
-	go func() {
-		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout())
-		defer cancel()
-		nc, err := l.s.upstream.Dial(ctx, up.addr)
-		fd := -1
-		if err == nil {
-			fd, err = socketOf(nc)
-			nc.Close()
-		}
-		if !l.post(func() { l.dialed(up, fd, err) }) && err == nil {
-			unix.Close(fd)
-		}
-	}()
-}
-
-func (l *loop) dialed(up *node, fd int, err error) {
-	if err == nil && l.stopping {
-		unix.Close(fd)
-		return
-	}
-	if err == nil {
-		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
-		if err != nil {
-			unix.Close(fd)
-		}
-	}
-	if err != nil {
-		l.s.log.Warn("cannot connect to Redis", zap.String("addr", up.addr), zap.Error(err))
-		l.core.dialFailed(up, err)
-		return
-	}
-	up.fd, up.ev = fd, unix.EPOLLIN
-	l.upFDs[fd] = up
-	l.core.upConnected(up)
-}
-
-// serveSlow runs cmds through the router on a goroutine of their own, in the client's
-// context (a blocking command ends when the client goes); the client's later commands wait
-// until it is done.
-func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
-	l := e.l
-	sess := c.sess
-	go func() {
-		w := redcon.NewWriter(nil) // its buffer is taken, never flushed
-		quit := false
-		if !l.s.begin() {
-			w.WriteError(errShuttingDown.Error())
-			quit = true
-		} else {
-			func() {
-				defer l.s.end()
-				defer func() {
-					if p := recover(); p != nil {
-						l.s.log.Error("command panicked; closing its connection", zap.Any("panic", p))
-						quit = true
-					}
-				}()
-				l.s.router.Serve(c.ctx, sess, cmds, w)
-			}()
-		}
-		quit = quit || sess.Quit
-		l.post(func() {
-			if c.closed {
-				l.s.router.CloseSession(sess)
-			}
-			l.core.slowDone(c, w.Buffer(), quit)
-		})
-	}()
-}
-
-// followRedirects follows MOVED and ASK replies as the router would, on a goroutine, one at a
-// time in the order they came.
-func (e loopEnv) followRedirects(jobs []redirectJob) {
-	l := e.l
-	go func() {
-		for _, j := range jobs {
-			args, err := commandOf(j.in.raw)
-			var out []byte
-			if err != nil {
-				out = upstreamUnavailable(err)
-			} else {
-				ctx, cancel := context.WithTimeout(l.s.ctx, l.core.lim.timeout)
-				out = l.s.upstream.Redirect(ctx, j.reply, args)
-				cancel()
-			}
-			l.post(func() { l.core.redirected(j, out) })
-		}
-		l.post(l.core.redirectsDone)
-	}()
 }

@@ -1,0 +1,93 @@
+//go:build linux
+
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/redcon"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// acceptInto takes connections from ln and gives their sockets to the loops in turn, until
+// the listener is closed.
+func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
+	for next := 0; ; next++ {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept failed", zap.Error(err))
+			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
+			continue
+		}
+		if err := s.admit(); err != nil {
+			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
+			nc.Close()
+			continue
+		}
+		fd, err := socketOf(nc)
+		remote := nc.RemoteAddr().String()
+		nc.Close() // the loop has its own descriptor of the socket
+		if err != nil {
+			s.clients.Add(-1)
+			s.log.Warn("cannot take a client socket", zap.Error(err))
+			continue
+		}
+		l := loops[next%len(loops)]
+		if !l.post(func() { l.register(fd, remote) }) {
+			unix.Close(fd)
+			s.clients.Add(-1)
+		}
+	}
+}
+
+// socketOf returns a descriptor of nc's socket of the caller's own (non-blocking, as Go's).
+func socketOf(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, fmt.Errorf("%T has no socket", nc)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.Dup(int(s)) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	unix.CloseOnExec(fd)
+	return fd, nil
+}
+
+func (l *loop) register(fd int, remote string) {
+	if l.stopping {
+		unix.Close(fd)
+		l.s.clients.Add(-1)
+		return
+	}
+	sess := l.s.router.NewSession()
+	sess.Remote = remote
+	c := l.core.newClient(l.s.ctx, fd, sess, remote)
+	c.ev = unix.EPOLLIN
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+		unix.Close(fd)
+		l.s.clients.Add(-1)
+		l.s.log.Warn("epoll add failed", zap.Error(err))
+		return
+	}
+	l.clients[fd] = c
+	if l.core.draining {
+		l.core.markDirty(c)
+	}
+}

@@ -1,0 +1,118 @@
+//go:build linux
+
+package proxy
+
+import (
+	"context"
+
+	"github.com/tidwall/redcon"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"seckill-proxy/router"
+)
+
+// loopEnv is the world as a loop's core sees it.
+type loopEnv struct{ l *loop }
+
+func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
+	return e.l.s.router.Direct(sess, args)
+}
+func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
+func (e loopEnv) counted(n int)                   { e.l.s.router.Counted(n) }
+func (e loopEnv) begin() bool                     { return e.l.s.begin() }
+func (e loopEnv) end()                            { e.l.s.end() }
+
+// dial opens the connection to up's node on a goroutine; commands queue meanwhile.
+func (e loopEnv) dial(up *node) {
+	l := e.l
+	go func() {
+		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout())
+		defer cancel()
+		nc, err := l.s.upstream.Dial(ctx, up.addr)
+		fd := -1
+		if err == nil {
+			fd, err = socketOf(nc)
+			nc.Close()
+		}
+		if !l.post(func() { l.dialed(up, fd, err) }) && err == nil {
+			unix.Close(fd)
+		}
+	}()
+}
+
+func (l *loop) dialed(up *node, fd int, err error) {
+	if err == nil && l.stopping {
+		unix.Close(fd)
+		return
+	}
+	if err == nil {
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		l.s.log.Warn("cannot connect to Redis", zap.String("addr", up.addr), zap.Error(err))
+		l.core.dialFailed(up, err)
+		return
+	}
+	up.fd, up.ev = fd, unix.EPOLLIN
+	l.upFDs[fd] = up
+	l.core.upConnected(up)
+}
+
+// serveSlow runs cmds through the router on a goroutine of their own, in the client's
+// context (a blocking command ends when the client goes); the client's later commands wait
+// until it is done.
+func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
+	l := e.l
+	sess := c.sess
+	go func() {
+		w := redcon.NewWriter(nil) // its buffer is taken, never flushed
+		quit := false
+		if !l.s.begin() {
+			w.WriteError(errShuttingDown.Error())
+			quit = true
+		} else {
+			func() {
+				defer l.s.end()
+				defer func() {
+					if p := recover(); p != nil {
+						l.s.log.Error("command panicked; closing its connection", zap.Any("panic", p))
+						quit = true
+					}
+				}()
+				l.s.router.Serve(c.ctx, sess, cmds, w)
+			}()
+		}
+		quit = quit || sess.Quit
+		l.post(func() {
+			if c.closed {
+				l.s.router.CloseSession(sess)
+			}
+			l.core.slowDone(c, w.Buffer(), quit)
+		})
+	}()
+}
+
+// followRedirects follows MOVED and ASK replies as the router would, on a goroutine, one at a
+// time in the order they came.
+func (e loopEnv) followRedirects(jobs []redirectJob) {
+	l := e.l
+	go func() {
+		for _, j := range jobs {
+			args, err := commandOf(j.in.raw)
+			var out []byte
+			if err != nil {
+				out = upstreamUnavailable(err)
+			} else {
+				ctx, cancel := context.WithTimeout(l.s.ctx, l.core.lim.timeout)
+				out = l.s.upstream.Redirect(ctx, j.reply, args)
+				cancel()
+			}
+			l.post(func() { l.core.redirected(j, out) })
+		}
+		l.post(l.core.redirectsDone)
+	}()
+}
