@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -18,13 +19,60 @@ import (
 // clientConn is a client served by a goroutine of its own: a buyer or a subscriber that the
 // event loop handed over, or every client when there is no event loop. It reads with the same
 // resp.Reader, and so the same limits, as the loop. It is used by its goroutine only (and,
-// in subscriber mode, its writer under the bridge's lock).
+// in subscriber mode, its writer under the bridge's lock), and a reading goroutine that
+// notices when the client goes, even while a command of its runs.
 type clientConn struct {
 	nc     net.Conn
 	rd     *resp.Reader
 	w      *redcon.Writer
 	sess   *router.Session
 	maxReq int
+
+	// ctx ends when the client goes (or the server stops): a blocking command of its ends too.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// chunks carries what reading read; free gives its buffers back. readErr is why reading
+	// ended, set before chunks is closed.
+	chunks, free chan []byte
+	readErr      error
+}
+
+// connReadSize and connReadBuffers: what one client read ahead may hold.
+const (
+	connReadSize    = 16 << 10
+	connReadBuffers = 2
+)
+
+func newClientConn(parent context.Context, nc net.Conn, sess *router.Session, maxArgBytes int) *clientConn {
+	ctx, cancel := context.WithCancel(parent)
+	c := &clientConn{nc: nc, rd: resp.NewReader(int64(maxArgBytes)), w: redcon.NewWriter(nc), sess: sess,
+		maxReq: maxArgBytes + 1<<20, ctx: ctx, cancel: cancel,
+		chunks: make(chan []byte, connReadBuffers), free: make(chan []byte, connReadBuffers)}
+	for range connReadBuffers {
+		c.free <- make([]byte, connReadSize)
+	}
+	return c
+}
+
+// reading reads the client into the free buffers and hands each to batch, until the client
+// goes or sends something unreadable; then it ends the client's context, so that what runs
+// for it stops (Redis unblocks a BLPOP whose client has gone, and so does the proxy), and
+// closes chunks.
+func (c *clientConn) reading() {
+	defer close(c.chunks)
+	defer c.cancel()
+	for buf := range c.free {
+		n, err := c.nc.Read(buf[:cap(buf)])
+		if n > 0 {
+			c.chunks <- buf[:n]
+		} else {
+			c.free <- buf
+		}
+		if err != nil {
+			c.readErr = err
+			return
+		}
+	}
 }
 
 // closingError ends a connection once its reply is written: a protocol error, a request too
@@ -63,11 +111,12 @@ func (c *clientConn) batch(max int) ([][][]byte, error) {
 			return nil, &closingError{tooLargeReply(int64(c.maxReq))}
 		}
 		c.rd.Release()
-		n, err := c.nc.Read(c.rd.Buffer(0))
-		c.rd.Commit(n)
-		if err != nil && n == 0 {
-			return nil, err
+		chunk, ok := <-c.chunks
+		if !ok {
+			return nil, c.readErr
 		}
+		_, _ = c.rd.Write(chunk)
+		c.free <- chunk
 	}
 }
 
@@ -98,8 +147,9 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 			s.log.Error("command panicked; closing its connection", zap.Any("panic", p), zap.String("remote", nc.RemoteAddr().String()))
 		}
 	}()
-	c := &clientConn{nc: nc, rd: resp.NewReader(int64(s.limits.MaxArgBytes)), w: redcon.NewWriter(nc), sess: sess,
-		maxReq: s.limits.MaxArgBytes + 1<<20}
+	c := newClientConn(s.ctx, nc, sess, s.limits.MaxArgBytes)
+	defer c.cancel()
+	go c.reading() // ends once nc is closed
 	_, _ = c.rd.Write(pending)
 	var cmds [][][]byte
 	for {
@@ -121,7 +171,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 			_ = c.w.Flush()
 			return
 		}
-		s.router.Serve(s.ctx, sess, cmds, c.w)
+		s.router.Serve(c.ctx, sess, cmds, c.w)
 		err := c.w.Flush() // before end: a shutdown closes the connection once all are done
 		s.end()
 		cmds = nil

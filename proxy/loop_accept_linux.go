@@ -79,8 +79,8 @@ func (l *loop) register(fd int, remote string) {
 	sess := l.s.router.NewSession()
 	sess.Remote = remote
 	c := l.core.newClient(l.s.ctx, fd, sess, remote)
-	c.ev = unix.EPOLLIN
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+	c.ev = unix.EPOLLIN | unix.EPOLLRDHUP
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: c.ev, Fd: int32(fd)}); err != nil {
 		unix.Close(fd)
 		l.s.clients.Add(-1)
 		l.s.log.Warn("epoll add failed", zap.Error(err))

@@ -204,6 +204,12 @@ func (l *loop) clientEvent(c *client, ev uint32, rbuf []byte) {
 	if ev&unix.EPOLLOUT != 0 {
 		c.blocked = false
 	}
+	if ev&unix.EPOLLRDHUP != 0 && !l.core.readable(c) {
+		// The client has gone while a command of its runs (or its replies wait): as Redis
+		// does, forget it, and what runs for it (a BLPOP) with it.
+		l.closeClient(c)
+		return
+	}
 	if ev&unix.EPOLLIN == 0 || !l.core.readable(c) {
 		return
 	}
@@ -335,7 +341,7 @@ func (l *loop) arm(c *client) {
 	if c.closed {
 		return
 	}
-	var want uint32
+	want := uint32(unix.EPOLLRDHUP)
 	if l.core.readable(c) {
 		want |= unix.EPOLLIN
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/xid"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/upstream"
 )
@@ -477,4 +478,46 @@ func testSubscriberMode(t *testing.T, s *stack) {
 			t.Fatalf("one-read reply %d = %q, %v; want %q", i, got, err, want)
 		}
 	}
+}
+
+// TestBlockedClientLeaves: a client that leaves while in BLPOP k 0 takes its blocked command
+// with it, as with Redis itself: a later RPUSH leaves the element in the list, and Redis has no
+// blocked client left.
+func TestBlockedClientLeaves(t *testing.T) { eachUpstream(t, testBlockedClientLeaves) }
+
+func testBlockedClientLeaves(t *testing.T, s *stack) {
+	key := "{left" + xid.New().String() + "}"
+	blocker := dialRaw(t, s.addr)
+	if _, err := blocker.c.Write([]byte(resp("BLPOP", key, "0"))); err != nil {
+		t.Fatal(err)
+	}
+	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
+	if s.cfg.Redis.Mode == conf.ModeStandalone {
+		direct = connect.Redis(s.cfg.Redis)
+	}
+	defer direct.Close()
+	ctx := context.Background()
+	blockedClients := func() int64 {
+		var n atomic.Int64
+		_ = direct.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			info := m.Info(ctx, "clients").Val()
+			i := strings.Index(info, "blocked_clients:")
+			var b int64
+			_, _ = fmt.Sscan(info[i+len("blocked_clients:"):], &b)
+			n.Add(b)
+			return nil
+		})
+		return n.Load()
+	}
+	eventually(t, 5*time.Second, "Redis has the BLPOP blocked", func() bool { return blockedClients() >= 1 })
+	_ = blocker.c.Close()
+	eventually(t, 5*time.Second, "Redis lets the BLPOP go", func() bool { return blockedClients() == 0 })
+	c := dialRaw(t, s.addr)
+	if got := c.do(t, "RPUSH", key, "x"); got != ":1\r\n" {
+		t.Fatalf("RPUSH = %q", got)
+	}
+	if got := c.do(t, "LLEN", key); got != ":1\r\n" {
+		t.Fatalf("LLEN after the blocked client left = %q, want 1: the element was taken", got)
+	}
+	c.do(t, "DEL", key)
 }

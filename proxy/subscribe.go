@@ -52,7 +52,7 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		return nil
 	}
 	defer sub.Close()
-	stop := context.AfterFunc(s.ctx, sub.Close) // shutdown ends the bridge
+	stop := context.AfterFunc(c.ctx, sub.Close) // the client gone, or a shutdown, ends the bridge
 	defer stop()
 
 	var leaving atomic.Bool // the client left subscriber mode: closing sub must not close c

@@ -184,7 +184,11 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte) [][]byte {
 		if p.special != nil {
 			b.doRouted(run, out)
 			run = run[:0]
-			out[i] = p.special(b.timed())
+			if p.ownDeadline {
+				out[i] = p.special(b.parent)
+			} else {
+				out[i] = p.special(b.timed())
+			}
 			continue
 		}
 		run = append(run, routed{i: i, addr: p.addr, args: args})

@@ -62,13 +62,17 @@ func (n *node) doUntil(ctx context.Context, deadline time.Time, cmds [][][]byte)
 }
 
 // doOwn sends cmds on a connection of their own, closed afterwards: for blocking commands,
-// which must not hold up anyone else.
+// which must not hold up anyone else. When ctx ends first (the client has gone), the
+// connection is closed at once, and Redis forgets the blocked command with it, as it does
+// when its own client goes: a BLPOP then takes no element that nobody would receive.
 func (n *node) doOwn(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
 	c, err := n.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer c.nc.Close()
+	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+	defer stop()
 	return c.roundTrip(ctx, cmds)
 }
 

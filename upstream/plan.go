@@ -20,6 +20,9 @@ type plan struct {
 	addr      string
 	slot      uint16 // of the keys, when addr is a cluster node's
 	anyMaster bool
+	// ownDeadline: special runs in the client's context, not under the command timeout (a
+	// blocking command takes its own timeout).
+	ownDeadline bool
 }
 
 // splittable are multi-key commands whose keys may span slots: they are split per slot and
@@ -57,7 +60,7 @@ var special = map[string]bool{"dbsize": true, "scan": true, "script": true}
 // connection of their own, multi-key ones over several slots split or refused.
 func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags, args, keys [][]byte) plan {
 	if cf.blocking {
-		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }}
+		return plan{special: func(ctx context.Context) []byte { return c.blocking(ctx, args, keys) }, ownDeadline: true}
 	}
 	if len(keys) == 0 {
 		return plan{anyMaster: true}

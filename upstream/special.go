@@ -243,7 +243,7 @@ func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 	if wait == 0 {
 		wait = 24 * time.Hour // a timeout of 0 blocks until data comes
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+c.opt.Timeout+time.Second)
+	bctx, cancel := context.WithTimeout(ctx, wait+c.opt.Timeout+time.Second)
 	defer cancel()
 	replies, err := c.node(addr).doOwn(bctx, [][][]byte{args})
 	if err != nil {
