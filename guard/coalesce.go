@@ -22,7 +22,7 @@ var errQueueTimeout = errors.New("redis did not take the call in time")
 // WaitGroup that its batch waits on. A call is never split, so one client's buys of one SKU
 // run in the order it sent them, as Redis would run them.
 type call struct {
-	as       []*attempt
+	as       []*Attempt
 	deadline time.Time
 	done     *sync.WaitGroup
 }
@@ -119,7 +119,7 @@ const maxBuysPerScript = 64
 type script struct {
 	key  scriptKey
 	keys []string
-	as   []*attempt
+	as   []*Attempt
 	cmd  *redis.Cmd
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/xid"
 	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
 
@@ -168,7 +167,7 @@ type BuyResult struct {
 }
 
 // attempt is one buy on its way through the script.
-type attempt struct {
+type Attempt struct {
 	i       int // index into the batch
 	req     *BuyRequest
 	keys    []string
@@ -189,38 +188,14 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 	clear(res)
 	now := g.opt.Now()
 	g.stats.buys.Add(int64(len(reqs)))
-	var todo []*attempt // made only when a buy must go to Redis
+	var todo []*Attempt // made only when a buy must go to Redis
 	for i := range reqs {
 		r := &reqs[i]
-		if flagged, isClosed, buyers := g.flags.Get(r.SKU, now); flagged {
-			c := g.countersFor(r.SKU)
-			c.local.Add(1)
-			g.stats.localSoldOut.Add(1)
-			switch id, dup := buyers.order(r.UID); {
-			case isClosed:
-				g.stats.closed.Add(1)
-				c.closed.Add(1)
-				res[i].Err = c.closedErr
-			case dup:
-				g.stats.duplicates.Add(1)
-				c.duplicates.Add(1)
-				res[i].Err = &DuplicateError{OrderID: id}
-			default:
-				g.stats.soldOut.Add(1)
-				c.soldOut.Add(1)
-				res[i].Err = c.soldOutErr
-			}
+		if local, ok := g.local(r, now); ok {
+			res[i] = local
 			continue
 		}
-		v, _ := g.versions.Load(r.SKU)
-		ver, _ := v.(string)
-		var keys []string
-		if c, ok := g.counters(r.SKU); ok {
-			keys = c.keys
-		} else {
-			keys = sale.KeysFor(r.SKU).ScriptKeys()
-		}
-		todo = append(todo, &attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver})
+		todo = append(todo, g.newAttempt(r, i))
 	}
 	if len(todo) == 0 {
 		return res
@@ -246,10 +221,10 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 
 	// A deadline, not a context with a timer: at -P 1 a timer per buy was 5% of the proxy.
 	deadline := time.Now().Add(g.opt.Buy.CallTimeout)
-	var sold []*attempt
+	var sold []*Attempt
 	for round := 0; len(todo) > 0; round++ {
 		g.round(ctx, deadline, todo)
-		var again []*attempt
+		var again []*Attempt
 		for _, a := range todo {
 			if retry := g.settle(ctx, deadline, a, &res[a.i], round); retry {
 				again = append(again, a)
@@ -266,7 +241,7 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 // publish tees the sold orders to Kafka. With buy.reply_after=kafka it waits for each
 // acknowledgement, and a buy whose order Kafka has not taken in time is answered UNAVAILABLE:
 // its order stays in the outbox, and a retry answers DUPLICATE with its id.
-func (g *Guard) publish(sold []*attempt, res []BuyResult, afterKafka bool) {
+func (g *Guard) publish(sold []*Attempt, res []BuyResult, afterKafka bool) {
 	p := g.opt.Publisher
 	if p == nil || len(sold) == 0 {
 		return
@@ -313,7 +288,7 @@ func (g *Guard) publish(sold []*attempt, res []BuyResult, afterKafka bool) {
 const maxRounds = 3
 
 // settle turns an attempt's reply into its result, or asks for another round.
-func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res *BuyResult, round int) (retry bool) {
+func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res *BuyResult, round int) (retry bool) {
 	if err := a.err; err != nil {
 		if round+1 < maxRounds {
 			switch {
@@ -326,7 +301,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 			}
 		}
 		g.stats.unavailable.Add(1)
-		if ctx.Err() != nil || !time.Now().Before(deadline) {
+		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 			err = errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String())
 		}
 		res.Err = unavailable(err)
@@ -393,15 +368,15 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *attempt, res 
 
 // round sends every attempt's script once, through the coalescer of the master that owns its
 // SKU, and waits until every one has its reply or error.
-func (g *Guard) round(ctx context.Context, deadline time.Time, todo []*attempt) {
+func (g *Guard) round(ctx context.Context, deadline time.Time, todo []*Attempt) {
 	g.stats.scripts.Add(int64(len(todo)))
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	// Most batches touch one master: group without a map until a second one shows up.
 	var first *redis.Client
-	var firstGroup []*attempt
-	var others map[*redis.Client][]*attempt
+	var firstGroup []*Attempt
+	var others map[*redis.Client][]*Attempt
 	for _, a := range todo {
 		master, err := g.rc.MasterForKey(ctx, a.keys[0])
 		if err != nil {
@@ -414,7 +389,7 @@ func (g *Guard) round(ctx context.Context, deadline time.Time, todo []*attempt) 
 			first, firstGroup = master, append(firstGroup, a)
 		default:
 			if others == nil {
-				others = map[*redis.Client][]*attempt{}
+				others = map[*redis.Client][]*Attempt{}
 			}
 			others[master] = append(others[master], a)
 		}

@@ -38,6 +38,8 @@ type coreEnv interface {
 	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
 	// and the end as redirectsDone.
 	followRedirects(jobs []redirectJob)
+	// post runs f on the core's goroutine, later (from a goroutine of elsewhere).
+	post(f func())
 }
 
 // coreLimits bound what a core's clients may hold.
@@ -71,6 +73,12 @@ type client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// buysWaiting counts its buys gathered and not yet written to Redis. buysOut counts its
+	// buys not yet answered, passOut its pass-through commands: the two go to Redis on
+	// connections of their own (buys as the proxy's own user), so one kind waits while the
+	// other is out, and neither overtakes the other.
+	buysWaiting, buysOut, passOut int
+
 	busy    bool // the router serves a batch of its commands elsewhere
 	closing bool // close once every reply owed is written (QUIT, a protocol error)
 	handoff bool // hand to a goroutine of its own once every reply owed is written
@@ -92,6 +100,7 @@ func (c *client) owed() int { return int(c.seqNext - c.seqOut) }
 // core is one event loop's state. Build it with newCore.
 type core struct {
 	env      coreEnv
+	buyer    buyer // nil: buys go to the router, on a goroutine of the client's own
 	lim      coreLimits
 	cluster  bool // in front of a cluster: keep commands for MOVED and ASK, and mind slots
 	ups      map[string]*node
@@ -105,6 +114,8 @@ type core struct {
 	// redirects wait for the one job that follows them (redirecting: it is running).
 	redirects   []redirectJob
 	redirecting bool
+	// buys gathered this turn, written as script calls at its end (sendBuys).
+	buys []*pendingBuy
 }
 
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
@@ -178,7 +189,19 @@ func (k *core) process(c *client) {
 			}
 			return
 		}
+		if k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args) {
+			if c.passOut > 0 {
+				c.rd.Unread() // its pass-through commands before it are answered first
+				return
+			}
+			k.serveBuy(c, cmd.Args)
+			continue
+		}
 		if addr, slot := k.env.direct(c.sess, cmd.Args); addr != "" {
+			if c.buysOut > 0 {
+				c.rd.Unread() // its buys before it are answered first
+				return
+			}
 			if !k.mayGo(c, addr, slot) {
 				c.rd.Unread() // an earlier command of its slot is still on its way elsewhere
 				return
@@ -334,8 +357,8 @@ func (k *core) gone(c *client) {
 	c.cancel()
 }
 
-// flushInputs serves what dirty clients can go on with; clients whose input waits until
-// they can be served are marked so (see pending).
+// flushInputs serves what dirty clients can go on with (clients whose input waits until
+// they can be served are marked so: see takeDirty), and writes the turn's buys.
 func (k *core) flushInputs() {
 	for i := 0; i < len(k.dirty); i++ { // process may mark more clients dirty
 		switch c := k.dirty[i]; {
@@ -346,6 +369,7 @@ func (k *core) flushInputs() {
 			c.stalled = true
 		}
 	}
+	k.sendBuys()
 }
 
 // takeDirty returns the clients marked dirty, and keeps marked those whose input waits and

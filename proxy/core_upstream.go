@@ -16,9 +16,12 @@ import (
 // node is a core's connection to one Redis node: the commands written to it, in order,
 // wait for their replies in queue.
 type node struct {
-	fd        int    // the shell's: its socket, -1 for none
-	ev        uint32 // the shell's: the events it waits for
-	addr      string
+	fd   int    // the shell's: its socket, -1 for none
+	ev   uint32 // the shell's: the events it waits for
+	addr string
+	// owner: logged in as the proxy's own user, for buy scripts (not as the restricted
+	// pass-through user, which may not write a sale's keys).
+	owner     bool
 	connected bool // the shell has a socket for it
 	dialing   bool
 	retryAt   time.Time // no dial before then; commands get lastErr
@@ -41,6 +44,11 @@ type inflight struct {
 	answered bool
 	// raw is the command, kept in front of a cluster for a MOVED or ASK reply.
 	raw []byte
+	// call is a script call of buys, and wait the WAIT after a node's calls (c is nil for
+	// both); discard is the proxy's own command (an ASKING), whose reply nobody wants.
+	call    *buyCall
+	wait    *buyWait
+	discard bool
 }
 
 // redirectJob is a command whose reply was MOVED or ASK, to be sent where it says.
@@ -54,6 +62,17 @@ func (k *core) nodeOf(addr string) *node {
 	if up == nil {
 		up = &node{addr: addr, fd: -1}
 		k.ups[addr] = up
+	}
+	return up
+}
+
+// ownerNodeOf is the connection to addr's node for the proxy's own calls.
+func (k *core) ownerNodeOf(addr string) *node {
+	key := "owner " + addr
+	up := k.ups[key]
+	if up == nil {
+		up = &node{addr: addr, fd: -1, owner: true}
+		k.ups[key] = up
 	}
 	return up
 }
@@ -108,6 +127,7 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 		up.lastRead = k.now // the wait for an answer starts now
 	}
 	up.queue = append(up.queue, in)
+	c.passOut++
 }
 
 // upConnected: the shell has a socket for up's node.
@@ -167,6 +187,16 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 	in := up.queue[up.head]
 	up.queue[up.head] = inflight{}
 	up.head++
+	switch {
+	case in.call != nil:
+		k.callReply(in.call, reply)
+		return
+	case in.wait != nil:
+		k.waitReply(in.wait, reply)
+		return
+	case in.discard:
+		return
+	}
 	if in.raw != nil && upstream.IsRedirect(reply) && !in.answered {
 		k.redirects = append(k.redirects, redirectJob{in: in, reply: bytes.Clone(reply)})
 		if !k.redirecting {
@@ -179,8 +209,11 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 
 // done ends one command in flight: its client gets reply, unless it was told already.
 func (k *core) done(in inflight, reply []byte, owned bool) {
+	in.c.passOut--
 	if !in.answered {
 		k.complete(in.c, in.seq, reply, owned)
+	} else if in.c.passOut == 0 && in.c.rd.HasInput() {
+		k.markDirty(in.c) // a buy held back by it may go now
 	}
 	if in.raw != nil {
 		k.slotDone(in.c, in.slot)
@@ -240,7 +273,18 @@ func (k *core) upFailed(up *node, err error) {
 		in := up.queue[up.head]
 		up.queue[up.head] = inflight{}
 		up.head++
-		k.done(in, reply, false)
+		switch {
+		case in.call != nil:
+			k.failCall(in.call, reply)
+		case in.wait != nil:
+			for _, call := range in.wait.calls {
+				if call.replied {
+					k.settleCall(call, call.reply) // what it sold, it sold
+				}
+			}
+		case !in.discard:
+			k.done(in, reply, false)
+		}
 	}
 	up.settle()
 }
@@ -260,10 +304,17 @@ func (k *core) dialFailed(up *node, err error) {
 // commands still waiting fail.
 func (k *core) expire() (dropped []*node) {
 	for _, up := range k.ups {
-		for i := up.head; i < len(up.queue) && !k.now.Before(up.queue[i].deadline); i++ {
+		// The deadlines differ (a buy's is buy.call_timeout): every command is looked at.
+		for i := up.head; i < len(up.queue); i++ {
 			in := &up.queue[i]
-			if !in.answered {
-				in.answered = true
+			if in.answered || k.now.Before(in.deadline) {
+				continue
+			}
+			in.answered = true
+			switch {
+			case in.call != nil:
+				k.expireCall(in.call)
+			case in.c != nil:
 				k.complete(in.c, in.seq, upstream.Unavailable(fmt.Errorf("redis %s: %w", up.addr, os.ErrDeadlineExceeded)), true)
 			}
 		}
@@ -281,11 +332,8 @@ func (k *core) nextDeadline() time.Time {
 	var next time.Time
 	for _, up := range k.ups {
 		for i := up.head; i < len(up.queue); i++ {
-			if !up.queue[i].answered {
-				if d := up.queue[i].deadline; next.IsZero() || d.Before(next) {
-					next = d
-				}
-				break // the others were sent later, with the same timeout
+			if d := up.queue[i].deadline; !up.queue[i].answered && (next.IsZero() || d.Before(next)) {
+				next = d
 			}
 		}
 		if up.head < len(up.queue) && up.connected {

@@ -21,6 +21,7 @@ func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
 func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
 func (e loopEnv) counted(n int)                   { e.l.s.router.Counted(n) }
 func (e loopEnv) begin() bool                     { return e.l.s.begin() }
+func (e loopEnv) post(f func())                   { e.l.post(f) }
 func (e loopEnv) end()                            { e.l.s.end() }
 
 // dial opens the connection to up's node on a goroutine; commands queue meanwhile.
@@ -29,7 +30,11 @@ func (e loopEnv) dial(up *node) {
 	go func() {
 		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout())
 		defer cancel()
-		nc, err := l.s.upstream.Dial(ctx, up.addr)
+		dial := l.s.upstream.Dial
+		if up.owner {
+			dial = l.s.upstream.DialOwner
+		}
+		nc, err := dial(ctx, up.addr)
 		fd := -1
 		if err == nil {
 			fd, err = socketOf(nc)

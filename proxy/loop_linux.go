@@ -115,6 +115,9 @@ func newLoop(s *Server) (*loop, error) {
 		maxPipeline: s.limits.MaxPipeline, maxReq: s.limits.MaxArgBytes + 1<<20, maxArgBytes: s.limits.MaxArgBytes,
 		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap,
 	}, s.upstream.Standalone() == "")
+	if g := s.router.Guard(); g != nil {
+		l.core.buyer = guardBuyer{r: s.router, g: g, timeout: g.CallTimeout()}
+	}
 	return l, nil
 }
 

@@ -555,15 +555,13 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 }
 
 // OwnGoroutine reports whether args is best served on a goroutine of the connection's own
-// from then on: (P|S)SUBSCRIBE, which turns it into a subscriber, and SECKILL.BUY, whose
-// client is a buyer that sends more buys, served fastest where each buy goes straight from
-// the connection's goroutine to the guard.
+// from then on: (P|S)SUBSCRIBE, which turns it into a subscriber.
 func (r *Router) OwnGoroutine(args [][]byte) bool {
 	if len(args) == 0 {
 		return false
 	}
 	c := r.lookup(args[0])
-	return c != nil && c.flags&(flagSubscribe|flagBuy) != 0
+	return c != nil && c.flags&flagSubscribe != 0
 }
 
 // Counted adds n commands served outside Serve to INFO's total_commands_processed.

@@ -30,6 +30,9 @@ type Options struct {
 	Password string
 	// Restricted says Username is such a user; without one the proxy refuses scripts.
 	Restricted bool
+	// OwnerUsername and OwnerPassword log in the connections that carry the proxy's own
+	// calls (an event loop's buy scripts): a user that may write the sales' keys.
+	OwnerUsername, OwnerPassword string
 	// Standalone is the address of a plain Redis server to send everything to, instead of a
 	// cluster: no slots, no CROSSSLOT, no splitting.
 	Standalone string
@@ -90,7 +93,7 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 // FromConf returns a Cluster configured by c.
 func FromConf(rc *redis.ClusterClient, c conf.Redis) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
-		Username: c.Username, Password: c.Password}
+		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password}
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
 	}
@@ -119,14 +122,7 @@ func (c *Cluster) node(addr string) *node {
 	v, ok := c.nodes.Load(addr)
 	n, _ := v.(*node)
 	if !ok {
-		var auth [][]byte
-		switch {
-		case c.opt.Username != "":
-			auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Username), []byte(c.opt.Password)}
-		case c.opt.Password != "":
-			auth = [][]byte{[]byte("AUTH"), []byte(c.opt.Password)}
-		}
-		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, auth)
+		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, authCommand(c.opt.Username, c.opt.Password))
 		c.nodes.Store(addr, n)
 	}
 	return n

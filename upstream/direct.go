@@ -49,6 +49,17 @@ func (c *Cluster) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return cn.nc, nil
 }
 
+// DialOwner opens a connection to the node at addr logged in as the proxy's own user, which
+// may write the sales' keys: for the proxy's own calls (an event loop's buy scripts), never
+// for a client's command.
+func (c *Cluster) DialOwner(ctx context.Context, addr string) (net.Conn, error) {
+	cn, err := dialConn(ctx, addr, c.opt.DialTimeout, authCommand(c.opt.OwnerUsername, c.opt.OwnerPassword))
+	if err != nil {
+		return nil, err
+	}
+	return cn.nc, nil
+}
+
 // IsRedirect reports whether a raw reply is MOVED or ASK.
 func IsRedirect(reply []byte) bool { return isRedirect(reply) }
 

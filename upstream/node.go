@@ -23,28 +23,43 @@ type conn struct {
 
 func newNode(addr string, lanes int, dialTimeout time.Duration, auth [][]byte) *node {
 	n := &node{addr: addr}
-	n.dial = func(ctx context.Context) (*conn, error) {
-		d := net.Dialer{Timeout: dialTimeout}
-		nc, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		c := &conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
-		if auth != nil {
-			replies, err := c.roundTrip(ctx, [][][]byte{auth})
-			if err != nil {
-				nc.Close()
-				return nil, err
-			}
-			if len(replies[0]) > 0 && replies[0][0] == '-' {
-				nc.Close()
-				return nil, &replyError{string(replies[0][1 : len(replies[0])-2])}
-			}
-		}
-		return c, nil
-	}
+	n.dial = func(ctx context.Context) (*conn, error) { return dialConn(ctx, addr, dialTimeout, auth) }
 	n.lanes = newLanes(n, lanes)
 	return n
+}
+
+// dialConn connects to addr and, with auth, logs in.
+func dialConn(ctx context.Context, addr string, dialTimeout time.Duration, auth [][]byte) (*conn, error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	if auth != nil {
+		replies, err := c.roundTrip(ctx, [][][]byte{auth})
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		if len(replies[0]) > 0 && replies[0][0] == '-' {
+			nc.Close()
+			return nil, &replyError{string(replies[0][1 : len(replies[0])-2])}
+		}
+	}
+	return c, nil
+}
+
+// authCommand is the AUTH that logs user (or the default user, with user empty) in; nil
+// with neither a user nor a password.
+func authCommand(user, password string) [][]byte {
+	switch {
+	case user != "":
+		return [][]byte{[]byte("AUTH"), []byte(user), []byte(password)}
+	case password != "":
+		return [][]byte{[]byte("AUTH"), []byte(password)}
+	}
+	return nil
 }
 
 type replyError struct{ msg string }

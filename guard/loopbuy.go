@@ -1,0 +1,290 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/xid"
+	"github.com/tidwall/redcon"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/sale"
+)
+
+// This file is the buy path for an event loop, which runs it without a goroutine or a Redis
+// client of its own per buy: Local answers what the proxy can without Redis; Start admits
+// the rest (one Attempt each); the loop groups attempts by master and SKU, writes each group's
+// script call (AppendCall) on its own connection to the master, and hands the raw reply to
+// SettleCall, which says for each attempt its result, or where to send it again; Tee hands
+// what was sold to Kafka, and Finish ends an attempt. The outcomes and counters are
+// BuyBatch's, which goes the same way through go-redis.
+
+// local answers a buy from the flags, with no network call: a closed sale, or a sold-out one
+// (DUPLICATE for a buyer the flag knows). ok false: the buy must go to Redis.
+func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
+	flagged, isClosed, buyers := g.flags.Get(r.SKU, now)
+	if !flagged {
+		return BuyResult{}, false
+	}
+	c := g.countersFor(r.SKU)
+	c.local.Add(1)
+	g.stats.localSoldOut.Add(1)
+	switch id, dup := buyers.order(r.UID); {
+	case isClosed:
+		g.stats.closed.Add(1)
+		c.closed.Add(1)
+		res.Err = c.closedErr
+	case dup:
+		g.stats.duplicates.Add(1)
+		c.duplicates.Add(1)
+		res.Err = &DuplicateError{OrderID: id}
+	default:
+		g.stats.soldOut.Add(1)
+		c.soldOut.Add(1)
+		res.Err = c.soldOutErr
+	}
+	return res, true
+}
+
+// newAttempt starts a buy's way through the script: its order id, the sale version this
+// proxy knows, and the script's keys.
+func (g *Guard) newAttempt(r *BuyRequest, i int) *Attempt {
+	v, _ := g.versions.Load(r.SKU)
+	ver, _ := v.(string)
+	var keys []string
+	if c, ok := g.counters(r.SKU); ok {
+		keys = c.keys
+	} else {
+		keys = sale.KeysFor(r.SKU).ScriptKeys()
+	}
+	return &Attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver}
+}
+
+// Local counts a buy and answers it if the proxy can without Redis (see BuyBatch); ok false:
+// call Start.
+func (g *Guard) Local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
+	g.stats.buys.Add(1)
+	return g.local(r, now)
+}
+
+// Start admits a buy to Redis: an Attempt, or the error to answer (Kafka not taking orders
+// with buy.reply_after=kafka, or limits.max_inflight buys in flight already). r must stay
+// unchanged until Finish.
+func (g *Guard) Start(r *BuyRequest) (*Attempt, error) {
+	if g.opt.Buy.ReplyAfter == conf.ReplyAfterKafka && (g.opt.Publisher == nil || !g.opt.Publisher.Healthy()) {
+		g.stats.unavailable.Add(1)
+		return nil, unavailable(errors.New("kafka is not taking orders"))
+	}
+	if !g.inflight.TryAcquire(1) {
+		g.stats.busy.Add(1)
+		return nil, ErrBusy
+	}
+	return g.newAttempt(r, 0), nil
+}
+
+// Finish ends an attempt that Start admitted.
+func (g *Guard) Finish(*Attempt) { g.inflight.Release(1) }
+
+// SKU is the attempt's SKU; Group says which attempts may share one script call: the same
+// SKU, sale version and way of calling the script.
+func (a *Attempt) SKU() string { return a.req.SKU }
+
+// Group is the key of the script call an attempt may share.
+func (a *Attempt) Group() CallGroup {
+	return CallGroup{SKU: a.req.SKU, Version: a.version, Eval: a.useEval}
+}
+
+// CallGroup identifies the attempts that one script call may carry.
+type CallGroup struct {
+	SKU, Version string
+	Eval         bool
+}
+
+// MaxBuysPerCall bounds the buys of one script call, and so how long it holds Redis.
+const MaxBuysPerCall = maxBuysPerScript
+
+// MasterOf is the address of the node that owns sku's keys, from the slot map.
+func (g *Guard) MasterOf(ctx context.Context, sku string) (string, error) {
+	m, err := g.rc.MasterForKey(ctx, sale.KeysFor(sku).Stock)
+	if err != nil {
+		return "", err
+	}
+	return m.Options().Addr, nil
+}
+
+// AppendCall appends to dst the RESP of one call of buy.lua for as, which share a CallGroup
+// (at most MaxBuysPerCall of them), in their order: EVALSHA, or EVAL after a NOSCRIPT.
+func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
+	first := as[0]
+	dst = redcon.AppendArray(dst, 3+len(first.keys)+1+4*len(as))
+	if first.useEval {
+		dst = redcon.AppendBulkString(dst, "EVAL")
+		dst = redcon.AppendBulkString(dst, buyLua)
+	} else {
+		dst = redcon.AppendBulkString(dst, "EVALSHA")
+		dst = redcon.AppendBulkString(dst, buyScript.Hash())
+	}
+	dst = redcon.AppendBulkString(dst, strconv.Itoa(len(first.keys)))
+	for _, k := range first.keys {
+		dst = redcon.AppendBulkString(dst, k)
+	}
+	dst = redcon.AppendBulkString(dst, first.version)
+	for _, a := range as {
+		dst = redcon.AppendBulkString(dst, a.req.UID)
+		dst = redcon.AppendBulkString(dst, strconv.FormatInt(a.req.Qty, 10))
+		dst = redcon.AppendBulkString(dst, a.orderID)
+		dst = redcon.AppendBulkString(dst, g.opt.Instance)
+	}
+	return dst
+}
+
+// Outcome is what became of one attempt of a script call.
+type Outcome struct {
+	// Result is the buyer's answer, unless Retry.
+	Result BuyResult
+	// Retry: send the attempt again (a stale sale version, NOSCRIPT); to Addr if set (the slot
+	// moved: MOVED; or, with Ask, is moving: ASKING first).
+	Retry bool
+	Addr  string
+	Ask   bool
+	// Sold: the script sold the order; Tee it.
+	Sold bool
+}
+
+// SettleCall takes the raw reply of one script call for as (round counts the calls an
+// attempt has had before this one) and appends each attempt's outcome to out.
+func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) []Outcome {
+	v, err := decodeReply(raw)
+	replies, isArray := v.([]any)
+	if err == nil && (!isArray || len(replies) != len(as)) {
+		err = fmt.Errorf("buy script answered %q for %d buys", clip(raw), len(as))
+	}
+	for i, a := range as {
+		a.err, a.reply = err, nil
+		if err == nil {
+			a.reply, _ = replies[i].([]any)
+		}
+		var o Outcome
+		if addr, ask, ok := redirectOf(err); ok && round+1 < maxRounds {
+			o.Retry, o.Addr, o.Ask = true, addr, ask
+			if !ask && i == 0 {
+				g.rc.ReloadState(context.Background()) // the slot moved for good: learn where
+			}
+		} else {
+			o.Retry = g.settle(context.Background(), time.Time{}, a, &o.Result, round)
+			o.Sold = !o.Retry && a.sold.OrderID != ""
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// TimedOut answers an attempt whose call Redis did not answer within buy.call_timeout. The
+// script may still run: a retry by the buyer answers DUPLICATE with its order.
+func (g *Guard) TimedOut(*Attempt) BuyResult {
+	g.stats.unavailable.Add(1)
+	return BuyResult{Err: unavailable(errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String()))}
+}
+
+// Late takes the reply of a call whose attempts were answered TimedOut already: what it sold
+// is teed (their buyers learn their orders by retrying), and nothing is counted twice.
+func (g *Guard) Late(as []*Attempt, raw []byte) {
+	v, err := decodeReply(raw)
+	replies, _ := v.([]any)
+	if err != nil || len(replies) != len(as) {
+		return
+	}
+	for i, a := range as {
+		r, _ := replies[i].([]any)
+		if replyString(r, 0) != "OK" || g.opt.Publisher == nil {
+			continue
+		}
+		v, _ := strconv.ParseInt(replyString(r, 2), 10, 64)
+		ts, _ := strconv.ParseInt(replyString(r, 5), 10, 64)
+		g.opt.Publisher.Publish(sale.Sold{Kind: sale.TypeOrder, OrderID: replyString(r, 1), SKU: a.req.SKU, UID: a.req.UID,
+			Qty: a.req.Qty, Version: v, EntryID: replyString(r, 4), TS: ts, By: g.opt.Instance}, nil)
+	}
+}
+
+// Tee hands a sold attempt's order to Kafka. With buy.reply_after=kafka, done is called once
+// Kafka has acknowledged it (nil) or has not (the error); the buyer is answered then, with
+// AfterKafka's result.
+func (g *Guard) Tee(a *Attempt, done func(error)) {
+	if g.opt.Publisher == nil {
+		if done != nil {
+			done(errors.New("no publisher"))
+		}
+		return
+	}
+	g.opt.Publisher.Publish(a.sold, done)
+}
+
+// ReplyAfterKafka says whether buyers are answered only once Kafka has their orders.
+func (g *Guard) ReplyAfterKafka() bool { return g.opt.Buy.ReplyAfter == conf.ReplyAfterKafka }
+
+// AfterKafka is a sold attempt's result once Kafka has answered for its order: the order id,
+// or UNAVAILABLE (the order is in the outbox, and will be delivered).
+func (g *Guard) AfterKafka(a *Attempt, err error) BuyResult {
+	if err == nil {
+		return BuyResult{OrderID: a.sold.OrderID}
+	}
+	g.stats.unavailable.Add(1)
+	return BuyResult{Err: unavailable(fmt.Errorf("kafka: order %s is in the outbox, not yet in Kafka (%v)", a.sold.OrderID, err))}
+}
+
+// WaitCommand is the WAIT that follows a master's script calls with buy.wait_replicas, or
+// nil; WaitReply counts a WAIT that came back short.
+func (g *Guard) WaitCommand() []byte {
+	n := g.opt.Buy.WaitReplicas
+	if n <= 0 {
+		return nil
+	}
+	b := redcon.AppendArray(nil, 3)
+	b = redcon.AppendBulkString(b, "WAIT")
+	b = redcon.AppendBulkString(b, strconv.Itoa(n))
+	return redcon.AppendBulkString(b, strconv.FormatInt(g.opt.Buy.WaitTimeout.Milliseconds(), 10))
+}
+
+// WaitReply counts a WAIT that came back with fewer replicas than asked for.
+func (g *Guard) WaitReply(raw []byte) {
+	v, err := decodeReply(raw)
+	if n, ok := v.(int64); err != nil || !ok || n < int64(g.opt.Buy.WaitReplicas) {
+		g.stats.waitShort.Add(1)
+	}
+}
+
+// redirectOf reads a MOVED or ASK error: the node to send the call to.
+func redirectOf(err error) (addr string, ask, ok bool) {
+	if err == nil {
+		return "", false, false
+	}
+	f := strings.Fields(err.Error())
+	if len(f) != 3 || (f[0] != "MOVED" && f[0] != "ASK") {
+		return "", false, false
+	}
+	return f[2], f[0] == "ASK", true
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// replyError is an error reply from Redis, as go-redis would give it: redis.HasErrorPrefix
+// and friends read it the same way.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+var _ redis.Error = replyError("")
+
+// CallTimeout bounds one call to Redis (buy.call_timeout).
+func (g *Guard) CallTimeout() time.Duration { return g.opt.Buy.CallTimeout }

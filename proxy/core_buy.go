@@ -1,0 +1,286 @@
+package proxy
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"seckill-proxy/guard"
+	"seckill-proxy/router"
+)
+
+// The buy path on the event loop. A SECKILL.BUY is answered on the loop from the sold-out
+// flags when it can be; otherwise its attempt waits for the end of the turn, when the buys
+// of every client for one master are written to the loop's own connection to it as a few
+// script calls (one per SKU, up to guard.MaxBuysPerCall buys each), after the turn's
+// pass-through commands. The reply settles each buy, or sends it again (a stale version,
+// NOSCRIPT, a slot that moved). No goroutine, and no Redis client but the loop's own, serves
+// a buy; only Kafka's acknowledgement, with buy.reply_after=kafka, comes from elsewhere.
+
+// buyer is what the core asks of the buy engine (package guard, through the router for the
+// replies' encoding).
+type buyer interface {
+	// isBuy: args is a SECKILL.BUY of sess's for the loop to serve.
+	isBuy(sess *router.Session, args [][]byte) bool
+	// parse reads it: reply is set when the command fails before the guard (NOAUTH, a wrong
+	// argument count or argument).
+	parse(sess *router.Session, args [][]byte) (req guard.BuyRequest, reply []byte)
+	// start answers a buy from the flags, or refuses it (reply set), or admits it to Redis.
+	start(req guard.BuyRequest, now time.Time) (a buyAttempt, reply []byte)
+	// master is the node that owns sku's keys.
+	master(sku string) (string, error)
+	// appendCall writes one script call for attempts of one group.
+	appendCall(dst []byte, as []buyAttempt) []byte
+	// settle reads a call's reply: an outcome per attempt.
+	settle(as []buyAttempt, raw []byte, round int) []buyOutcome
+	// timedOut answers an attempt whose call Redis did not answer in time; late takes the
+	// reply that came after, for the orders it sold.
+	timedOut(a buyAttempt) []byte
+	late(as []buyAttempt, raw []byte)
+	// tee hands a sold attempt's order to Kafka; with afterKafka, done is called with
+	// Kafka's answer (on a goroutine not the loop's), and ackReply makes the buyer's reply.
+	tee(a buyAttempt, done func(error))
+	afterKafka() bool
+	ackReply(a buyAttempt, err error) []byte
+	finish(a buyAttempt)
+	// wait is the WAIT that follows a master's calls (nil: none); waitReply takes its reply.
+	wait() []byte
+	waitReply(raw []byte)
+	callTimeout() time.Duration
+}
+
+// buyAttempt is one buy on its way, as the buyer made it.
+type buyAttempt interface{ group() guard.CallGroup }
+
+// buyOutcome is what became of one attempt of a call.
+type buyOutcome struct {
+	reply []byte // the buyer's answer, unless retry
+	retry bool
+	addr  string // send again there (MOVED; ASK with ask)
+	ask   bool
+	sold  bool // tee the order
+}
+
+// pendingBuy is a buy in the core: its client's command, and its attempt.
+type pendingBuy struct {
+	c     *client
+	seq   uint64
+	a     buyAttempt
+	round int
+	addr  string // set for a retry after MOVED or ASK
+	ask   bool
+}
+
+// buyCall is one script call in flight: the buys it carries, and the WAIT after it.
+type buyCall struct {
+	buys     []*pendingBuy
+	answered bool     // timed out: its buyers were told already
+	wait     *buyWait // the WAIT that follows it, if any
+	reply    []byte   // its reply, kept until the WAIT's comes
+	replied  bool
+}
+
+// buyWait is a WAIT after a node's calls of one turn: they are settled when it answers.
+type buyWait struct{ calls []*buyCall }
+
+// serveBuy takes a SECKILL.BUY (isBuy said so).
+func (k *core) serveBuy(c *client, args [][]byte) {
+	req, reply := k.buyer.parse(c.sess, args)
+	k.env.counted(1)
+	seq := c.seqNext
+	c.seqNext++
+	if reply != nil {
+		k.complete(c, seq, reply, true)
+		return
+	}
+	a, reply := k.buyer.start(req, k.now)
+	if reply != nil {
+		k.complete(c, seq, reply, true)
+		return
+	}
+	if !k.track(1) {
+		k.buyer.finish(a)
+		k.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()), true)
+		c.closing = true
+		return
+	}
+	k.buys = append(k.buys, &pendingBuy{c: c, seq: seq, a: a})
+	c.buysWaiting++
+	c.buysOut++
+}
+
+// buyDone ends one buy with reply.
+func (k *core) buyDone(b *pendingBuy, reply []byte) {
+	k.buyer.finish(b.a)
+	b.c.buysOut--
+	k.complete(b.c, b.seq, reply, true)
+	k.track(-1)
+}
+
+// sendBuys writes the buys gathered since the last time, as script calls grouped by node
+// and SKU, each group's buys in the order they came.
+func (k *core) sendBuys() {
+	if len(k.buys) == 0 {
+		return
+	}
+	buys := k.buys
+	k.buys = nil
+	type nodeCalls struct {
+		up    *node
+		ask   bool
+		calls []*buyCall
+		open  map[guard.CallGroup]*buyCall
+	}
+	var order []*nodeCalls
+	byNode := map[string]*nodeCalls{}
+	for _, b := range buys {
+		b.c.buysWaiting--
+		addr, ask := b.addr, b.ask
+		if addr == "" {
+			var err error
+			if addr, err = k.buyer.master(b.a.group().SKU); err != nil {
+				k.buyDone(b, upstreamUnavailable(err))
+				continue
+			}
+		}
+		up := k.ownerNodeOf(addr)
+		if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
+			k.buyDone(b, upstreamUnavailable(up.lastErr))
+			continue
+		}
+		key := addr
+		if ask {
+			key += " ask" // ASKING goes before the call: the call is one of its own
+		}
+		nc := byNode[key]
+		if nc == nil {
+			nc = &nodeCalls{up: up, ask: ask, open: map[guard.CallGroup]*buyCall{}}
+			byNode[key] = nc
+			order = append(order, nc)
+		}
+		g := b.a.group()
+		call := nc.open[g]
+		if call == nil || len(call.buys) == guard.MaxBuysPerCall {
+			call = &buyCall{}
+			nc.open[g] = call
+			nc.calls = append(nc.calls, call)
+		}
+		call.buys = append(call.buys, b)
+	}
+	for _, nc := range order {
+		up := nc.up
+		if !up.connected && !up.dialing {
+			up.dialing = true
+			k.env.dial(up)
+		}
+		var w *buyWait
+		if wait := k.buyer.wait(); wait != nil {
+			w = &buyWait{calls: nc.calls}
+		}
+		deadline := k.now.Add(k.buyer.callTimeout())
+		if len(up.queue) == up.head {
+			up.lastRead = k.now
+		}
+		for _, call := range nc.calls {
+			if nc.ask {
+				up.out = redcon.AppendArray(up.out, 1)
+				up.out = redcon.AppendBulkString(up.out, "ASKING")
+				up.queue = append(up.queue, inflight{answered: true, deadline: deadline, discard: true})
+			}
+			as := make([]buyAttempt, len(call.buys))
+			for i, b := range call.buys {
+				as[i] = b.a
+			}
+			up.out = k.buyer.appendCall(up.out, as)
+			call.wait = w
+			up.queue = append(up.queue, inflight{call: call, deadline: deadline})
+		}
+		if w != nil {
+			up.out = append(up.out, k.buyer.wait()...)
+			up.queue = append(up.queue, inflight{wait: w, deadline: deadline})
+		}
+	}
+}
+
+// callReply takes the reply of a script call: settled now, or when its WAIT answers.
+func (k *core) callReply(call *buyCall, raw []byte) {
+	if call.wait != nil {
+		call.reply, call.replied = bytes.Clone(raw), true
+		return
+	}
+	k.settleCall(call, raw)
+}
+
+// waitReply takes a WAIT's reply, and settles the calls it followed.
+func (k *core) waitReply(w *buyWait, raw []byte) {
+	k.buyer.waitReply(raw)
+	for _, call := range w.calls {
+		if call.replied {
+			k.settleCall(call, call.reply)
+		}
+	}
+}
+
+// settleCall gives each buy of a call its answer, or sends it again.
+func (k *core) settleCall(call *buyCall, raw []byte) {
+	as := make([]buyAttempt, len(call.buys))
+	for i, b := range call.buys {
+		as[i] = b.a
+	}
+	if call.answered {
+		k.buyer.late(as, raw)
+		for _, b := range call.buys {
+			k.buyer.finish(b.a)
+			b.c.buysOut--
+			k.track(-1)
+		}
+		return
+	}
+	for i, o := range k.buyer.settle(as, raw, call.buys[0].round) {
+		b := call.buys[i]
+		switch {
+		case o.retry:
+			b.round++
+			b.addr, b.ask = o.addr, o.ask
+			k.buys = append(k.buys, b)
+			b.c.buysWaiting++
+		case o.sold && k.buyer.afterKafka():
+			k.buyer.tee(b.a, func(err error) {
+				k.env.post(func() { k.buyDone(b, k.buyer.ackReply(b.a, err)) })
+			})
+		case o.sold:
+			k.buyer.tee(b.a, nil)
+			k.buyDone(b, o.reply)
+		default:
+			k.buyDone(b, o.reply)
+		}
+	}
+}
+
+// failCall answers the buys of a call whose connection failed with reply; a call whose reply
+// came (and waited for its WAIT) is settled with it, since it sold what it says.
+func (k *core) failCall(call *buyCall, reply []byte) {
+	if call.replied {
+		k.settleCall(call, call.reply)
+		return
+	}
+	for _, b := range call.buys {
+		if call.answered {
+			k.buyer.finish(b.a)
+			b.c.buysOut--
+			k.track(-1)
+			continue
+		}
+		k.buyDone(b, reply)
+	}
+}
+
+// expireCall answers the buys of a call past its deadline; the script may still run, and
+// its reply, when it comes, is taken by late.
+func (k *core) expireCall(call *buyCall) {
+	call.answered = true
+	for _, b := range call.buys {
+		k.complete(b.c, b.seq, k.buyer.timedOut(b.a), true)
+	}
+}

@@ -1,0 +1,59 @@
+package router
+
+import (
+	"github.com/tidwall/redcon"
+
+	"seckill-proxy/guard"
+)
+
+// IsBuy reports whether args is a SECKILL.BUY that a server may run itself, for an event
+// loop (with ParseBuy and the guard's loop API), rather than through Serve: one of sess's,
+// not inside MULTI.
+func (r *Router) IsBuy(s *Session, args [][]byte) bool {
+	if r.guard == nil || len(args) == 0 || (s.tx != nil && s.tx.Active()) {
+		return false
+	}
+	c := r.lookup(args[0])
+	return c != nil && c.flags&flagBuy != 0
+}
+
+// ParseBuy reads a SECKILL.BUY (IsBuy said so). reply is set when the command fails before the
+// guard (NOAUTH, permission, a wrong argument count, a bad argument), with the error to
+// answer; else req is the buy. Count it with Counted.
+func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, reply []byte) {
+	if _, err := r.check(s, args); err != nil {
+		return req, errorReply(err)
+	}
+	req, err := guard.ParseBuy(args[1:])
+	if err != nil {
+		return req, errorReply(err)
+	}
+	return req, nil
+}
+
+// AppendBuyReply appends a buy's reply, as Serve writes it (the seeds' integers with
+// buy.compat_replies), to dst.
+func (r *Router) AppendBuyReply(dst []byte, res guard.BuyResult) []byte {
+	if r.opt.CompatReplies {
+		if n, ok := compatReply(res.Err); ok {
+			return redcon.AppendInt(dst, n)
+		}
+	}
+	if res.Err != nil {
+		return appendError(dst, res.Err)
+	}
+	return redcon.AppendBulkString(dst, res.OrderID)
+}
+
+// Guard is the buy engine the router serves SECKILL commands with.
+func (r *Router) Guard() *guard.Guard { return r.guard }
+
+func errorReply(err error) []byte { return appendError(nil, err) }
+
+// appendError appends err as WriteError writes it.
+func appendError(dst []byte, err error) []byte {
+	w := redcon.NewWriter(nil)
+	w.SetBuffer(dst)
+	WriteError(w, err)
+	return w.Buffer()
+}
