@@ -224,6 +224,18 @@ func (g *Guard) Tee(a *Attempt, done func(error)) {
 	g.opt.Publisher.Publish(a.sold, done)
 }
 
+// TeeAll hands many sold attempts' orders to Kafka at once (with buy.reply_after=lua).
+func (g *Guard) TeeAll(as []*Attempt) {
+	if g.opt.Publisher == nil || len(as) == 0 {
+		return
+	}
+	ss := make([]sale.Sold, len(as))
+	for i, a := range as {
+		ss[i] = a.sold
+	}
+	g.opt.Publisher.PublishBatch(ss)
+}
+
 // ReplyAfterKafka says whether buyers are answered only once Kafka has their orders.
 func (g *Guard) ReplyAfterKafka() bool { return g.opt.Buy.ReplyAfter == conf.ReplyAfterKafka }
 

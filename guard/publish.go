@@ -7,6 +7,8 @@ import "seckill-proxy/sale"
 // once with nil when Kafka has acknowledged the order, or with the reason it has not.
 type Publisher interface {
 	Publish(s sale.Sold, done func(error))
+	// PublishBatch takes many orders at once, none waited for: as Publish with done nil.
+	PublishBatch(ss []sale.Sold)
 	// Healthy reports whether Kafka has been taking orders lately.
 	Healthy() bool
 }

@@ -58,9 +58,12 @@ type Tee struct {
 	published, acked, failed    atomic.Int64
 	deleted, deleteErrs         atomic.Int64
 
-	// queue holds orders for the producer, whose Input channel is unbuffered; a full queue
-	// leaves orders in their outboxes rather than blocking a buy.
-	queue     chan *sarama.ProducerMessage
+	// queue holds batches of orders for the producer, whose Input channel is unbuffered;
+	// queued counts their orders. A full queue leaves orders in their outboxes rather than
+	// blocking a buy. A batch (the orders an event loop sold in one turn) costs one hand-off
+	// between threads, not one per order.
+	queue     chan []*sarama.ProducerMessage
+	queued    atomic.Int64
 	deletes   chan entryRef
 	stop      chan struct{}
 	producers sync.WaitGroup // the connector and the drains: they send on deletes
@@ -78,7 +81,7 @@ type pending struct {
 func NewTee(rc *redis.ClusterClient, c conf.Config, instance string, log *zap.Logger) *Tee {
 	return &Tee{
 		rc: rc, kafka: c.Kafka, outbox: c.Outbox, instance: instance, log: log.Named("tee"),
-		queue:   make(chan *sarama.ProducerMessage, queueSize),
+		queue:   make(chan []*sarama.ProducerMessage, queueSize),
 		deletes: make(chan entryRef, 1<<16),
 		stop:    make(chan struct{}),
 	}
@@ -126,37 +129,63 @@ func (t *Tee) connect(sc *sarama.Config) {
 
 // Publish implements guard.Publisher.
 func (t *Tee) Publish(s sale.Sold, done func(error)) {
+	t.enqueue([]*sarama.ProducerMessage{t.message(s, done)})
+}
+
+// PublishBatch implements guard.Publisher: many orders, handed to the producer together.
+func (t *Tee) PublishBatch(ss []sale.Sold) {
+	msgs := make([]*sarama.ProducerMessage, len(ss))
+	for i, s := range ss {
+		msgs[i] = t.message(s, nil)
+	}
+	t.enqueue(msgs)
+}
+
+// message is s as a Kafka message, keyed by SKU.
+func (t *Tee) message(s sale.Sold, done func(error)) *sarama.ProducerMessage {
 	kind := s.Kind
 	if kind == "" {
 		kind = sale.TypeOrder
 	}
 	o := sale.Order{V: sale.MessageVersion, Type: kind, OrderID: s.OrderID, SaleVersion: s.Version,
 		SKU: s.SKU, UID: s.UID, Qty: s.Qty, TS: s.TS, Proxy: s.By}
-	msg := &sarama.ProducerMessage{
+	return &sarama.ProducerMessage{
 		Topic:    t.kafka.Topic,
 		Key:      sarama.StringEncoder(s.SKU),
 		Value:    sarama.ByteEncoder(o.Encode()),
 		Metadata: &pending{entry: entryRef{sku: s.SKU, id: s.EntryID}, done: done},
 	}
+}
+
+// enqueue queues msgs for the producer, or fails them (they stay in their outboxes).
+func (t *Tee) enqueue(msgs []*sarama.ProducerMessage) {
+	n := int64(len(msgs))
 	t.mu.RLock()
 	err := ErrClosed
 	if !t.closing {
 		err = ErrNotConnected
 		if t.producer != nil {
-			select {
-			case t.queue <- msg:
-				err = nil
-			default:
-				err = ErrBacklog
+			err = ErrBacklog
+			if t.queued.Add(n) <= queueSize {
+				select {
+				case t.queue <- msgs:
+					err = nil
+				default:
+				}
+			}
+			if err != nil {
+				t.queued.Add(-n)
 			}
 		}
 	}
 	t.mu.RUnlock()
 	if err != nil {
-		t.failOrder(msg, err)
+		for _, m := range msgs {
+			t.failOrder(m, err)
+		}
 		return
 	}
-	t.published.Add(1)
+	t.published.Add(n)
 }
 
 // Healthy implements guard.Publisher: the producer is connected, and its last error is older
@@ -178,8 +207,11 @@ func (t *Tee) Stats() TeeStats {
 // forward feeds the producer from the queue until Close closes the queue, then flushes the
 // producer, which ends the drains.
 func (t *Tee) forward(p sarama.AsyncProducer) {
-	for msg := range t.queue {
-		p.Input() <- msg
+	for msgs := range t.queue {
+		t.queued.Add(-int64(len(msgs)))
+		for _, m := range msgs {
+			p.Input() <- m
+		}
 	}
 	p.AsyncClose()
 }
@@ -274,8 +306,10 @@ func (t *Tee) Close() error {
 	close(t.stop)
 	if !connected {
 		// Nothing was taken: every order is still in its outbox.
-		for msg := range t.queue {
-			t.failOrder(msg, ErrClosed)
+		for msgs := range t.queue {
+			for _, m := range msgs {
+				t.failOrder(m, ErrClosed)
+			}
 		}
 	}
 	t.producers.Wait() // the forwarder flushes the producer; the drains end when it is closed

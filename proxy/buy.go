@@ -9,11 +9,15 @@ import (
 )
 
 // guardBuyer is the buy engine as an event loop's core sees it: package guard's loop API,
-// with the router's checks and replies.
+// with the router's checks and replies. It is its loop's alone (the buffers it reuses).
 type guardBuyer struct {
 	r       *router.Router
 	g       *guard.Guard
 	timeout time.Duration
+
+	as   []*guard.Attempt
+	outs []guard.Outcome
+	res  []buyOutcome
 }
 
 // attempt is a guard.Attempt with the request it is for, which must outlive it.
@@ -24,13 +28,13 @@ type attempt struct {
 
 func (a *attempt) group() guard.CallGroup { return a.a.Group() }
 
-func (b guardBuyer) isBuy(sess *router.Session, args [][]byte) bool { return b.r.IsBuy(sess, args) }
+func (b *guardBuyer) isBuy(sess *router.Session, args [][]byte) bool { return b.r.IsBuy(sess, args) }
 
-func (b guardBuyer) parse(sess *router.Session, args [][]byte) (guard.BuyRequest, []byte) {
+func (b *guardBuyer) parse(sess *router.Session, args [][]byte) (guard.BuyRequest, []byte) {
 	return b.r.ParseBuy(sess, args)
 }
 
-func (b guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []byte) {
+func (b *guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []byte) {
 	at := &attempt{req: req}
 	if res, ok := b.g.Local(&at.req, now); ok {
 		return nil, b.r.AppendBuyReply(nil, res)
@@ -43,54 +47,60 @@ func (b guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []by
 	return at, nil
 }
 
-func (b guardBuyer) master(sku string) (string, error) {
+// master finds sku's master in the slot map; the call timeout bounds a load of the map.
+func (b *guardBuyer) master(sku string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
 	return b.g.MasterOf(ctx, sku)
 }
 
-func attempts(as []buyAttempt) []*guard.Attempt {
-	out := make([]*guard.Attempt, len(as))
-	for i, a := range as {
-		out[i] = a.(*attempt).a
+// attempts are as's guard attempts, in a buffer reused from one call to the next.
+func (b *guardBuyer) attempts(as []buyAttempt) []*guard.Attempt {
+	b.as = b.as[:0]
+	for _, a := range as {
+		b.as = append(b.as, a.(*attempt).a)
 	}
-	return out
+	return b.as
 }
 
-func (b guardBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
-	return b.g.AppendCall(dst, attempts(as))
+func (b *guardBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
+	return b.g.AppendCall(dst, b.attempts(as))
 }
 
-func (b guardBuyer) settle(as []buyAttempt, raw []byte, round int) []buyOutcome {
-	outs := b.g.SettleCall(attempts(as), raw, round, nil)
-	res := make([]buyOutcome, len(outs))
-	for i, o := range outs {
-		res[i] = buyOutcome{retry: o.Retry, addr: o.Addr, ask: o.Ask, sold: o.Sold}
+// settle's outcomes are valid until the next call.
+func (b *guardBuyer) settle(as []buyAttempt, raw []byte, round int) []buyOutcome {
+	b.outs = b.g.SettleCall(b.attempts(as), raw, round, b.outs[:0])
+	b.res = b.res[:0]
+	for _, o := range b.outs {
+		r := buyOutcome{retry: o.Retry, addr: o.Addr, ask: o.Ask, sold: o.Sold}
 		if !o.Retry {
-			res[i].reply = b.r.AppendBuyReply(nil, o.Result)
+			r.reply = b.r.AppendBuyReply(nil, o.Result)
 		}
+		b.res = append(b.res, r)
 	}
-	return res
+	return b.res
 }
 
-func (b guardBuyer) timedOut(a buyAttempt) []byte {
+func (b *guardBuyer) timedOut(a buyAttempt) []byte {
 	return b.r.AppendBuyReply(nil, b.g.TimedOut(a.(*attempt).a))
 }
 
-func (b guardBuyer) late(as []buyAttempt, raw []byte) { b.g.Late(attempts(as), raw) }
+func (b *guardBuyer) late(as []buyAttempt, raw []byte) { b.g.Late(b.attempts(as), raw) }
 
-func (b guardBuyer) tee(a buyAttempt, done func(error)) { b.g.Tee(a.(*attempt).a, done) }
+func (b *guardBuyer) tee(a buyAttempt, done func(error)) { b.g.Tee(a.(*attempt).a, done) }
 
-func (b guardBuyer) afterKafka() bool { return b.g.ReplyAfterKafka() }
+func (b *guardBuyer) teeAll(as []buyAttempt) { b.g.TeeAll(b.attempts(as)) }
 
-func (b guardBuyer) ackReply(a buyAttempt, err error) []byte {
+func (b *guardBuyer) afterKafka() bool { return b.g.ReplyAfterKafka() }
+
+func (b *guardBuyer) ackReply(a buyAttempt, err error) []byte {
 	return b.r.AppendBuyReply(nil, b.g.AfterKafka(a.(*attempt).a, err))
 }
 
-func (b guardBuyer) finish(a buyAttempt) { b.g.Finish(a.(*attempt).a) }
+func (b *guardBuyer) finish(a buyAttempt) { b.g.Finish(a.(*attempt).a) }
 
-func (b guardBuyer) wait() []byte { return b.g.WaitCommand() }
+func (b *guardBuyer) wait() []byte { return b.g.WaitCommand() }
 
-func (b guardBuyer) waitReply(raw []byte) { b.g.WaitReply(raw) }
+func (b *guardBuyer) waitReply(raw []byte) { b.g.WaitReply(raw) }
 
-func (b guardBuyer) callTimeout() time.Duration { return b.timeout }
+func (b *guardBuyer) callTimeout() time.Duration { return b.timeout }

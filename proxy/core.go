@@ -114,8 +114,10 @@ type core struct {
 	// redirects wait for the one job that follows them (redirecting: it is running).
 	redirects   []redirectJob
 	redirecting bool
-	// buys gathered this turn, written as script calls at its end (sendBuys).
+	// buys gathered this turn, written as script calls at its end (sendBuys); sold, the
+	// attempts that sold, teed at its end (teeSold).
 	buys []*pendingBuy
+	sold []buyAttempt
 }
 
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
@@ -370,6 +372,7 @@ func (k *core) flushInputs() {
 		}
 	}
 	k.sendBuys()
+	k.teeSold()
 }
 
 // takeDirty returns the clients marked dirty, and keeps marked those whose input waits and

@@ -40,7 +40,9 @@ type buyer interface {
 	late(as []buyAttempt, raw []byte)
 	// tee hands a sold attempt's order to Kafka; with afterKafka, done is called with
 	// Kafka's answer (on a goroutine not the loop's), and ackReply makes the buyer's reply.
+	// teeAll hands many at once, not waited for: the orders a turn sold.
 	tee(a buyAttempt, done func(error))
+	teeAll(as []buyAttempt)
 	afterKafka() bool
 	ackReply(a buyAttempt, err error) []byte
 	finish(a buyAttempt)
@@ -134,14 +136,19 @@ func (k *core) sendBuys() {
 	}
 	var order []*nodeCalls
 	byNode := map[string]*nodeCalls{}
+	masters := map[string]string{} // sku -> master, looked up once a turn
 	for _, b := range buys {
 		b.c.buysWaiting--
 		addr, ask := b.addr, b.ask
 		if addr == "" {
-			var err error
-			if addr, err = k.buyer.master(b.a.group().SKU); err != nil {
-				k.buyDone(b, upstreamUnavailable(err))
-				continue
+			sku := b.a.group().SKU
+			if addr = masters[sku]; addr == "" {
+				var err error
+				if addr, err = k.buyer.master(sku); err != nil {
+					k.buyDone(b, upstreamUnavailable(err))
+					continue
+				}
+				masters[sku] = addr
 			}
 		}
 		up := k.ownerNodeOf(addr)
@@ -203,6 +210,15 @@ func (k *core) sendBuys() {
 	}
 }
 
+// teeSold hands the orders sold this turn to Kafka, together.
+func (k *core) teeSold() {
+	if len(k.sold) > 0 {
+		k.buyer.teeAll(k.sold)
+		clear(k.sold)
+		k.sold = k.sold[:0]
+	}
+}
+
 // callReply takes the reply of a script call: settled now, or when its WAIT answers.
 func (k *core) callReply(call *buyCall, raw []byte) {
 	if call.wait != nil {
@@ -250,7 +266,7 @@ func (k *core) settleCall(call *buyCall, raw []byte) {
 				k.env.post(func() { k.buyDone(b, k.buyer.ackReply(b.a, err)) })
 			})
 		case o.sold:
-			k.buyer.tee(b.a, nil)
+			k.sold = append(k.sold, b.a) // teed at the end of the turn, all together
 			k.buyDone(b, o.reply)
 		default:
 			k.buyDone(b, o.reply)

@@ -436,9 +436,14 @@ func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int) []buyOutcome {
 	}
 	return out
 }
-func (b *fakeBuyer) timedOut(buyAttempt) []byte        { return []byte("-UNAVAILABLE timed out\r\n") }
-func (b *fakeBuyer) late([]buyAttempt, []byte)         {}
-func (b *fakeBuyer) tee(a buyAttempt, _ func(error))   { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
+func (b *fakeBuyer) timedOut(buyAttempt) []byte      { return []byte("-UNAVAILABLE timed out\r\n") }
+func (b *fakeBuyer) late([]buyAttempt, []byte)       {}
+func (b *fakeBuyer) tee(a buyAttempt, _ func(error)) { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
+func (b *fakeBuyer) teeAll(as []buyAttempt) {
+	for _, a := range as {
+		b.tee(a, nil)
+	}
+}
 func (b *fakeBuyer) afterKafka() bool                  { return false }
 func (b *fakeBuyer) ackReply(buyAttempt, error) []byte { return nil }
 func (b *fakeBuyer) finish(buyAttempt)                 { b.finished++ }

@@ -116,7 +116,7 @@ func newLoop(s *Server) (*loop, error) {
 		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap,
 	}, s.upstream.Standalone() == "")
 	if g := s.router.Guard(); g != nil {
-		l.core.buyer = guardBuyer{r: s.router, g: g, timeout: g.CallTimeout()}
+		l.core.buyer = &guardBuyer{r: s.router, g: g, timeout: g.CallTimeout()}
 	}
 	return l, nil
 }
@@ -223,7 +223,7 @@ func (l *loop) clientEvent(c *client, ev uint32, rbuf []byte) {
 	if c.rd.Buffered() > 0 {
 		buf = c.rd.Buffer(loopReadSize)
 	}
-	n, err := unix.Read(c.id, buf)
+	n, err := rawRead(c.id, buf)
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 		return
 	}
@@ -252,7 +252,7 @@ func (l *loop) upEvent(up *node, ev uint32) {
 		copy(grown, up.in)
 		up.in = grown
 	}
-	n, err := unix.Read(up.fd, up.in[len(up.in):cap(up.in)])
+	n, err := rawRead(up.fd, up.in[len(up.in):cap(up.in)])
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 		return
 	}
@@ -285,7 +285,7 @@ func (l *loop) writeUp(up *node) {
 		return
 	}
 	if len(up.out) > 0 {
-		n, err := unix.Write(up.fd, up.out)
+		n, err := rawWrite(up.fd, up.out)
 		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 			l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err))
 			l.closeUp(up)
@@ -331,7 +331,7 @@ func (l *loop) writeClient(c *client) {
 	if c.closed || c.blocked || len(c.out) == 0 {
 		return
 	}
-	n, err := unix.Write(c.id, c.out)
+	n, err := rawWrite(c.id, c.out)
 	if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		l.closeClient(c)
 		return
