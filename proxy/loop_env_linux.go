@@ -28,7 +28,9 @@ func (e loopEnv) end()                            { e.l.s.end() }
 func (e loopEnv) dial(up *node) {
 	l := e.l
 	go func() {
-		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout())
+		// The connect is bounded by the dial timeout; the login, a command like any other, by
+		// the command timeout besides: a node busy with a slow script answers it late.
+		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout()+l.s.upstream.Timeout())
 		defer cancel()
 		dial := l.s.upstream.Dial
 		if up.owner {

@@ -521,3 +521,46 @@ func testBlockedClientLeaves(t *testing.T, s *stack) {
 	}
 	c.do(t, "DEL", key)
 }
+
+// TestSlowCommandIsolated: a script that runs 1.5 s in Redis (longer than buy.call_timeout)
+// returns its reply to its caller, and another client's command on the same node, queued
+// behind it, is answered too: a slow command fails nobody.
+func TestSlowCommandIsolated(t *testing.T) {
+	eachUpstreamWith(t, func(c *conf.Config) { c.Buy.CallTimeout = 300 * time.Millisecond }, testSlowCommandIsolated)
+}
+
+func testSlowCommandIsolated(t *testing.T, s *stack) {
+	const slowLua = `local t0 = redis.call('TIME')
+local start = t0[1] * 1000000 + t0[2]
+while true do
+  local t = redis.call('TIME')
+  if t[1] * 1000000 + t[2] - start >= tonumber(ARGV[1]) then return 1 end
+end`
+	key := "{slow" + xid.New().String() + "}"
+	slow, other := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
+	if s.cfg.Redis.Mode == conf.ModeStandalone {
+		direct = connect.Redis(s.cfg.Redis)
+	}
+	defer direct.Close()
+	ctx := context.Background()
+	m, err := direct.MasterForKey(ctx, key+"a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := redis.NewClient(&redis.Options{Addr: m.Options().Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	defer probe.Close()
+	if err := probe.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slow.c.Write([]byte(resp("EVAL", slowLua, "1", key+"a", "1500000"))); err != nil {
+		t.Fatal(err)
+	}
+	// Redis runs the script: a PING straight to the node gets no answer in 50 ms.
+	eventually(t, 5*time.Second, "Redis runs the slow script", func() bool { return probe.Ping(ctx).Err() != nil })
+	other.expect(t, resp("GET", key+"b"), "$-1\r\n")
+	_ = slow.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if got, err := upstream.ReadReply(slow.r); err != nil || string(got) != ":1\r\n" {
+		t.Fatalf("the slow script's reply = %q, %v; want :1", got, err)
+	}
+}
