@@ -92,14 +92,3 @@ func hasCode(msg string) bool {
 type respError string
 
 func (e respError) Error() string { return string(e) }
-
-func quoteArgs(args [][]byte) string {
-	var b strings.Builder
-	for _, a := range args {
-		if len(a) > 128 {
-			a = a[:128]
-		}
-		b.WriteString("'" + string(a) + "' ")
-	}
-	return b.String()
-}

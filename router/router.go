@@ -30,6 +30,9 @@ const (
 	flagTx
 	// flagSubscribe: switches the connection to subscriber mode (with an upstream).
 	flagSubscribe
+	// flagQueued: inside MULTI, queued and sent to Redis with the transaction, as Redis
+	// queues it (PING, ECHO, SELECT 0, INFO, COMMAND): its reply is Redis's, in EXEC's array.
+	flagQueued
 )
 
 // handler serves one command: parse args, run the operation, return the reply.
@@ -129,15 +132,15 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	}
 	r.table = map[string]*command{}
 	for _, c := range []*command{
-		{name: "ping", arity: -1, maxArgs: 2, handler: cmdPing},
-		{name: "echo", arity: 2, handler: cmdEcho},
+		{name: "ping", arity: -1, maxArgs: 2, flags: flagQueued, handler: cmdPing},
+		{name: "echo", arity: 2, flags: flagQueued, handler: cmdEcho},
 		{name: "quit", arity: -1, flags: flagNoAuth, handler: cmdQuit},
-		{name: "select", arity: 2, handler: cmdSelect},
+		{name: "select", arity: 2, flags: flagQueued, handler: cmdSelect},
 		{name: "hello", arity: -1, flags: flagNoAuth, handler: r.cmdHello},
 		{name: "auth", arity: -2, maxArgs: 3, flags: flagNoAuth, handler: r.cmdAuth},
 		{name: "client", arity: -2, handler: cmdClient},
-		{name: "command", arity: -1, handler: r.cmdCommand},
-		{name: "info", arity: -1, handler: r.cmdInfo},
+		{name: "command", arity: -1, flags: flagQueued, handler: r.cmdCommand},
+		{name: "info", arity: -1, flags: flagQueued, handler: r.cmdInfo},
 		{name: "multi", arity: 1, flags: flagTx, handler: r.cmdMulti},
 		{name: "exec", arity: 1, flags: flagTx, handler: r.cmdExec},
 		{name: "discard", arity: 1, flags: flagTx, handler: r.cmdDiscard},
@@ -206,6 +209,16 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 			flushPass()
 			switch {
 			case err == errPassThrough:
+				w.WriteRaw(s.tx.Queue(ctx, args))
+			case err == nil && c.flags&flagQueued != 0:
+				// Redis's own answer, in EXEC's array; a SELECT of another database is
+				// refused here as it is outside MULTI.
+				if c.name == "select" && string(args[1]) != "0" {
+					s.tx.Abort()
+					_, serr := cmdSelect(ctx, s, args)
+					WriteError(w, serr)
+					continue
+				}
 				w.WriteRaw(s.tx.Queue(ctx, args))
 			case err != nil:
 				// As in Redis, a command refused while queued fails the transaction.
@@ -303,7 +316,7 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 			return nil, err
 		}
 		if r.opt.Upstream == nil {
-			return nil, respError("ERR unknown command '" + string(args[0]) + "', with args beginning with: " + quoteArgs(args[1:]))
+			return nil, respError(resp.UnknownCommand(args))
 		}
 		return nil, errPassThrough
 	}

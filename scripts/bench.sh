@@ -10,6 +10,10 @@ OUT=${BENCH_OUT:-BENCHMARKS.md}
 WORK=$ROOT/.stack/bench
 mkdir -p "$WORK"
 N=${BENCH_REQUESTS:-300000}
+# BASE is the revision whose proxy the CPU table compares against: the last before the
+# socket-free core, N loops and buys on the loop.
+BASE=${BENCH_BASELINE:-73f24fa}
+export BENCH_BASELINE_NAME=$BASE
 
 scripts/devstack.sh up
 eval "$(scripts/devstack.sh env)"
@@ -32,6 +36,16 @@ for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; slee
 SALE=(-units 2000 -buyers 80000 -conns 200)
 ./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_proxy "${SALE[@]}" -json >"$WORK/proxy.json" 2>"$WORK/proxy.err" || { cat "$WORK/proxy.err" >&2; exit 1; }
 ./bin/seckill-bench -mode seeds -sku bench_seeds "${SALE[@]}" -check=false -json >"$WORK/seeds.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" >&2; exit 1; }
+
+echo "== (h) the proxy's CPU per request, this tree against $BASE" >&2
+rm -rf "$WORK/base-src" && mkdir -p "$WORK/base-src"
+git archive "$BASE" | tar -x -C "$WORK/base-src"
+(cd "$WORK/base-src" && go build -o "$WORK/base-bin/" ./cmd/seckill-proxy)
+scripts/bench-cpu.sh 100000 "$WORK/base-bin/seckill-proxy" 1 3 >"$WORK/cpu-base.md"
+scripts/bench-cpu.sh 100000 ./bin/seckill-proxy 1 3 >"$WORK/cpu.md"
+scripts/bench-cpu.sh 100000 ./bin/seckill-proxy 2 3 >"$WORK/cpu-2loops.md"
+
+git show "$BASE:BENCHMARKS.md" >"$WORK/base-benchmarks.md"
 
 echo "== (d) pass-through against twemproxy and direct" >&2
 scripts/bench-passthrough.sh 200000 5 >"$WORK/pass.md"
@@ -63,6 +77,38 @@ single = metric(f"{work}/persist.txt", "BenchmarkPersist/batch=1-")
 buy = open(f"{work}/buy.md").read().strip().splitlines()
 passthrough = open(f"{work}/pass.md").read().strip().splitlines()
 hot = [l for l in open(f"{work}/hot.txt") if l.startswith("Benchmark")]
+def cpu_rows(path):
+    rows = {}
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[1].isdigit():
+            rows[(cells[0], cells[1])] = (float(cells[2]), float(cells[3]))
+    return rows
+cpu_base, cpu_new, cpu_two = cpu_rows(f"{work}/cpu-base.md"), cpu_rows(f"{work}/cpu.md"), cpu_rows(f"{work}/cpu-2loops.md")
+cpurows = []
+for key, (us, rps) in cpu_new.items():
+    b, t = cpu_base.get(key), cpu_two.get(key)
+    cpurows.append(f"| {key[0]} | {key[1]} | {b[0]:.1f} | {us:.1f} | {us / b[0]:.2f} | {t[0]:.1f} | {b[1]:.0f} | {rps:.0f} | {t[1]:.0f} |")
+def per_get(rows, name):
+    return rows[(name, "1")][0] / rows[("pass-through GET", "1")][0]
+buy_get_new, buy_get_base = per_get(cpu_new, "successful SECKILL.BUY"), per_get(cpu_base, "successful SECKILL.BUY")
+base = os.environ.get("BENCH_BASELINE_NAME", "")
+old = open(f"{work}/base-benchmarks.md").read()
+def pass_ratios(lines):
+    rows = {}
+    for line in lines:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[2].isdigit():
+            rows[(cells[0], cells[1], cells[2])] = (cells[6], cells[7])
+    return rows
+old_pass = pass_ratios(old[old.find("## (d)"):old.find("## (e)")].splitlines())
+new_pass = pass_ratios(passthrough)
+passcmp = []
+for key, (tw, di) in new_pass.items():
+    otw, odi = old_pass.get(key, ("-", "-"))
+    passcmp.append(f"| {key[0]} | {key[1]} | {key[2]} | {otw} | {tw} | {odi} | {di} |")
+m = re.search(r"proxy/seeds throughput ratio: \*\*([\d.]+)\*\*", old)
+old_seeds = m.group(1) if m else "-"
 big = {}
 for line in open(f"{work}/bigarg.txt"):
     m = re.match(r"BenchmarkLargeArgument/(SET|GET)/(\d+)MiB/(redis|proxy)\S*\s+\d+\s+(\d+) ns/op", line)
@@ -105,7 +151,8 @@ Kafka send per order).
 | seckill-proxy | {proxy['throughput_rps']:.0f} | {lat(proxy)['p50']} µs | {lat(proxy)['p99']} µs | {lat(proxy)['p99_9']} µs | {lat(proxy)['max']} µs | {proxy['replies'].get('order', 0)} | {checks} |
 | the seeds' design | {seeds['throughput_rps']:.0f} | {lat(seeds)['p50']} µs | {lat(seeds)['p99']} µs | {lat(seeds)['p99_9']} µs | {lat(seeds)['max']} µs | {seeds['replies'].get('order', 0)} | not checked (no sink, no outbox) |
 
-proxy/seeds throughput ratio: **{proxy['throughput_rps'] / seeds['throughput_rps']:.2f}**. What the ratio does
+proxy/seeds throughput ratio: **{proxy['throughput_rps'] / seeds['throughput_rps']:.2f}** (in BENCHMARKS.md at {base}:
+{old_seeds}; goal: at least 1.5). What the ratio does
 not show: the seeds' design loses an order whenever the Kafka send fails after Redis said yes;
 the proxy's outbox keeps it.
 
@@ -119,6 +166,12 @@ event loop, and without), against `redis-benchmark --cluster` straight to the ma
 of 5 rounds, each round running every target once in turn.
 
 {chr(10).join(passthrough[1:])}
+
+The same ratios, before (BENCHMARKS.md at {base}, its own run) and after (this run):
+
+| upstream | test | -P | proxy/twemproxy before | proxy/twemproxy after | proxy/direct before | proxy/direct after |
+|---|---|---|---|---|---|---|
+{chr(10).join(passcmp)}
 
 ## (e) The sink
 
@@ -146,6 +199,22 @@ command.
 | size | SET redis | SET proxy | proxy/redis | GET redis | GET proxy | proxy/redis |
 |---|---|---|---|---|---|---|
 {chr(10).join(bigrows)}
+
+## (h) The proxy's CPU per request
+
+`scripts/bench-cpu.sh 100000 <binary> <loops> 3`: the proxy's user + system time from
+`/proc/<pid>/stat` around `redis-benchmark -c 50 -n 100000 -P 1|16` of each request, in front
+of the cluster; medians of 3 rounds. "before" is the proxy built from revision {base or 'the baseline'}
+(`BENCH_BASELINE`; the last before the socket-free core, N event loops and buys on the loop),
+"after" this tree with 1 event loop, and "2 loops" this tree with `redis.event_loops: 2`, all
+in this run.
+
+| request | -P | µs before | µs after | after/before | µs with 2 loops | req/s before | req/s after | req/s with 2 loops |
+|---|---|---|---|---|---|---|---|---|
+{chr(10).join(cpurows)}
+
+CPU per successful BUY over CPU per pass-through GET, at `-P 1`: **{buy_get_new:.2f}** after,
+{buy_get_base:.2f} before (goal: at most 2).
 
 ## Go benchmarks of the hot paths
 

@@ -47,14 +47,19 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 		return plan{special: func(ctx context.Context) []byte { return c.sumOverMasters(ctx, args) }}
 	case "scan":
 		return plan{special: func(ctx context.Context) []byte { return c.scan(ctx, args) }}
-	case "script":
-		return plan{special: func(ctx context.Context) []byte { return c.script(ctx, args) }}
+	case "script", "function", "config", "flushall", "flushdb":
+		if len(args) < 2 && (name == "script" || name == "function" || name == "config") {
+			return plan{reply: errorReply("ERR wrong number of arguments for '" + name + "' command")}
+		}
+		if isBroadcast(name, args) {
+			return plan{special: func(ctx context.Context) []byte { return c.everyMaster(ctx, args) }}
+		}
 	}
 	return c.routeByKeys(ctx, name, flagsOf(ci), args, commandKeys(name, ci, args))
 }
 
 // special are commands handled here rather than routed by key.
-var special = map[string]bool{"dbsize": true, "scan": true, "script": true}
+var special = map[string]bool{"dbsize": true, "scan": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true}
 
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.

@@ -3,8 +3,10 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -169,30 +171,87 @@ func bulkValue(raw []byte) []byte {
 	return raw[i+1 : len(raw)-2]
 }
 
-// script runs SCRIPT on every master (the router's policy decides which subcommands may):
-// LOAD answers the SHA, which is the same everywhere; EXISTS answers 1 for a script only if
-// every master has it; anything else answers the first master's reply, or the first error.
-func (c *Cluster) script(ctx context.Context, args [][]byte) []byte {
-	if len(args) < 2 {
-		return errorReply("ERR wrong number of arguments for 'script' command")
+// broadcast names the commands (and, for containers, subcommands) that act on a whole server:
+// they go to every master, and the replies are merged as a cluster client merges them.
+// Anything else of a container (FUNCTION LIST, CONFIG GET, ...) reads one master.
+var broadcast = map[string]map[string]bool{
+	"flushall": nil, "flushdb": nil,
+	"script":   {"load": true, "exists": true, "flush": true, "kill": true},
+	"function": {"load": true, "delete": true, "flush": true, "restore": true, "kill": true},
+	"config":   {"set": true, "resetstat": true},
+}
+
+// isBroadcast says whether args goes to every master.
+func isBroadcast(name string, args [][]byte) bool {
+	subs, ok := broadcast[name]
+	if !ok {
+		return false
 	}
-	exists := strings.EqualFold(string(args[1]), "exists")
+	return subs == nil || (len(args) > 1 && subs[strings.ToLower(string(args[1]))])
+}
+
+// everyMaster runs a command that acts on a whole server on every master, and merges the
+// replies: SCRIPT EXISTS answers 1 for a script only if every master has it; SCRIPT KILL and
+// FUNCTION KILL succeed if any master had a script to kill (NOTBUSY only if none had);
+// anything else answers the first master's reply when every master succeeded, and otherwise
+// the first error with the masters that failed named, since the others did it.
+func (c *Cluster) everyMaster(ctx context.Context, args [][]byte) []byte {
 	ms, err := c.masters(ctx)
 	if err != nil {
 		return unavailable(err)
 	}
+	sub := ""
+	if len(args) > 1 {
+		sub = strings.ToLower(string(args[1]))
+	}
+	replies := make([][]byte, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() { replies[i] = c.one(ctx, m, args) })
+	}
+	wg.Wait()
+	switch {
+	case sub == "exists":
+		return mergeExists(replies)
+	case sub == "kill":
+		for _, r := range replies {
+			if r[0] != '-' {
+				return r
+			}
+		}
+		for _, r := range replies {
+			if !bytes.HasPrefix(r, []byte("-NOTBUSY")) {
+				return r
+			}
+		}
+		return replies[0]
+	}
+	var failed []string
 	var first []byte
+	for i, r := range replies {
+		if r[0] == '-' {
+			if first == nil {
+				first = r
+			}
+			failed = append(failed, ms[i])
+		}
+	}
+	switch {
+	case first == nil:
+		return replies[0]
+	case len(ms) == 1:
+		return first
+	}
+	msg := strings.TrimSuffix(string(first[1:]), "\r\n")
+	return errorReply(fmt.Sprintf("%s (failed on %s; %d of %d masters did it)", msg, strings.Join(failed, ", "), len(ms)-len(failed), len(ms)))
+}
+
+// mergeExists merges SCRIPT EXISTS replies: 1 for a script only if every master has it.
+func mergeExists(replies [][]byte) []byte {
 	var merged [][]byte
-	for _, m := range ms {
-		r := c.one(ctx, m, args)
+	for _, r := range replies {
 		if r[0] == '-' {
 			return r
-		}
-		if first == nil {
-			first = r
-		}
-		if !exists {
-			continue
 		}
 		els, err := splitArray(r)
 		if err != nil {
@@ -208,10 +267,7 @@ func (c *Cluster) script(ctx context.Context, args [][]byte) []byte {
 			}
 		}
 	}
-	if exists {
-		return arrayReply(merged)
-	}
-	return first
+	return arrayReply(merged)
 }
 
 // blocking runs a blocking command on a connection of its own, so that one client's long

@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"strings"
+
+	"seckill-proxy/internal/resp"
 )
 
 // Tx is one client connection's transaction state: MULTI ... EXEC and WATCH, pinned to the
@@ -63,13 +65,25 @@ func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
 		return unavailable(err)
 	}
 	name := strings.ToLower(string(args[0]))
-	p := t.c.plan(ctx, table, args)
-	if p.reply != nil || p.special != nil || name == "watch" {
+	switch ci := table.info[name]; {
+	case ci == nil:
 		t.aborted = true
-		if p.reply != nil {
-			return p.reply
-		}
-		return errorReply("ERR '" + name + "' is not allowed inside MULTI through seckill-proxy")
+		return errorReply(resp.UnknownCommand(args))
+	case (ci.Arity > 0 && len(args) != int(ci.Arity)) || (ci.Arity < 0 && len(args) < -int(ci.Arity)):
+		t.aborted = true
+		return errorReply(resp.WrongArity(name))
+	}
+	if name == "watch" {
+		t.aborted = true
+		return errorReply("ERR Command not allowed inside a transaction")
+	}
+	// What the proxy serves specially outside MULTI (a blocking command, DBSIZE, SCAN, a
+	// split across slots) goes to the transaction's master as it is, as Redis runs it there:
+	// a blocking command does not block, DBSIZE and SCAN see that master, keys must share
+	// the slot. Refusals stay refusals.
+	if p := t.c.plan(ctx, table, args); p.reply != nil {
+		t.aborted = true
+		return p.reply
 	}
 	if r := t.bind(ctx, commandKeys(name, table.info[name], args)); r != nil {
 		t.aborted = true

@@ -1,0 +1,145 @@
+package proxy_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/xid"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
+)
+
+// contractCase is a sequence of commands sent on one connection, one at a time; through the
+// proxy each reply must be, byte for byte, the one redis-server gives. {k} in an argument is
+// a hash tag of the run's own, so that every key of a case shares one slot.
+type contractCase struct {
+	name string
+	cmds [][]string
+}
+
+var contractCases = []contractCase{
+	{name: "multi lrange ping exec", cmds: [][]string{
+		{"RPUSH", "{k}l", "a", "b"}, {"MULTI"}, {"LRANGE", "{k}l", "0", "-1"}, {"PING"}, {"PING", "hi"}, {"EXEC"}}},
+	{name: "multi echo select info", cmds: [][]string{
+		{"MULTI"}, {"ECHO", "x"}, {"SELECT", "0"}, {"SET", "{k}a", "1"}, {"EXEC"}, {"GET", "{k}a"}}},
+	{name: "blocking commands inside multi do not block", cmds: [][]string{
+		{"RPUSH", "{k}l", "a"}, {"MULTI"}, {"BLPOP", "{k}l", "0"}, {"BLPOP", "{k}l", "0"}, {"BRPOP", "{k}l", "1"},
+		{"BLMOVE", "{k}l", "{k}m", "LEFT", "RIGHT", "0"}, {"BZPOPMIN", "{k}z", "0"}, {"XREAD", "BLOCK", "0", "STREAMS", "{k}s", "$"}, {"EXEC"}}},
+	{name: "keyless commands inside multi", cmds: [][]string{
+		{"MULTI"}, {"DBSIZE"}, {"SCAN", "0"}, {"TIME"}, {"DISCARD"}}},
+	{name: "an unknown command aborts the transaction", cmds: [][]string{
+		{"MULTI"}, {"SET", "{k}a", "1"}, {"NOSUCHCOMMAND", "x"}, {"EXEC"}, {"EXISTS", "{k}a"}}},
+	{name: "unknown commands' errors quote their arguments as Redis does", cmds: [][]string{
+		{"MULTI"}, {strings.Repeat("N", 140), strings.Repeat("a", 100), "b\r\nc", strings.Repeat("d", 50), "e"},
+		{"NOSUCH", "x\ny"}, {"NOSUCH"}, {"DISCARD"}}},
+	{name: "a wrong arity aborts the transaction", cmds: [][]string{
+		{"MULTI"}, {"GET"}, {"EXEC"}, {"PING"}}},
+	{name: "errors at exec time are per command", cmds: [][]string{
+		{"SET", "{k}a", "x"}, {"MULTI"}, {"INCR", "{k}a"}, {"SET", "{k}b", "2"}, {"EXEC"}, {"GET", "{k}b"}}},
+	{name: "watch inside multi", cmds: [][]string{
+		{"MULTI"}, {"WATCH", "{k}a"}, {"EXEC"}}},
+	{name: "exec and discard without multi", cmds: [][]string{
+		{"EXEC"}, {"DISCARD"}, {"MULTI"}, {"MULTI"}, {"DISCARD"}, {"PING"}}},
+	{name: "watch then a change aborts exec", cmds: [][]string{
+		{"WATCH", "{k}a"}, {"SET", "{k}a", "1"}, {"MULTI"}, {"GET", "{k}a"}, {"EXEC"}}},
+}
+
+// TestRedisContract runs each case on redis-server directly and through the proxy (in front
+// of the cluster, and of that same standalone server), and compares the replies.
+func TestRedisContract(t *testing.T) { eachUpstream(t, testRedisContract) }
+
+func testRedisContract(t *testing.T, s *stack) {
+	direct := testenv.Standalone(t)
+	for _, tc := range contractCases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := runContract(t, direct, tc.cmds)
+			got := runContract(t, s.addr, tc.cmds)
+			for i := range tc.cmds {
+				if got[i] != want[i] {
+					t.Errorf("%s: proxy %q, redis %q", strings.Join(tc.cmds[i], " "), got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// runContract sends cmds on a new connection to addr, with a hash tag of its own for {k},
+// and returns each raw reply.
+func runContract(t *testing.T, addr string, cmds [][]string) []string {
+	t.Helper()
+	tag := "{c" + xid.New().String() + "}"
+	c := dialRaw(t, addr)
+	out := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		args := make([]string, len(cmd))
+		for j, a := range cmd {
+			args[j] = strings.ReplaceAll(a, "{k}", tag)
+		}
+		out[i] = strings.ReplaceAll(c.do(t, args...), tag, "{k}")
+	}
+	return out
+}
+
+// TestAdminCommandsReachEveryMaster: what acts on a whole server goes to every master, and
+// the reply says which failed. SCRIPT FLUSH leaves no master with the script; FLUSHALL,
+// admin-allowed, is refused by the pass-through user's ACL on every master, and the reply
+// names them; an admin may kill a runaway script without any admin_allow.
+func TestAdminCommandsReachEveryMaster(t *testing.T) {
+	users := []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	s := start(t, func(c *conf.Config) {
+		c.Users = users
+		c.Redis.AdminAllow = []string{"script", "flushall"}
+	})
+	admin, app := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	if got := admin.do(t, "AUTH", "ops", "ops-pw"); got != "+OK\r\n" {
+		t.Fatalf("AUTH ops = %q", got)
+	}
+	if got := app.do(t, "AUTH", "shop", "shop-pw"); got != "+OK\r\n" {
+		t.Fatalf("AUTH shop = %q", got)
+	}
+	ctx := context.Background()
+	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
+	defer direct.Close()
+	masters := 0
+	_ = direct.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters++; return nil })
+
+	const body = "return 'contract'"
+	sha := admin.do(t, "SCRIPT", "LOAD", body)
+	if !strings.HasPrefix(sha, "$40\r\n") {
+		t.Fatalf("SCRIPT LOAD = %q", sha)
+	}
+	sha = sha[5:45]
+	exists := func() (n int) {
+		_ = direct.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if v, _ := m.ScriptExists(ctx, sha).Result(); len(v) == 1 && v[0] {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	if n := exists(); n != masters {
+		t.Fatalf("after SCRIPT LOAD %d of %d masters have the script", n, masters)
+	}
+	if got := admin.do(t, "SCRIPT", "FLUSH"); got != "+OK\r\n" {
+		t.Fatalf("SCRIPT FLUSH = %q", got)
+	}
+	if n := exists(); n != 0 {
+		t.Fatalf("after SCRIPT FLUSH %d of %d masters still have the script", n, masters)
+	}
+	got := admin.do(t, "FLUSHALL")
+	if !strings.HasPrefix(got, "-NOPERM") || !strings.Contains(got, "failed on ") || strings.Count(got, ":") < masters {
+		t.Fatalf("FLUSHALL = %q, want NOPERM naming the %d masters", got, masters)
+	}
+	for _, kill := range [][]string{{"SCRIPT", "KILL"}, {"FUNCTION", "KILL"}} {
+		if got := admin.do(t, kill...); got != "-NOTBUSY No scripts in execution right now.\r\n" {
+			t.Errorf("admin %v = %q", kill, got)
+		}
+		if got := app.do(t, kill...); !strings.Contains(got, "refused") {
+			t.Errorf("app %v = %q, want refused", kill, got)
+		}
+	}
+}
