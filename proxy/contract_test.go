@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -43,6 +44,9 @@ var contractCases = []contractCase{
 		{"MULTI"}, {"WATCH", "{k}a"}, {"EXEC"}}},
 	{name: "exec and discard without multi", cmds: [][]string{
 		{"EXEC"}, {"DISCARD"}, {"MULTI"}, {"MULTI"}, {"DISCARD"}, {"PING"}}},
+	{name: "command subcommands are Redis's", cmds: [][]string{
+		{"COMMAND", "GETKEYS", "SET", "{k}a", "b"}, {"COMMAND", "INFO", "get", "nosuch"}, {"COMMAND", "DOCS", "get"},
+		{"COMMAND", "LIST", "FILTERBY", "PATTERN", "xad*"}, {"COMMAND", "NOSUCH"}, {"COMMAND", "GETKEYS", "NOSUCH"}}},
 	{name: "watch then a change aborts exec", cmds: [][]string{
 		{"WATCH", "{k}a"}, {"SET", "{k}a", "1"}, {"MULTI"}, {"GET", "{k}a"}, {"EXEC"}}},
 }
@@ -141,5 +145,33 @@ func TestAdminCommandsReachEveryMaster(t *testing.T) {
 		if got := app.do(t, kill...); !strings.Contains(got, "refused") {
 			t.Errorf("app %v = %q, want refused", kill, got)
 		}
+	}
+}
+
+// TestCommandTableMerged: COMMAND COUNT, INFO and LIST are Redis's with the proxy's own
+// SECKILL commands added.
+func TestCommandTableMerged(t *testing.T) { eachUpstream(t, testCommandTableMerged) }
+
+func testCommandTableMerged(t *testing.T, s *stack) {
+	direct := dialRaw(t, testenv.Standalone(t))
+	c := dialRaw(t, s.addr)
+	const own = 7 // SECKILL.BUY, STATUS, INFO, WARM, CLOSE, RELEASE, CHECK
+	var redisCount, proxyCount int
+	if _, err := fmt.Sscanf(direct.do(t, "COMMAND", "COUNT"), ":%d", &redisCount); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(c.do(t, "COMMAND", "COUNT"), ":%d", &proxyCount); err != nil {
+		t.Fatal(err)
+	}
+	if proxyCount != redisCount+own {
+		t.Errorf("COMMAND COUNT = %d, want Redis's %d + %d", proxyCount, redisCount, own)
+	}
+	want := direct.do(t, "COMMAND", "INFO", "get")
+	got := c.do(t, "COMMAND", "INFO", "get", "seckill.buy")
+	if !strings.HasPrefix(got, "*2\r\n"+strings.TrimPrefix(want, "*1\r\n")+"*10\r\n$11\r\nseckill.buy\r\n:-3\r\n") {
+		t.Errorf("COMMAND INFO get seckill.buy = %q; Redis's get is %q", got, want)
+	}
+	if got := c.do(t, "COMMAND", "LIST"); !strings.Contains(got, "$11\r\nseckill.buy\r\n") || !strings.Contains(got, "$3\r\nget\r\n") {
+		t.Errorf("COMMAND LIST lacks get or seckill.buy: %.200q", got)
 	}
 }

@@ -491,44 +491,6 @@ func cmdClient(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 
 // cmdCommand answers COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS, enough for
 // clients that call them on connect.
-func (r *Router) cmdCommand(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
-	if len(args) == 1 {
-		out := make(Array, 0, len(r.table))
-		for _, c := range r.table {
-			out = append(out, c.info())
-		}
-		return out, nil
-	}
-	switch strings.ToLower(string(args[1])) {
-	case "count":
-		return Int(len(r.table)), nil
-	case "docs":
-		return Array{}, nil
-	case "info":
-		out := make(Array, 0, len(args)-2)
-		for _, name := range args[2:] {
-			if c := r.lookup(name); c != nil {
-				out = append(out, c.info())
-			} else {
-				out = append(out, NullBulk{})
-			}
-		}
-		return out, nil
-	}
-	return nil, respError("ERR unknown subcommand '" + string(args[1]) + "'. Try COMMAND HELP.")
-}
-
-// info is the command's COMMAND INFO entry: name, arity, flags, first key, last key, step.
-func (c *command) info() Reply {
-	flags := Array{}
-	first, last := 0, 0
-	if strings.HasPrefix(c.name, "seckill.") {
-		flags = append(flags, SimpleString("write"))
-		first, last = 1, 1
-	}
-	return Fields(c.name, c.arity, flags, first, last, first)
-}
-
 func (r *Router) cmdWarm(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
 	sku, opt, err := guard.ParseWarm(args[1:])
 	if err != nil {
