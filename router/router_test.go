@@ -65,7 +65,7 @@ func TestConnectionCommands(t *testing.T) {
 		{"COMMAND DOCS", "*0\r\n"},
 		{"COMMAND COUNT", ":24\r\n"},
 		{"COMMAND INFO nope", "*1\r\n$-1\r\n"},
-		{"COMMAND INFO ping", "*1\r\n*6\r\n$4\r\nping\r\n:-1\r\n*0\r\n:0\r\n:0\r\n:0\r\n"},
+		{"COMMAND INFO ping", "*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n*0\r\n:0\r\n:0\r\n:0\r\n*0\r\n*0\r\n*0\r\n*0\r\n"},
 		{"GETX a b", "-ERR unknown command 'GETX', with args beginning with: 'a' 'b' \r\n"},
 		{"AUTH x", "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"},
 		{"ECHO " + strings.Repeat("x", 17), "-ERR argument of 17 bytes is above limits.max_arg_bytes\r\n"},
