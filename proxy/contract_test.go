@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
@@ -174,4 +175,36 @@ func testCommandTableMerged(t *testing.T, s *stack) {
 	if got := c.do(t, "COMMAND", "LIST"); !strings.Contains(got, "$11\r\nseckill.buy\r\n") || !strings.Contains(got, "$3\r\nget\r\n") {
 		t.Errorf("COMMAND LIST lacks get or seckill.buy: %.200q", got)
 	}
+}
+
+// TestInfoIsRedis: INFO is Redis's, merged over the masters in front of a cluster, with the
+// proxy's own section after it; INFO seckill is the proxy's alone.
+func TestInfoIsRedis(t *testing.T) { eachUpstream(t, testInfoIsRedis) }
+
+func testInfoIsRedis(t *testing.T, s *stack) {
+	c := dialRaw(t, s.addr)
+	info := c.do(t, "INFO")
+	for _, want := range []string{"# Server\r\n", "redis_version:", "# Clients\r\nconnected_clients:", "# Memory\r\nused_memory:",
+		"# Persistence\r\nloading:0\r\n", "rdb_bgsave_in_progress:", "aof_rewrite_in_progress:", "# Keyspace\r\n",
+		"# Seckill\r\nseckill_proxy:1\r\n", "proxy_connected_clients:", "proxy_total_commands_processed:"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q", want)
+		}
+	}
+	if own := c.do(t, "INFO", "seckill"); strings.Contains(own, "# Server") || !strings.Contains(own, "# Seckill\r\n") {
+		t.Errorf("INFO seckill = %.300q", own)
+	}
+	if mem := c.do(t, "INFO", "memory"); strings.Contains(mem, "# Seckill") || !strings.Contains(mem, "used_memory:") {
+		t.Errorf("INFO memory = %.300q", mem)
+	}
+	// The keyspace counts every master's keys: what DBSIZE (summed over the masters) counts.
+	eventually(t, 5*time.Second, "INFO keyspace's keys = DBSIZE", func() bool {
+		var keys, dbsize int
+		ks := c.do(t, "INFO", "keyspace")
+		if i := strings.Index(ks, "db0:keys="); i >= 0 {
+			_, _ = fmt.Sscanf(ks[i:], "db0:keys=%d", &keys)
+		}
+		_, _ = fmt.Sscanf(c.do(t, "DBSIZE"), ":%d", &dbsize)
+		return keys == dbsize && keys > 0
+	})
 }

@@ -312,9 +312,9 @@ func TestLoopShutdownDrains(t *testing.T) {
 	// The GET is in flight once the proxy has counted it (each INFO counts itself too).
 	admin := dialRaw(t, s.addr)
 	processed := func() (n int) {
-		info := admin.do(t, "INFO")
-		i := strings.Index(info, "total_commands_processed:")
-		_, _ = fmt.Sscan(info[i+len("total_commands_processed:"):], &n)
+		info := admin.do(t, "INFO", "seckill")
+		i := strings.Index(info, "proxy_total_commands_processed:")
+		_, _ = fmt.Sscan(info[i+len("proxy_total_commands_processed:"):], &n)
 		return n
 	}
 	before := processed()

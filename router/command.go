@@ -22,27 +22,27 @@ func (r *Router) cmdCommand(ctx context.Context, _ *Session, args [][]byte) (Rep
 	}
 	raw := r.opt.Upstream.Do(ctx, [][][]byte{args})[0]
 	if raw[0] == '-' {
-		return Raw(raw), nil
+		return rawReply(raw), nil
 	}
 	own := r.ownCommands()
 	switch sub {
 	case "count":
 		n, err := upstream.ParseInt(raw)
 		if err != nil {
-			return Raw(raw), nil
+			return rawReply(raw), nil
 		}
 		return Int(n + int64(len(own))), nil
 	case "", "info", "list", "docs":
 	default:
-		return Raw(raw), nil
+		return rawReply(raw), nil
 	}
 	els, err := upstream.SplitArray(raw)
 	if err != nil {
-		return Raw(raw), nil
+		return rawReply(raw), nil
 	}
 	out := make(Array, 0, len(els)+len(own))
 	for _, e := range els {
-		out = append(out, Raw(e))
+		out = append(out, rawReply(e))
 	}
 	switch {
 	case sub == "" || (sub == "info" && len(args) == 2):

@@ -118,9 +118,13 @@ func (r *Router) cmdCheck(ctx context.Context, _ *Session, args [][]byte) (Reply
 // infoSections are INFO's sections, in order.
 var infoSections = []string{"server", "clients", "stats", "seckill"}
 
-// cmdInfo answers INFO [section ...] in Redis's format, with the proxy's own sections:
-// server, clients, stats and seckill. "all", "everything" and "default" name them all.
-func (r *Router) cmdInfo(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+// cmdInfo answers INFO [section ...] in Redis's format. With Redis behind the proxy, Redis's
+// sections and the proxy's own (infoOf); without, the proxy's own server, clients, stats and
+// seckill sections. "all", "everything" and "default" name them all.
+func (r *Router) cmdInfo(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if r.opt.Upstream != nil {
+		return r.infoOf(ctx, args)
+	}
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		switch s := strings.ToLower(string(a)); s {
@@ -174,6 +178,23 @@ func (r *Router) cmdInfo(_ context.Context, _ *Session, args [][]byte) (Reply, e
 		section("seckill", r.proxyCounters())
 	}
 	return BulkString(b.String()), nil
+}
+
+// proxyStats are the proxy's own connection and command counters, for its INFO section.
+func (r *Router) proxyStats() []guard.Field {
+	var clients int64
+	if r.opt.Clients != nil {
+		clients = r.opt.Clients()
+	}
+	return []guard.Field{
+		{Name: "proxy_process_id", Value: int64(os.Getpid())},
+		{Name: "proxy_uptime_in_seconds", Value: int64(time.Since(r.started).Seconds())},
+		{Name: "proxy_connected_clients", Value: clients},
+		{Name: "proxy_total_connections_received", Value: r.nextID.Load()},
+		{Name: "proxy_total_commands_processed", Value: r.commands.Load()},
+		{Name: "auth_failures", Value: r.auth.failures.Load()},
+		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load()},
+	}
 }
 
 func (r *Router) txOf(s *Session) *upstream.Tx {

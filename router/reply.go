@@ -31,9 +31,6 @@ type Array []Reply
 // NullBulk is the $-1 reply.
 type NullBulk struct{}
 
-// Raw is a reply already in RESP, as Redis gave it.
-type Raw []byte
-
 // OK is +OK.
 const OK = SimpleString("OK")
 
@@ -41,7 +38,6 @@ func (r SimpleString) write(w Writer) { w.WriteString(string(r)) }
 func (r BulkString) write(w Writer)   { w.WriteBulkString(string(r)) }
 func (r Int) write(w Writer)          { w.WriteInt64(int64(r)) }
 func (NullBulk) write(w Writer)       { w.WriteNull() }
-func (r Raw) write(w Writer)          { w.WriteRaw(r) }
 func (r Array) write(w Writer) {
 	w.WriteArray(len(r))
 	for _, e := range r {

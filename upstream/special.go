@@ -196,7 +196,7 @@ func isBroadcast(name string, args [][]byte) bool {
 // anything else answers the first master's reply when every master succeeded, and otherwise
 // the first error with the masters that failed named, since the others did it.
 func (c *Cluster) everyMaster(ctx context.Context, args [][]byte) []byte {
-	ms, err := c.masters(ctx)
+	ms, replies, err := c.OnEveryMaster(ctx, args)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -204,12 +204,6 @@ func (c *Cluster) everyMaster(ctx context.Context, args [][]byte) []byte {
 	if len(args) > 1 {
 		sub = strings.ToLower(string(args[1]))
 	}
-	replies := make([][]byte, len(ms))
-	var wg sync.WaitGroup
-	for i, m := range ms {
-		wg.Go(func() { replies[i] = c.one(ctx, m, args) })
-	}
-	wg.Wait()
 	switch {
 	case sub == "exists":
 		return mergeExists(replies)
@@ -306,4 +300,20 @@ func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 		return unavailable(err)
 	}
 	return c.redirect(ctx, replies[0], args)
+}
+
+// OnEveryMaster sends args to every master (the one server, standalone) and returns each
+// master's address and raw reply, in the same order.
+func (c *Cluster) OnEveryMaster(ctx context.Context, args [][]byte) ([]string, [][]byte, error) {
+	ms, err := c.masters(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	replies := make([][]byte, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() { replies[i] = c.one(ctx, m, args) })
+	}
+	wg.Wait()
+	return ms, replies, nil
 }
