@@ -59,7 +59,7 @@ func TestSaleInfo(t *testing.T) {
 		t.Fatalf("INFO of an unknown sku: %v", err)
 	}
 	info, err := c.Info(ctx, "seckill").Result()
-	if err != nil || !strings.Contains(info, "# Seckill\r\nbuys:1\r\nbuy_successes:1\r\n") || !strings.Contains(info, "kafka_published:") {
+	if err != nil || !strings.Contains(info, "# Seckill\r\n") || !strings.Contains(info, "\r\nbuys:1\r\nbuy_successes:1\r\n") || !strings.Contains(info, "kafka_published:") {
 		t.Fatalf("INFO seckill: %q %v", info, err)
 	}
 }
