@@ -181,7 +181,10 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 		if sess.Subscribe != nil {
 			first, rest := sess.Subscribe, sess.SubscribeRest
 			sess.Subscribe, sess.SubscribeRest = nil, nil
-			if cmds = s.bridge(c, first, rest); len(cmds) == 0 {
+			sess.SetSubscriber(true)
+			cmds = s.bridge(c, first, rest)
+			sess.SetSubscriber(false)
+			if len(cmds) == 0 {
 				return
 			}
 		}
@@ -224,6 +227,7 @@ func (s *Server) serveGoroutines(ln net.Listener) error {
 		}
 		sess := s.router.NewSession()
 		sess.Remote = nc.RemoteAddr().String()
+		sess.SetConn(nc.LocalAddr().String(), -1, func() { _ = nc.Close() })
 		s.conns.Add(1)
 		go s.serveConn(nc, sess, nil)
 	}

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,76 @@ func testInfoIsRedis(t *testing.T, s *stack) {
 		_, _ = fmt.Sscanf(c.do(t, "DBSIZE"), ":%d", &dbsize)
 		return keys == dbsize && keys > 0
 	})
+}
+
+// TestClientCommands: CLIENT LIST, INFO and KILL answer for the proxy's own clients, in
+// Redis's format; KILL is an admin's; what the proxy cannot honour says why.
+func TestClientCommands(t *testing.T) {
+	users := []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	s := start(t, func(c *conf.Config) { c.Users = users })
+	admin, app, victim := dialRaw(t, s.addr), dialRaw(t, s.addr), dialRaw(t, s.addr)
+	for _, c := range []*rawClient{admin, app, victim} {
+		user, pw := "shop", "shop-pw"
+		if c == admin {
+			user, pw = "ops", "ops-pw"
+		}
+		if got := c.do(t, "AUTH", user, pw); got != "+OK\r\n" {
+			t.Fatalf("AUTH %s = %q", user, got)
+		}
+	}
+	if got := victim.do(t, "CLIENT", "SETNAME", "victim"); got != "+OK\r\n" {
+		t.Fatalf("SETNAME = %q", got)
+	}
+	victimID := strings.TrimSuffix(strings.TrimPrefix(victim.do(t, "CLIENT", "ID"), ":"), "\r\n")
+	line := regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=-?\d+ name=\S* age=\d+ idle=\d+ flags=[NP] db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=\S+ user=\S+ redir=-1 resp=2 lib-name=\S* lib-ver=\S*$`)
+	info := admin.do(t, "CLIENT", "INFO")
+	if body := bulkBody(info); !line.MatchString(strings.TrimSuffix(body, "\n")) || !strings.Contains(body, "user=ops") || !strings.Contains(body, "cmd=client|info") {
+		t.Fatalf("CLIENT INFO = %q", info)
+	}
+	list := bulkBody(admin.do(t, "CLIENT", "LIST"))
+	lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
+	if len(lines) != 3 || !strings.Contains(list, "id="+victimID+" ") || !strings.Contains(list, "name=victim ") {
+		t.Fatalf("CLIENT LIST = %q", list)
+	}
+	for _, l := range lines {
+		if !line.MatchString(l) {
+			t.Errorf("CLIENT LIST line %q is not in Redis's format", l)
+		}
+	}
+	if got := bulkBody(admin.do(t, "CLIENT", "LIST", "ID", victimID)); strings.Count(got, "\n") != 1 || !strings.Contains(got, "name=victim") {
+		t.Errorf("CLIENT LIST ID %s = %q", victimID, got)
+	}
+	if got := app.do(t, "CLIENT", "KILL", "ID", victimID); !strings.HasPrefix(got, "-NOPERM") {
+		t.Errorf("app CLIENT KILL = %q, want NOPERM", got)
+	}
+	if got := admin.do(t, "CLIENT", "KILL", "ID", victimID); got != ":1\r\n" {
+		t.Fatalf("admin CLIENT KILL ID = %q", got)
+	}
+	_ = victim.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := victim.r.ReadByte(); err == nil {
+		t.Fatal("the killed client's connection is still open")
+	}
+	eventually(t, 5*time.Second, "the killed client leaves CLIENT LIST", func() bool {
+		return !strings.Contains(admin.do(t, "CLIENT", "LIST"), "name=victim")
+	})
+	if got := admin.do(t, "CLIENT", "KILL", "127.0.0.1:1"); got != "-ERR No such client\r\n" {
+		t.Errorf("CLIENT KILL of no one = %q", got)
+	}
+	if got := admin.do(t, "CLIENT", "KILL", "USER", "ops"); got != ":0\r\n" {
+		t.Errorf("CLIENT KILL USER ops (SKIPME yes) = %q", got)
+	}
+	if got := admin.do(t, "CLIENT", "NO-EVICT", "on"); got != "+OK\r\n" {
+		t.Errorf("CLIENT NO-EVICT on = %q", got)
+	}
+	for _, sub := range []string{"PAUSE", "TRACKING", "NO-TOUCH", "UNBLOCK"} {
+		if got := admin.do(t, "CLIENT", sub, "x"); !strings.Contains(got, "not supported through seckill-proxy: ") {
+			t.Errorf("CLIENT %s = %q", sub, got)
+		}
+	}
+}
+
+// bulkBody is a raw bulk string reply's content.
+func bulkBody(raw string) string {
+	_, body, _ := strings.Cut(raw, "\r\n")
+	return strings.TrimSuffix(body, "\r\n")
 }

@@ -183,6 +183,7 @@ func (k *core) process(c *client) {
 			}
 			return
 		}
+		c.sess.Active(k.now)
 		if k.draining {
 			c.rd.Unread()
 			if c.owed() == 0 {

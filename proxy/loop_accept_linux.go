@@ -33,7 +33,7 @@ func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
 			continue
 		}
 		fd, err := socketOf(nc)
-		remote := nc.RemoteAddr().String()
+		remote, local := nc.RemoteAddr().String(), nc.LocalAddr().String()
 		nc.Close() // the loop has its own descriptor of the socket
 		if err != nil {
 			s.clients.Add(-1)
@@ -41,7 +41,7 @@ func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
 			continue
 		}
 		l := loops[next%len(loops)]
-		if !l.post(func() { l.register(fd, remote) }) {
+		if !l.post(func() { l.register(fd, remote, local) }) {
 			unix.Close(fd)
 			s.clients.Add(-1)
 		}
@@ -70,7 +70,7 @@ func socketOf(nc net.Conn) (int, error) {
 	return fd, nil
 }
 
-func (l *loop) register(fd int, remote string) {
+func (l *loop) register(fd int, remote, local string) {
 	if l.stopping {
 		unix.Close(fd)
 		l.s.clients.Add(-1)
@@ -79,6 +79,13 @@ func (l *loop) register(fd int, remote string) {
 	sess := l.s.router.NewSession()
 	sess.Remote = remote
 	c := l.core.newClient(l.s.ctx, fd, sess, remote)
+	sess.SetConn(local, fd, func() {
+		l.post(func() {
+			if l.clients[fd] == c {
+				l.closeClient(c)
+			}
+		})
+	})
 	c.ev = unix.EPOLLIN | unix.EPOLLRDHUP
 	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: c.ev, Fd: int32(fd)}); err != nil {
 		unix.Close(fd)

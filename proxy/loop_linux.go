@@ -390,6 +390,7 @@ func (l *loop) handOff(c *client) {
 		l.s.log.Warn("cannot hand a client over", zap.Error(err))
 		return
 	}
+	c.sess.SetConn(nc.LocalAddr().String(), -1, func() { _ = nc.Close() })
 	l.s.conns.Add(1)
 	go l.s.serveConn(nc, c.sess, append([]byte(nil), c.rd.Pending()...))
 }

@@ -55,6 +55,9 @@ func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply,
 		return nil, r.authFailed(ctx, s, name)
 	}
 	s.Authed, s.User, s.Admin, s.authFailures = true, name, admin, 0
+	s.view.mu.Lock()
+	s.view.user = name
+	s.view.mu.Unlock()
 	return OK, nil
 }
 

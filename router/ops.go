@@ -231,6 +231,7 @@ func (r *Router) cmdUnwatch(_ context.Context, s *Session, _ [][]byte) (Reply, e
 
 // CloseSession releases what a connection held upstream (a WATCH's pinned connection).
 func (r *Router) CloseSession(s *Session) {
+	r.sessions.Delete(s.ID)
 	if s.tx != nil {
 		s.tx.Close()
 	}

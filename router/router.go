@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,9 @@ type Session struct {
 	Subscribe     [][]byte
 	SubscribeRest [][][]byte
 
+	// view is what other connections see of this one (CLIENT LIST, CLIENT KILL).
+	view clientView
+
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
 	buyErrs []error
@@ -112,12 +116,14 @@ var errPassThrough error = respError("pass through")
 // Router holds the command table and serves a client's commands. It is safe for concurrent
 // use once built with New.
 type Router struct {
-	table    map[string]*command
-	guard    *guard.Guard
-	log      *zap.Logger
-	opt      Options
-	users    map[string]conf.User
-	nextID   atomic.Int64
+	table  map[string]*command
+	guard  *guard.Guard
+	log    *zap.Logger
+	opt    Options
+	users  map[string]conf.User
+	nextID atomic.Int64
+	// sessions are the connections open now, by ID, for CLIENT LIST and CLIENT KILL.
+	sessions sync.Map
 	commands atomic.Int64
 	started  time.Time
 	auth     authStats
@@ -138,7 +144,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "select", arity: 2, flags: flagQueued, handler: cmdSelect},
 		{name: "hello", arity: -1, flags: flagNoAuth, handler: r.cmdHello},
 		{name: "auth", arity: -2, maxArgs: 3, flags: flagNoAuth, handler: r.cmdAuth},
-		{name: "client", arity: -2, handler: cmdClient},
+		{name: "client", arity: -2, handler: r.cmdClient},
 		{name: "command", arity: -1, flags: flagQueued, handler: r.cmdCommand},
 		{name: "info", arity: -1, flags: flagQueued, handler: r.cmdInfo},
 		{name: "multi", arity: 1, flags: flagTx, handler: r.cmdMulti},
@@ -166,7 +172,12 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 // the default user with every right; otherwise it must AUTH first.
 func (r *Router) NewSession() *Session {
 	open := r.opt.Password == "" && len(r.users) == 0
-	return &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default"}
+	s := &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default"}
+	s.view.created = time.Now()
+	s.view.user = s.User
+	s.Active(s.view.created)
+	r.sessions.Store(s.ID, s)
+	return s
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.
@@ -202,8 +213,14 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		pass = pass[:0]
 	}
 	r.commands.Add(int64(len(cmds)))
+	s.Active(time.Now())
 	for i, args := range cmds {
 		c, err := r.check(s, args)
+		if c != nil {
+			s.view.mu.Lock()
+			s.view.lastCmd = c.name
+			s.view.mu.Unlock()
+		}
 		if s.tx != nil && s.tx.Active() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit")) {
 			flush()
 			flushPass()
@@ -435,58 +452,6 @@ func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
 		return nil, respError("ERR DB index is out of range")
 	}
 	return nil, respError("ERR value is not an integer or out of range")
-}
-
-func setName(s *Session, name []byte) error {
-	for _, c := range name {
-		if c < '!' || c > '~' {
-			return respError("ERR Client names cannot contain spaces, newlines or special characters.")
-		}
-	}
-	s.Name = string(name)
-	return nil
-}
-
-func cmdClient(_ context.Context, s *Session, args [][]byte) (Reply, error) {
-	sub := strings.ToLower(string(args[1]))
-	wrongArgs := respError("ERR wrong number of arguments for 'client|" + sub + "' command")
-	switch sub {
-	case "setname":
-		if len(args) != 3 {
-			return nil, wrongArgs
-		}
-		if err := setName(s, args[2]); err != nil {
-			return nil, err
-		}
-		return OK, nil
-	case "getname":
-		if len(args) != 2 {
-			return nil, wrongArgs
-		}
-		if s.Name == "" {
-			return NullBulk{}, nil
-		}
-		return BulkString(s.Name), nil
-	case "setinfo":
-		if len(args) != 4 {
-			return nil, wrongArgs
-		}
-		switch strings.ToLower(string(args[2])) {
-		case "lib-name":
-			s.LibName = string(args[3])
-		case "lib-ver":
-			s.LibVer = string(args[3])
-		default:
-			return nil, respError("ERR Unrecognized option '" + string(args[2]) + "'")
-		}
-		return OK, nil
-	case "id":
-		if len(args) != 2 {
-			return nil, wrongArgs
-		}
-		return Int(s.ID), nil
-	}
-	return nil, respError("ERR unknown subcommand '" + string(args[1]) + "'. Try CLIENT HELP.")
 }
 
 // cmdCommand answers COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS, enough for

@@ -1,0 +1,352 @@
+package router
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// clientView is what other connections' goroutines see of a connection: CLIENT LIST, CLIENT
+// INFO and CLIENT KILL read it. Its owner writes the fields under mu; the rest are atomic or
+// set once before the connection is served.
+type clientView struct {
+	mu                    sync.Mutex
+	name, libName, libVer string
+	user, lastCmd         string
+	laddr                 string
+	fd                    int
+	kill                  func()
+	created               time.Time
+	lastActive            atomic.Int64 // Unix nanoseconds
+	subscriber            atomic.Bool
+	killed                atomic.Bool
+	haveConn              bool
+	_                     [0]func() // not comparable
+}
+
+// Active records that the connection sent a command at now (the event loop calls it for the
+// commands it serves itself).
+func (s *Session) Active(now time.Time) { s.view.lastActive.Store(now.UnixNano()) }
+
+// SetConn tells the session its local address, its descriptor (-1 if none), and how to close
+// its connection from another goroutine (CLIENT KILL). Call it before the connection is served.
+func (s *Session) SetConn(laddr string, fd int, kill func()) {
+	s.view.mu.Lock()
+	s.view.laddr, s.view.fd, s.view.kill, s.view.haveConn = laddr, fd, kill, true
+	s.view.mu.Unlock()
+}
+
+// SetSubscriber marks the connection as a subscriber (flags=P), or not.
+func (s *Session) SetSubscriber(on bool) { s.view.subscriber.Store(on) }
+
+func setName(s *Session, name []byte) error {
+	for _, c := range name {
+		if c < '!' || c > '~' {
+			return respError("ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+	}
+	s.Name = string(name)
+	s.view.mu.Lock()
+	s.view.name = s.Name
+	s.view.mu.Unlock()
+	return nil
+}
+
+// clientHelp is CLIENT HELP's text, for what the proxy answers.
+var clientHelp = []string{
+	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GETNAME", "    Return the name of the current connection.",
+	"ID", "    Return the ID of the current connection.",
+	"INFO", "    Return information about the current client connection.",
+	"KILL <ip:port>", "    Kill connection made from <ip:port> (admin).",
+	"KILL <option> <value> [<option> <value> [...]]", "    Kill connections (admin). Options are: ID, ADDR, LADDR, USER, TYPE normal|pubsub, SKIPME yes|no, MAXAGE.",
+	"LIST [TYPE normal|pubsub] [ID <id> [<id> ...]]", "    Return information about this proxy's client connections.",
+	"NO-EVICT (ON|OFF)", "    The proxy never evicts clients: accepted.",
+	"REPLY ON", "    Replies are always on through the proxy.",
+	"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+	"SETNAME <name>", "    Assign the name <name> to the current connection.",
+	"HELP", "    Print this help.",
+}
+
+// unsupportedClient are CLIENT subcommands the proxy cannot honour, and why.
+var unsupportedClient = map[string]string{
+	"pause":        "it would pause every client of every sidecar on Redis",
+	"unpause":      "CLIENT PAUSE is not carried",
+	"tracking":     "the proxy's Redis connections are shared by many clients, so invalidations cannot be routed to one",
+	"caching":      "client-side caching (CLIENT TRACKING) is not carried",
+	"getredir":     "client-side caching (CLIENT TRACKING) is not carried",
+	"trackinginfo": "client-side caching (CLIENT TRACKING) is not carried",
+	"unblock":      "blocked commands run on connections of their own; a client that leaves takes its blocked command with it",
+	"no-touch":     "the proxy's Redis connections are shared by many clients, so one client's commands cannot be kept from touching keys",
+	"reply":        "replies of forwarded commands cannot be suppressed per client (only CLIENT REPLY ON is accepted)",
+}
+
+func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+	sub := strings.ToLower(string(args[1]))
+	wrongArgs := respError("ERR wrong number of arguments for 'client|" + sub + "' command")
+	switch sub {
+	case "setname":
+		if len(args) != 3 {
+			return nil, wrongArgs
+		}
+		if err := setName(s, args[2]); err != nil {
+			return nil, err
+		}
+		return OK, nil
+	case "getname":
+		if len(args) != 2 {
+			return nil, wrongArgs
+		}
+		if s.Name == "" {
+			return NullBulk{}, nil
+		}
+		return BulkString(s.Name), nil
+	case "setinfo":
+		if len(args) != 4 {
+			return nil, wrongArgs
+		}
+		s.view.mu.Lock()
+		defer s.view.mu.Unlock()
+		switch strings.ToLower(string(args[2])) {
+		case "lib-name":
+			s.LibName = string(args[3])
+			s.view.libName = s.LibName
+		case "lib-ver":
+			s.LibVer = string(args[3])
+			s.view.libVer = s.LibVer
+		default:
+			return nil, respError("ERR Unrecognized option '" + string(args[2]) + "'")
+		}
+		return OK, nil
+	case "id":
+		if len(args) != 2 {
+			return nil, wrongArgs
+		}
+		return Int(s.ID), nil
+	case "info":
+		if len(args) != 2 {
+			return nil, wrongArgs
+		}
+		return BulkString(r.clientLine(s, time.Now(), "client|info")), nil
+	case "list":
+		return r.clientList(s, args[2:])
+	case "kill":
+		if !s.Admin {
+			return nil, respError("NOPERM User " + s.User + " has no permissions to run the 'client|kill' command")
+		}
+		return r.clientKill(s, args[2:])
+	case "no-evict":
+		if len(args) != 3 {
+			return nil, wrongArgs
+		}
+		if v := strings.ToLower(string(args[2])); v != "on" && v != "off" {
+			return nil, respError("ERR syntax error")
+		}
+		return OK, nil
+	case "reply":
+		if len(args) == 3 && strings.EqualFold(string(args[2]), "on") {
+			return OK, nil
+		}
+	case "help":
+		out := make(Array, len(clientHelp))
+		for i, l := range clientHelp {
+			out[i] = SimpleString(l)
+		}
+		return out, nil
+	}
+	if why, ok := unsupportedClient[sub]; ok {
+		return nil, respError("ERR CLIENT " + strings.ToUpper(sub) + " is not supported through seckill-proxy: " + why)
+	}
+	return nil, respError("ERR unknown subcommand '" + string(args[1]) + "'. Try CLIENT HELP.")
+}
+
+// eachClient calls f for every open connection, in the order of their IDs.
+func (r *Router) eachClient(f func(*Session)) {
+	var all []*Session
+	r.sessions.Range(func(_, v any) bool {
+		all = append(all, v.(*Session))
+		return true
+	})
+	slices.SortFunc(all, func(a, b *Session) int { return int(a.ID - b.ID) })
+	for _, s := range all {
+		f(s)
+	}
+}
+
+// clientLine is one connection's line of CLIENT LIST, in Redis 7's format. The proxy keeps
+// no per-client Redis buffers: those fields are 0. cmd is the last command the proxy served
+// itself (a plain command the event loop forwards is not recorded).
+func (r *Router) clientLine(s *Session, now time.Time, self string) string {
+	v := &s.view
+	v.mu.Lock()
+	name, libName, libVer, user, cmd, laddr, fd := v.name, v.libName, v.libVer, v.user, v.lastCmd, v.laddr, v.fd
+	if !v.haveConn {
+		fd = -1
+	}
+	v.mu.Unlock()
+	if self != "" {
+		cmd = self
+	}
+	if cmd == "" {
+		cmd = "NULL"
+	}
+	flags := "N"
+	if v.subscriber.Load() {
+		flags = "P"
+	}
+	idle := now.Sub(time.Unix(0, v.lastActive.Load()))
+	var b strings.Builder
+	b.WriteString("id=" + strconv.FormatInt(s.ID, 10))
+	b.WriteString(" addr=" + s.Remote + " laddr=" + laddr + " fd=" + strconv.Itoa(fd) + " name=" + name)
+	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(v.created).Seconds()), 10))
+	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0).Seconds()), 10))
+	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0")
+	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + cmd + " user=" + user)
+	b.WriteString(" redir=-1 resp=2 lib-name=" + libName + " lib-ver=" + libVer + "\n")
+	return b.String()
+}
+
+// clientList answers CLIENT LIST [TYPE normal|pubsub|master|replica] [ID id ...].
+func (r *Router) clientList(self *Session, args [][]byte) (Reply, error) {
+	kind, ids := "", map[int64]bool(nil)
+	for i := 0; i < len(args); i++ {
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "type" && i+1 < len(args):
+			kind = strings.ToLower(string(args[i+1]))
+			if kind != "normal" && kind != "pubsub" && kind != "master" && kind != "replica" && kind != "slave" {
+				return nil, respError("ERR Unknown client type '" + string(args[i+1]) + "'")
+			}
+			i++
+		case opt == "id" && i+1 < len(args):
+			ids = map[int64]bool{}
+			for _, a := range args[i+1:] {
+				id, err := strconv.ParseInt(string(a), 10, 64)
+				if err != nil || id <= 0 {
+					return nil, respError("ERR Invalid client ID")
+				}
+				ids[id] = true
+			}
+			i = len(args)
+		default:
+			return nil, respError("ERR syntax error")
+		}
+	}
+	now := time.Now()
+	var b strings.Builder
+	r.eachClient(func(s *Session) {
+		switch {
+		case ids != nil && !ids[s.ID]:
+		case kind == "master" || kind == "replica" || kind == "slave":
+		case kind == "pubsub" && !s.view.subscriber.Load(), kind == "normal" && s.view.subscriber.Load():
+		default:
+			cmd := ""
+			if s == self {
+				cmd = "client|list"
+			}
+			b.WriteString(r.clientLine(s, now, cmd))
+		}
+	})
+	return BulkString(b.String()), nil
+}
+
+// clientKill answers CLIENT KILL ip:port (OK, or an error when no client matches) and CLIENT
+// KILL <filter> <value> ... (the number killed), as Redis does, for the proxy's own clients.
+func (r *Router) clientKill(self *Session, args [][]byte) (Reply, error) {
+	if len(args) == 1 {
+		found := false
+		r.eachClient(func(s *Session) {
+			if !found && s.Remote == string(args[0]) && r.kill(s) {
+				found = true
+			}
+		})
+		if !found {
+			return nil, respError("ERR No such client")
+		}
+		return OK, nil
+	}
+	if len(args) == 0 || len(args)%2 != 0 {
+		return nil, respError("ERR syntax error")
+	}
+	var id int64
+	var addr, laddr, user, kind string
+	var maxAge int64
+	skipMe := true
+	for i := 0; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch strings.ToLower(string(args[i])) {
+		case "id":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return nil, respError("ERR client-id should be greater than 0")
+			}
+			id = n
+		case "addr":
+			addr = v
+		case "laddr":
+			laddr = v
+		case "user":
+			user = v
+		case "type":
+			kind = strings.ToLower(v)
+			if kind != "normal" && kind != "pubsub" && kind != "master" && kind != "replica" && kind != "slave" {
+				return nil, respError("ERR Unknown client type '" + v + "'")
+			}
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				return nil, respError("ERR syntax error")
+			}
+		case "maxage":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, respError("ERR value is not an integer or out of range")
+			}
+			maxAge = n
+		default:
+			return nil, respError("ERR syntax error")
+		}
+	}
+	now := time.Now()
+	killed := 0
+	r.eachClient(func(s *Session) {
+		s.view.mu.Lock()
+		sl, su := s.view.laddr, s.view.user
+		s.view.mu.Unlock()
+		sub := s.view.subscriber.Load()
+		switch {
+		case skipMe && s == self,
+			id != 0 && s.ID != id,
+			addr != "" && s.Remote != addr,
+			laddr != "" && sl != laddr,
+			user != "" && su != user,
+			kind == "master" || kind == "replica" || kind == "slave",
+			kind == "pubsub" && !sub, kind == "normal" && sub,
+			maxAge > 0 && int64(now.Sub(s.view.created).Seconds()) < maxAge:
+			return
+		}
+		if r.kill(s) {
+			killed++
+		}
+	})
+	return Int(killed), nil
+}
+
+// kill closes s's connection once; false if it cannot be or was already.
+func (r *Router) kill(s *Session) bool {
+	s.view.mu.Lock()
+	kill := s.view.kill
+	s.view.mu.Unlock()
+	if kill == nil || !s.view.killed.CompareAndSwap(false, true) {
+		return false
+	}
+	kill()
+	return true
+}
