@@ -37,6 +37,10 @@ const (
 type Config struct {
 	// Listen is the RESP address the proxy serves.
 	Listen string `koanf:"listen"`
+	// Announce is the host:port that the cluster facade (CLUSTER SLOTS, SHARDS, NODES) gives
+	// cluster-mode clients for the proxy: where they reach it, such as the pod's address.
+	// Empty: the listen address (127.0.0.1 for an unspecified host).
+	Announce string `koanf:"announce"`
 	// AdminListen is the admin HTTP address (metrics, health). Empty disables it.
 	AdminListen string `koanf:"admin_listen"`
 	// Password, when set, is the default user's password (AUTH <password>): that user may

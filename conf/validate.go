@@ -19,6 +19,7 @@ func (c *Config) Validate() error {
 	var v validator
 	v.hostPort("listen", c.Listen, false)
 	v.hostPort("admin_listen", c.AdminListen, true)
+	v.hostPort("announce", c.Announce, true)
 
 	seen := map[string]bool{}
 	for i, u := range c.Users {

@@ -133,6 +133,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.SetAnnounce(ln.Addr().String())
 	srv = proxy.New(r, pass, log, cfg.Limits)
 	srv.UseEventLoops(cfg.Redis.EventLoops)
 	if !cfg.Redis.EventLoop {

@@ -24,7 +24,7 @@ import (
 // @admin commands).
 var refused = map[string]string{
 	"flushall": "", "flushdb": "", "config": "", "debug": "", "shutdown": "",
-	"cluster": "", "replicaof": "", "slaveof": "", "monitor": "", "save": "",
+	"replicaof": "", "slaveof": "", "monitor": "", "save": "",
 	"bgsave": "", "bgrewriteaof": "", "acl": "", "module": "", "failover": "",
 	"sync": "", "psync": "", "migrate": "", "swapdb": "", "move": "",
 	"lastsave": "", "slowlog": "", "latency": "", "function": "",
@@ -36,7 +36,7 @@ var refused = map[string]string{
 // connection to subscriber mode; an UNSUBSCRIBE outside that mode has nothing to do.)
 var unsupported = map[string]bool{
 	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
-	"readonly": true, "readwrite": true, "asking": true, "reset": true,
+	"reset": true,
 }
 
 // scripting are the commands that run code in Redis: what that code writes, only Redis's

@@ -124,6 +124,8 @@ type Router struct {
 	nextID atomic.Int64
 	// sessions are the connections open now, by ID, for CLIENT LIST and CLIENT KILL.
 	sessions sync.Map
+	// announce is the cluster facade's node (SetAnnounce).
+	announce atomic.Pointer[announce]
 	commands atomic.Int64
 	started  time.Time
 	auth     authStats
@@ -145,6 +147,10 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "hello", arity: -1, flags: flagNoAuth, handler: r.cmdHello},
 		{name: "auth", arity: -2, maxArgs: 3, flags: flagNoAuth, handler: r.cmdAuth},
 		{name: "client", arity: -2, handler: r.cmdClient},
+		{name: "cluster", arity: -2, handler: r.cmdCluster},
+		{name: "readonly", arity: 1, handler: cmdOK},
+		{name: "readwrite", arity: 1, handler: cmdOK},
+		{name: "asking", arity: 1, handler: cmdOK},
 		{name: "command", arity: -1, flags: flagQueued, handler: r.cmdCommand},
 		{name: "info", arity: -1, flags: flagQueued, handler: r.cmdInfo},
 		{name: "multi", arity: 1, flags: flagTx, handler: r.cmdMulti},

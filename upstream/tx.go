@@ -51,11 +51,15 @@ func (t *Tx) bind(ctx context.Context, keys [][]byte) []byte {
 			}
 			t.slot, t.addr = s, addr
 		} else if s != t.slot {
-			return errorReply("CROSSSLOT Keys in request don't hash to the same slot")
+			return errorReply(crossSlotTx)
 		}
 	}
 	return nil
 }
+
+// crossSlotTx refuses a transaction whose keys span slots: Redis runs a transaction atomically
+// on one node only, and per-slot transactions would not be atomic together.
+const crossSlotTx = "CROSSSLOT Keys in request don't hash to the same slot (a transaction runs atomically on one Redis node: give its keys one hash tag, such as {order42}, so that they share a slot)"
 
 // Queue checks a command inside MULTI and queues it.
 func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {

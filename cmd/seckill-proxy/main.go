@@ -108,6 +108,11 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Announce != "" {
+		r.SetAnnounce(cfg.Announce)
+	} else {
+		r.SetAnnounce(ln.Addr().String())
+	}
 	srv = proxy.New(r, passthrough, log, cfg.Limits)
 	srv.UseEventLoops(cfg.Redis.EventLoops)
 	if !cfg.Redis.EventLoop {
