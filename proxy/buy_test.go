@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,7 +207,7 @@ func TestSoldOutFlagClearedByWarm(t *testing.T) {
 	if _, err := s.db.Exec(`UPDATE seckill_items SET stock = 5 WHERE sku = ?`, sku); err != nil {
 		t.Fatal(err)
 	}
-	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Slice(); err != nil || fmt.Sprint(reply[4:]) != "[stock 4 in_flight 1]" {
+	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Result(); err != nil || warmed(t, reply) != "stock 4 in_flight 1" {
 		t.Fatalf("WARM FORCE = %v, %v", reply, err)
 	}
 	if err := c.Do(ctx, "seckill.buy", sku, "u2").Err(); err != nil {
@@ -236,8 +235,8 @@ func TestWarm(t *testing.T) {
 	if err := c.Do(ctx, "seckill.warm", sku, "END", 1).Err(); err == nil || !strings.Contains(err.Error(), "END 1 is not after Redis's clock") {
 		t.Fatalf("WARM END 1: %v, want a refusal", err)
 	}
-	reply, err := c.Do(ctx, "seckill.warm", sku, "LIMIT", 2).Slice()
-	if err != nil || fmt.Sprint(reply) != fmt.Sprintf("[sku %s version 2 stock 10 in_flight 0]", sku) {
+	reply, err := c.Do(ctx, "seckill.warm", sku, "LIMIT", 2).Result()
+	if m := infoMap(t, reply); err != nil || m["sku"] != sku || m["version"] != "2" || warmed(t, reply) != "stock 10 in_flight 0" {
 		t.Fatalf("WARM = %v, %v", reply, err)
 	}
 	var status string
@@ -252,7 +251,7 @@ func TestWarm(t *testing.T) {
 	if err := s.rc.Set(ctx, sale.KeysFor(sku).Stock, 2050, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Slice(); err != nil || reply[5] != int64(10) || reply[3] != int64(3) {
+	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Result(); err != nil || warmed(t, reply) != "stock 10 in_flight 0" || infoMap(t, reply)["version"] != "3" {
 		t.Fatalf("WARM FORCE = %v, %v", reply, err)
 	}
 	if got, _ := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); got != 10 {
@@ -292,13 +291,13 @@ func TestWarmCountsOrdersInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Slice(); err != nil || fmt.Sprint(reply[4:]) != "[stock 7 in_flight 3]" {
+	if reply, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Result(); err != nil || warmed(t, reply) != "stock 7 in_flight 3" {
 		t.Fatalf("WARM FORCE mid-sale = %v, %v; want stock 7 with 3 in flight", reply, err)
 	}
 	if err := c.Do(ctx, "seckill.close", sku).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if reply, err := c.Do(ctx, "seckill.warm", sku).Slice(); err != nil || fmt.Sprint(reply[4:]) != "[stock 7 in_flight 3]" {
+	if reply, err := c.Do(ctx, "seckill.warm", sku).Result(); err != nil || warmed(t, reply) != "stock 7 in_flight 3" {
 		t.Fatalf("WARM of a new sale = %v, %v; want stock 7 with 3 in flight", reply, err)
 	}
 	for _, uid := range []string{"u1", "u4"} { // a new sale: u1 may buy again
@@ -453,3 +452,10 @@ func TestWaitReplicas(t *testing.T) {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// warmed is a WARM reply's stock and units in flight, as "stock N in_flight M".
+func warmed(t *testing.T, reply any) string {
+	t.Helper()
+	m := infoMap(t, reply)
+	return "stock " + m["stock"] + " in_flight " + m["in_flight"]
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/testenv"
+	"seckill-proxy/upstream"
 )
 
 // contractCase is a sequence of commands sent on one connection, one at a time; through the
@@ -21,6 +23,9 @@ import (
 type contractCase struct {
 	name string
 	cmds [][]string
+	// resp3: the connection says HELLO 3 first (its reply, which names the server, is not
+	// compared).
+	resp3 bool
 }
 
 var contractCases = []contractCase{
@@ -49,6 +54,14 @@ var contractCases = []contractCase{
 	{name: "command subcommands are Redis's", cmds: [][]string{
 		{"COMMAND", "GETKEYS", "SET", "{k}a", "b"}, {"COMMAND", "INFO", "get", "nosuch"}, {"COMMAND", "DOCS", "get"},
 		{"COMMAND", "LIST", "FILTERBY", "PATTERN", "xad*"}, {"COMMAND", "NOSUCH"}, {"COMMAND", "GETKEYS", "NOSUCH"}}},
+	{name: "resp3 replies", resp3: true, cmds: [][]string{
+		{"HSET", "{k}h", "f", "v", "g", "w"}, {"HGETALL", "{k}h"}, {"SADD", "{k}s", "a"}, {"SMEMBERS", "{k}s"},
+		{"ZADD", "{k}z", "1.5", "m"}, {"ZSCORE", "{k}z", "m"}, {"ZRANGE", "{k}z", "0", "-1", "WITHSCORES"},
+		{"GET", "{k}nope"}, {"MGET", "{k}nope", "{k}h"}, {"EXISTS", "{k}h"}, {"HRANDFIELD", "{k}nope"},
+		{"BLPOP", "{k}nope", "0.01"}, {"XADD", "{k}x", "1-1", "f", "v"}, {"XRANGE", "{k}x", "-", "+"},
+		{"MULTI"}, {"HGETALL", "{k}h"}, {"ZSCORE", "{k}z", "m"}, {"EXEC"}, {"PING"}, {"ECHO", "e"}}},
+	{name: "resp3 back to resp2", resp3: true, cmds: [][]string{
+		{"HSET", "{k}h", "f", "v"}, {"HGETALL", "{k}h"}, {"HELLO", "2"}, {"HGETALL", "{k}h"}, {"GET", "{k}nope"}}},
 	{name: "watch then a change aborts exec", cmds: [][]string{
 		{"WATCH", "{k}a"}, {"SET", "{k}a", "1"}, {"MULTI"}, {"GET", "{k}a"}, {"EXEC"}}},
 }
@@ -61,9 +74,12 @@ func testRedisContract(t *testing.T, s *stack) {
 	direct := testenv.Standalone(t)
 	for _, tc := range contractCases {
 		t.Run(tc.name, func(t *testing.T) {
-			want := runContract(t, direct, tc.cmds)
-			got := runContract(t, s.addr, tc.cmds)
+			want := runContract(t, direct, tc.cmds, tc.resp3)
+			got := runContract(t, s.addr, tc.cmds, tc.resp3)
 			for i := range tc.cmds {
+				if tc.cmds[i][0] == "HELLO" {
+					continue // names the server, its version and the connection's id
+				}
 				if got[i] != want[i] {
 					t.Errorf("%s: proxy %q, redis %q", strings.Join(tc.cmds[i], " "), got[i], want[i])
 				}
@@ -74,10 +90,15 @@ func testRedisContract(t *testing.T, s *stack) {
 
 // runContract sends cmds on a new connection to addr, with a hash tag of its own for {k},
 // and returns each raw reply.
-func runContract(t *testing.T, addr string, cmds [][]string) []string {
+func runContract(t *testing.T, addr string, cmds [][]string, resp3 bool) []string {
 	t.Helper()
 	tag := "{c" + xid.New().String() + "}"
 	c := dialRaw(t, addr)
+	if resp3 {
+		if got := c.do(t, "HELLO", "3"); !strings.HasPrefix(got, "%7\r\n$6\r\nserver\r\n") {
+			t.Fatalf("HELLO 3 = %q", got)
+		}
+	}
 	out := make([]string, len(cmds))
 	for i, cmd := range cmds {
 		args := make([]string, len(cmd))
@@ -109,8 +130,9 @@ func TestAdminCommandsReachEveryMaster(t *testing.T) {
 	ctx := context.Background()
 	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
 	defer direct.Close()
-	masters := 0
-	_ = direct.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters++; return nil })
+	var count atomic.Int64
+	_ = direct.ForEachMaster(ctx, func(context.Context, *redis.Client) error { count.Add(1); return nil })
+	masters := int(count.Load())
 
 	const body = "return 'contract'"
 	sha := admin.do(t, "SCRIPT", "LOAD", body)
@@ -118,14 +140,15 @@ func TestAdminCommandsReachEveryMaster(t *testing.T) {
 		t.Fatalf("SCRIPT LOAD = %q", sha)
 	}
 	sha = sha[5:45]
-	exists := func() (n int) {
+	exists := func() int {
+		var n atomic.Int64
 		_ = direct.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			if v, _ := m.ScriptExists(ctx, sha).Result(); len(v) == 1 && v[0] {
-				n++
+				n.Add(1)
 			}
 			return nil
 		})
-		return n
+		return int(n.Load())
 	}
 	if n := exists(); n != masters {
 		t.Fatalf("after SCRIPT LOAD %d of %d masters have the script", n, masters)
@@ -280,4 +303,85 @@ func TestClientCommands(t *testing.T) {
 func bulkBody(raw string) string {
 	_, body, _ := strings.Cut(raw, "\r\n")
 	return strings.TrimSuffix(body, "\r\n")
+}
+
+// TestRESP3PubSub: after HELLO 3 a subscriber gets its messages as pushes on the connection
+// it subscribed on, and may send any command between them.
+func TestRESP3PubSub(t *testing.T) { eachUpstream(t, testRESP3PubSub) }
+
+func testRESP3PubSub(t *testing.T, s *stack) {
+	ch := "resp3ch:" + xid.New().String()
+	key := "{r3" + xid.New().String() + "}"
+	sub, pub := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	if got := sub.do(t, "HELLO", "3"); !strings.HasPrefix(got, "%7\r\n") || !strings.Contains(got, "$5\r\nproto\r\n:3\r\n") {
+		t.Fatalf("HELLO 3 = %q", got)
+	}
+	push := func(kind, ch, last string) string {
+		return fmt.Sprintf(">3\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s", len(kind), kind, len(ch), ch, last)
+	}
+	if got := sub.do(t, "SUBSCRIBE", ch); got != push("subscribe", ch, ":1\r\n") {
+		t.Fatalf("SUBSCRIBE = %q", got)
+	}
+	if got := sub.do(t, "SET", key, "v"); got != "+OK\r\n" {
+		t.Fatalf("SET while subscribed = %q", got)
+	}
+	if got := sub.do(t, "HGETALL", key+"h"); got != "%0\r\n" {
+		t.Fatalf("HGETALL while subscribed = %q", got)
+	}
+	// In a cluster a PUBLISH that reaches the subscriber through another node answers 0, and
+	// is published again: the subscriber may get more than one message.
+	message, messages := push("message", ch, "$2\r\nhi\r\n"), 0
+	reply := func(args ...string) string {
+		t.Helper()
+		if _, err := sub.c.Write([]byte(resp(args...))); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_ = sub.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got, err := upstream.ReadReply(sub.r)
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if string(got) != message {
+				return string(got)
+			}
+			messages++
+		}
+	}
+	eventually(t, 5*time.Second, "the publish reaches the subscriber", func() bool {
+		return pub.do(t, "PUBLISH", ch, "hi") == ":1\r\n"
+	})
+	if got := reply("GET", key); got != "$1\r\nv\r\n" || messages == 0 {
+		t.Fatalf("GET between messages = %q after %d message pushes", got, messages)
+	}
+	if got := reply("UNSUBSCRIBE", ch); got != push("unsubscribe", ch, ":0\r\n") {
+		t.Fatalf("UNSUBSCRIBE = %q", got)
+	}
+	if got := reply("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING after = %q", got)
+	}
+}
+
+// TestRESP3OwnReplies: the proxy's own replies take their RESP3 forms: SECKILL.WARM and
+// SECKILL.INFO maps, INFO a verbatim string, a missing STATUS a RESP3 null.
+func TestRESP3OwnReplies(t *testing.T) {
+	s := start(t, nil)
+	c := dialRaw(t, s.addr)
+	if got := c.do(t, "HELLO", "3"); !strings.HasPrefix(got, "%7\r\n") {
+		t.Fatalf("HELLO 3 = %q", got)
+	}
+	sku := newSKU("resp3")
+	s.item(t, sku, 5)
+	if got := c.do(t, "SECKILL.WARM", sku); !strings.HasPrefix(got, "%4\r\n$3\r\nsku\r\n") {
+		t.Errorf("SECKILL.WARM = %q, want a map", got)
+	}
+	if got := c.do(t, "SECKILL.INFO", sku); !strings.HasPrefix(got, "%") {
+		t.Errorf("SECKILL.INFO = %q, want a map", got)
+	}
+	if got := c.do(t, "INFO", "seckill"); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:# Seckill\r\n") {
+		t.Errorf("INFO seckill = %.80q, want a verbatim string", got)
+	}
+	if got := c.do(t, "HELLO"); !strings.Contains(got, "$5\r\nproto\r\n:3\r\n") {
+		t.Errorf("HELLO without a version = %q, want the protocol kept", got)
+	}
 }

@@ -21,7 +21,9 @@ type node struct {
 	addr string
 	// owner: logged in as the proxy's own user, for buy scripts (not as the restricted
 	// pass-through user, which may not write a sale's keys).
-	owner     bool
+	owner bool
+	// resp3: logged in with HELLO 3, for the commands of clients that speak RESP3.
+	resp3     bool
 	connected bool // the shell has a socket for it
 	dialing   bool
 	retryAt   time.Time // no dial before then; commands get lastErr
@@ -55,13 +57,19 @@ type inflight struct {
 type redirectJob struct {
 	in    inflight
 	reply []byte
+	resp3 bool // the command was sent in RESP3, and is followed so
 }
 
-func (k *core) nodeOf(addr string) *node {
-	up := k.ups[addr]
+// nodeOf is the pass-through connection to addr's node for clients speaking protocol proto.
+func (k *core) nodeOf(addr string, proto int) *node {
+	key := addr
+	if proto == 3 {
+		key = "resp3 " + addr
+	}
+	up := k.ups[key]
 	if up == nil {
-		up = &node{addr: addr, fd: -1}
-		k.ups[addr] = up
+		up = &node{addr: addr, fd: -1, resp3: proto == 3}
+		k.ups[key] = up
 	}
 	return up
 }
@@ -79,7 +87,7 @@ func (k *core) ownerNodeOf(addr string) *node {
 
 // forward queues one command for the Redis node at addr; slot is its keys'.
 func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
-	up := k.nodeOf(addr)
+	up := k.nodeOf(addr, c.sess.Proto)
 	seq := c.seqNext
 	c.seqNext++
 	k.env.counted(1)
@@ -198,7 +206,7 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 		return
 	}
 	if in.raw != nil && upstream.IsRedirect(reply) && !in.answered {
-		k.redirects = append(k.redirects, redirectJob{in: in, reply: bytes.Clone(reply)})
+		k.redirects = append(k.redirects, redirectJob{in: in, reply: bytes.Clone(reply), resp3: up.resp3})
 		if !k.redirecting {
 			k.nextRedirects()
 		}

@@ -236,7 +236,7 @@ func TestForgedEventsChangeNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a buy after a forged close and soldout: %v, want an order", err)
 	}
-	if flag := infoMap(t, c.Do(ctx, "seckill.info", sku).Val().([]any))["local_flag"]; flag != "none" {
+	if flag := infoMap(t, c.Do(ctx, "seckill.info", sku).Val())["local_flag"]; flag != "none" {
 		t.Fatalf("local_flag = %q after forged events, want none", flag)
 	}
 	if err := c.Do(ctx, "seckill.buy", sku, "u2").Err(); err != nil {

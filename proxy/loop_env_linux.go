@@ -33,6 +33,9 @@ func (e loopEnv) dial(up *node) {
 		ctx, cancel := context.WithTimeout(l.s.ctx, l.s.upstream.DialTimeout()+l.s.upstream.Timeout())
 		defer cancel()
 		dial := l.s.upstream.Dial
+		if up.resp3 {
+			dial = l.s.upstream.RESP3().Dial
+		}
 		if up.owner {
 			dial = l.s.upstream.DialOwner
 		}
@@ -115,7 +118,11 @@ func (e loopEnv) followRedirects(jobs []redirectJob) {
 				out = upstreamUnavailable(err)
 			} else {
 				ctx, cancel := context.WithTimeout(l.s.ctx, l.core.lim.timeout)
-				out = l.s.upstream.Redirect(ctx, j.reply, args)
+				pass := l.s.upstream
+				if j.resp3 {
+					pass = pass.RESP3()
+				}
+				out = pass.Redirect(ctx, j.reply, args)
 				cancel()
 			}
 			l.post(func() { l.core.redirected(j, out) })

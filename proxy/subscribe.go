@@ -45,7 +45,8 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		return c.w.Flush() == nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, subscribeDialTimeout)
-	sub, err := s.upstream.Subscribe(ctx, first)
+	resp3 := c.sess.Proto == 3
+	sub, err := s.upstream.For(c.sess.Proto).Subscribe(ctx, first)
 	cancel()
 	if err != nil {
 		write(func(w *redcon.Writer) { w.WriteError("UNAVAILABLE " + err.Error()) })
@@ -106,10 +107,14 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		case name == "quit":
 			write(func(w *redcon.Writer) { w.WriteString("OK") })
 			return false
-		case name == "ping":
+		case name == "ping" && !resp3:
 			return ping(args) == nil
 		case subscriberCommands[name]:
 			return sub.Send(args) == nil
+		case resp3:
+			// In RESP3 a subscribed client may send any command: it is served as any other,
+			// and its reply goes between the messages.
+			return write(func(w *redcon.Writer) { s.router.Serve(c.ctx, c.sess, [][][]byte{args}, w) }) && !c.sess.Quit
 		}
 		if ping(nil) != nil {
 			return false

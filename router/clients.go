@@ -18,6 +18,7 @@ type clientView struct {
 	name, libName, libVer string
 	user, lastCmd         string
 	laddr                 string
+	proto                 int
 	fd                    int
 	kill                  func()
 	created               time.Time
@@ -25,7 +26,6 @@ type clientView struct {
 	subscriber            atomic.Bool
 	killed                atomic.Bool
 	haveConn              bool
-	_                     [0]func() // not comparable
 }
 
 // Active records that the connection sent a command at now (the event loop calls it for the
@@ -183,7 +183,7 @@ func (r *Router) eachClient(f func(*Session)) {
 func (r *Router) clientLine(s *Session, now time.Time, self string) string {
 	v := &s.view
 	v.mu.Lock()
-	name, libName, libVer, user, cmd, laddr, fd := v.name, v.libName, v.libVer, v.user, v.lastCmd, v.laddr, v.fd
+	name, libName, libVer, user, cmd, laddr, fd, proto := v.name, v.libName, v.libVer, v.user, v.lastCmd, v.laddr, v.fd, v.proto
 	if !v.haveConn {
 		fd = -1
 	}
@@ -206,7 +206,7 @@ func (r *Router) clientLine(s *Session, now time.Time, self string) string {
 	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0).Seconds()), 10))
 	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0")
 	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + cmd + " user=" + user)
-	b.WriteString(" redir=-1 resp=2 lib-name=" + libName + " lib-ver=" + libVer + "\n")
+	b.WriteString(" redir=-1 resp=" + strconv.Itoa(max(proto, 2)) + " lib-name=" + libName + " lib-ver=" + libVer + "\n")
 	return b.String()
 }
 

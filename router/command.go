@@ -12,7 +12,7 @@ import (
 // cmdCommand answers COMMAND and its subcommands from Redis's own table, with the proxy's
 // own commands (SECKILL.*) added: COMMAND, COMMAND INFO, COUNT, LIST and DOCS merge the two;
 // GETKEYS, GETKEYSANDFLAGS and HELP are Redis's. Without an upstream, the proxy's table alone.
-func (r *Router) cmdCommand(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+func (r *Router) cmdCommand(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
 	if r.opt.Upstream == nil {
 		return r.ownCommand(args)
 	}
@@ -20,7 +20,7 @@ func (r *Router) cmdCommand(ctx context.Context, _ *Session, args [][]byte) (Rep
 	if len(args) > 1 {
 		sub = strings.ToLower(string(args[1]))
 	}
-	raw := r.opt.Upstream.Do(ctx, [][][]byte{args})[0]
+	raw := r.opt.Upstream.For(s.Proto).Do(ctx, [][][]byte{args})[0]
 	if raw[0] == '-' {
 		return rawReply(raw), nil
 	}
@@ -139,5 +139,5 @@ func (c *command) info() Reply {
 		flags = append(flags, SimpleString("write"))
 		first, last = 1, 1
 	}
-	return Fields(c.name, c.arity, flags, first, last, first, Array{}, Array{}, Array{}, Array{})
+	return Array(Fields(c.name, c.arity, flags, first, last, first, Array{}, Array{}, Array{}, Array{}))
 }

@@ -55,7 +55,7 @@ func (r *Router) infoOf(ctx context.Context, args [][]byte) (Reply, error) {
 		}
 		writeSection(&b, "Seckill", r.ownInfo())
 	}
-	return BulkString(b.String()), nil
+	return Verbatim(b.String()), nil
 }
 
 // ownInfo is the proxy's own section: its clients and commands, then the buy engine's and

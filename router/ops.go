@@ -14,7 +14,7 @@ import (
 )
 
 // fieldsOf renders guard fields as a flat field/value array.
-func fieldsOf(fs []guard.Field) Array {
+func fieldsOf(fs []guard.Field) Map {
 	kv := make([]any, 0, 2*len(fs))
 	for _, f := range fs {
 		kv = append(kv, f.Name, f.Value)
@@ -199,7 +199,7 @@ func (r *Router) proxyStats() []guard.Field {
 
 func (r *Router) txOf(s *Session) *upstream.Tx {
 	if s.tx == nil {
-		s.tx = r.opt.Upstream.NewTx()
+		s.tx = r.opt.Upstream.For(s.Proto).NewTx()
 	}
 	return s.tx
 }

@@ -1,6 +1,9 @@
 package router
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Writer is where replies go: a redcon.Conn, or anything with its methods.
 type Writer interface {
@@ -34,20 +37,66 @@ type NullBulk struct{}
 // OK is +OK.
 const OK = SimpleString("OK")
 
+// Map is field/value pairs, flat: a map in RESP3, a flat array in RESP2.
+type Map []Reply
+
+// Verbatim is a verbatim string of text in RESP3 (INFO's reply), a bulk string in RESP2.
+type Verbatim string
+
+// resp3Writer is a Writer for a client that speaks RESP3.
+type resp3Writer struct{ Writer }
+
+func isRESP3(w Writer) bool {
+	_, ok := w.(resp3Writer)
+	return ok
+}
+
+// writerFor is w as s's protocol wants it.
+func writerFor(w Writer, s *Session) Writer {
+	if s.Proto == 3 {
+		return resp3Writer{w}
+	}
+	return w
+}
+
 func (r SimpleString) write(w Writer) { w.WriteString(string(r)) }
 func (r BulkString) write(w Writer)   { w.WriteBulkString(string(r)) }
 func (r Int) write(w Writer)          { w.WriteInt64(int64(r)) }
-func (NullBulk) write(w Writer)       { w.WriteNull() }
+func (NullBulk) write(w Writer) {
+	if isRESP3(w) {
+		w.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	w.WriteNull()
+}
 func (r Array) write(w Writer) {
 	w.WriteArray(len(r))
 	for _, e := range r {
 		e.write(w)
 	}
 }
+func (r Map) write(w Writer) {
+	if !isRESP3(w) {
+		Array(r).write(w)
+		return
+	}
+	w.WriteRaw([]byte("%" + strconv.Itoa(len(r)/2) + "\r\n"))
+	for _, e := range r {
+		e.write(w)
+	}
+}
+func (r Verbatim) write(w Writer) {
+	if !isRESP3(w) {
+		w.WriteBulkString(string(r))
+		return
+	}
+	w.WriteRaw([]byte("=" + strconv.Itoa(len(r)+4) + "\r\ntxt:" + string(r) + "\r\n"))
+}
 
-// Fields builds a flat field/value array, the shape every multi-value SECKILL reply takes.
-func Fields(kv ...any) Array {
-	out := make(Array, 0, len(kv))
+// Fields builds field/value pairs, the shape every multi-value SECKILL reply takes: a map in
+// RESP3, a flat array in RESP2.
+func Fields(kv ...any) Map {
+	out := make(Map, 0, len(kv))
 	for _, v := range kv {
 		switch v := v.(type) {
 		case string:

@@ -62,6 +62,9 @@ type Session struct {
 	Admin   bool
 	LibName string
 	LibVer  string
+	// Proto is the RESP version the client speaks: 2, or 3 after HELLO 3. Pass-through
+	// commands then go on connections to Redis that speak it too.
+	Proto int
 	// Quit is set by QUIT (or too many failed AUTHs): the proxy closes the connection after
 	// writing the reply.
 	Quit bool
@@ -178,7 +181,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 // the default user with every right; otherwise it must AUTH first.
 func (r *Router) NewSession() *Session {
 	open := r.opt.Password == "" && len(r.users) == 0
-	s := &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default"}
+	s := &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default", Proto: 2}
 	s.view.created = time.Now()
 	s.view.user = s.User
 	s.Active(s.view.created)
@@ -213,7 +216,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		if len(pass) == 0 {
 			return
 		}
-		for _, reply := range r.opt.Upstream.Do(ctx, pass) {
+		for _, reply := range r.opt.Upstream.For(s.Proto).Do(ctx, pass) {
 			w.WriteRaw(reply)
 		}
 		pass = pass[:0]
@@ -277,7 +280,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		if err != nil {
 			WriteError(w, err)
 		} else {
-			reply.write(w)
+			reply.write(writerFor(w, s)) // after HELLO, in the protocol it chose
 		}
 		if s.Quit {
 			return
@@ -394,16 +397,16 @@ func compatReply(err error) (int64, bool) {
 }
 
 func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
-	i := 1
+	i, proto := 1, s.Proto
 	if len(args) > 1 {
 		v, ok := sale.ParseCount(args[1])
 		if !ok {
 			return nil, respError("NOPROTO unsupported protocol version")
 		}
-		if v != 2 {
+		if v != 2 && v != 3 {
 			return nil, respError("NOPROTO sorry, this protocol version is not supported.")
 		}
-		i = 2
+		proto, i = int(v), 2
 	}
 	for ; i < len(args); i++ {
 		switch strings.ToUpper(string(args[i])) {
@@ -430,7 +433,17 @@ func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply
 	if !s.Authed {
 		return nil, respError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
-	return Fields("server", "redis", "version", "7.0.0", "proto", 2, "id", s.ID,
+	if proto != s.Proto {
+		if s.tx != nil { // a WATCH's connection speaks the old protocol
+			s.tx.Close()
+			s.tx = nil
+		}
+		s.Proto = proto
+		s.view.mu.Lock()
+		s.view.proto = proto
+		s.view.mu.Unlock()
+	}
+	return Fields("server", "redis", "version", "7.0.0", "proto", s.Proto, "id", s.ID,
 		"mode", "standalone", "role", "master", "modules", Array{}), nil
 }
 
@@ -497,7 +510,7 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if _, err := r.check(s, args); err != errPassThrough {
 		return "", 0
 	}
-	return r.opt.Upstream.Direct(args)
+	return r.opt.Upstream.For(s.Proto).Direct(args)
 }
 
 // OwnGoroutine reports whether args is best served on a goroutine of the connection's own

@@ -54,7 +54,7 @@ func TestConnectionCommands(t *testing.T) {
 		{"SELECT 0", "+OK\r\n"},
 		{"SELECT 1", "-ERR DB index is out of range\r\n"},
 		{"SELECT x", "-ERR value is not an integer or out of range\r\n"},
-		{"HELLO 3", "-NOPROTO sorry, this protocol version is not supported.\r\n"},
+		{"HELLO 4", "-NOPROTO sorry, this protocol version is not supported.\r\n"},
 		{"HELLO x", "-NOPROTO unsupported protocol version\r\n"},
 		{"HELLO 2 BOGUS", "-ERR Syntax error in HELLO option 'BOGUS'\r\n"},
 		{"CLIENT SETNAME app-1", "+OK\r\n"},

@@ -36,6 +36,8 @@ type Options struct {
 	// Standalone is the address of a plain Redis server to send everything to, instead of a
 	// cluster: no slots, no CROSSSLOT, no splitting.
 	Standalone string
+	// Protocol is 3 for connections that log in with HELLO 3 (see RESP3); else RESP2.
+	Protocol int
 }
 
 // Cluster passes commands through to a Redis Cluster. Its slot map is go-redis's (reloaded
@@ -46,10 +48,42 @@ type Cluster struct {
 
 	mu    sync.Mutex // guards making nodes
 	nodes sync.Map   // addr -> *node
-	info  atomic.Pointer[commandTable]
+	*shared
+	// resp3 is the sibling whose connections speak RESP3 (made on first use); a RESP3
+	// sibling's own is nil.
+	resp3     *Cluster
+	resp3Once sync.Once
+}
+
+// shared is what a Cluster and its RESP3 sibling share.
+type shared struct {
+	info atomic.Pointer[commandTable]
 	// verified is set once CheckACL has verified the pass-through user; until then every
 	// pass-through command is answered UNAVAILABLE.
 	verified atomic.Bool
+}
+
+// RESP3 is the Cluster whose connections log in with HELLO 3, so that Redis's replies come in
+// RESP3 for clients that asked for it: its own shared connections, transactions, blocking
+// commands and subscriptions, on the same slot map, command table and ACL check.
+func (c *Cluster) RESP3() *Cluster {
+	if c.opt.Protocol == 3 {
+		return c
+	}
+	c.resp3Once.Do(func() {
+		opt := c.opt
+		opt.Protocol = 3
+		c.resp3 = &Cluster{rc: c.rc, opt: opt, shared: c.shared}
+	})
+	return c.resp3
+}
+
+// For is the Cluster for a client speaking protocol proto (2 or 3).
+func (c *Cluster) For(proto int) *Cluster {
+	if proto == 3 {
+		return c.RESP3()
+	}
+	return c
 }
 
 // commandTable is Redis's COMMAND INFO, and for the commands routed plainly by their
@@ -87,7 +121,7 @@ func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
 
 // New returns a Cluster on rc's slot map.
 func New(rc *redis.ClusterClient, opt Options) *Cluster {
-	return &Cluster{rc: rc, opt: opt}
+	return &Cluster{rc: rc, opt: opt, shared: &shared{}}
 }
 
 // FromConf returns a Cluster configured by c.
@@ -103,8 +137,11 @@ func FromConf(rc *redis.ClusterClient, c conf.Redis) *Cluster {
 	return New(rc, opt)
 }
 
-// Close stops the shared connections.
+// Close stops the shared connections, its RESP3 sibling's too.
 func (c *Cluster) Close() {
+	if c.resp3 != nil {
+		c.resp3.Close()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes.Range(func(_, n any) bool {
@@ -122,7 +159,7 @@ func (c *Cluster) node(addr string) *node {
 	v, ok := c.nodes.Load(addr)
 	n, _ := v.(*node)
 	if !ok {
-		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, authCommand(c.opt.Username, c.opt.Password))
+		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, loginCommand(c.opt.Protocol, c.opt.Username, c.opt.Password))
 		c.nodes.Store(addr, n)
 	}
 	return n

@@ -50,6 +50,22 @@ func dialConn(ctx context.Context, addr string, dialTimeout time.Duration, auth 
 	return c, nil
 }
 
+// loginCommand is what a new connection sends first: for RESP3, HELLO 3 with the user's
+// AUTH if there is one; else authCommand.
+func loginCommand(proto int, user, password string) [][]byte {
+	if proto != 3 {
+		return authCommand(user, password)
+	}
+	hello := [][]byte{[]byte("HELLO"), []byte("3")}
+	if user != "" || password != "" {
+		if user == "" {
+			user = "default"
+		}
+		hello = append(hello, []byte("AUTH"), []byte(user), []byte(password))
+	}
+	return hello
+}
+
 // authCommand is the AUTH that logs user (or the default user, with user empty) in; nil
 // with neither a user nor a password.
 func authCommand(user, password string) [][]byte {

@@ -26,7 +26,7 @@ const (
 	maxBulk  = 512 << 20
 )
 
-// readReply reads one whole RESP2 reply from r and returns its raw bytes.
+// readReply reads one whole RESP2 or RESP3 reply from r and returns its raw bytes.
 func readReply(r *bufio.Reader) ([]byte, error) {
 	var out []byte
 	if err := appendReply(r, &out, 0); err != nil {
@@ -64,9 +64,9 @@ func appendReply(r *bufio.Reader, out *[]byte, depth int) error {
 		return err
 	}
 	switch t {
-	case '+', '-', ':':
+	case '+', '-', ':', '_', ',', '#', '(':
 		return nil
-	case '$':
+	case '$', '!', '=':
 		n, err := strconv.Atoi(string(body))
 		if err != nil || n < -1 {
 			return fmt.Errorf("%w: bulk length %q", ErrProtocol, body)
@@ -91,10 +91,16 @@ func appendReply(r *bufio.Reader, out *[]byte, depth int) error {
 			return fmt.Errorf("%w: bulk not ended by CRLF", ErrProtocol)
 		}
 		return nil
-	case '*':
+	case '*', '~', '>', '%', '|':
 		n, err := strconv.Atoi(string(body))
 		if err != nil || n < -1 {
-			return fmt.Errorf("%w: array length %q", ErrProtocol, body)
+			return fmt.Errorf("%w: aggregate length %q", ErrProtocol, body)
+		}
+		switch t {
+		case '%':
+			n *= 2 // a map's keys and values
+		case '|':
+			n = 2*n + 1 // an attribute's pairs, then the reply it is about
 		}
 		for range max(n, 0) {
 			if err := appendReply(r, out, depth+1); err != nil {
@@ -124,6 +130,6 @@ func appendCommand(b []byte, args [][]byte) []byte {
 // errorReply renders msg as a RESP error.
 func errorReply(msg string) []byte { return []byte("-" + msg + "\r\n") }
 
-// ReadReply reads one whole RESP2 reply from r and returns its raw bytes; a test client uses
+// ReadReply reads one whole RESP2 or RESP3 reply from r and returns its raw bytes; a test client uses
 // it to compare replies byte for byte.
 func ReadReply(r *bufio.Reader) ([]byte, error) { return readReply(r) }

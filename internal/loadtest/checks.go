@@ -79,14 +79,21 @@ func Setup(ctx context.Context, db *sql.DB, proxy redis.UniversalClient, sku str
 	if err := proxy.Do(ctx, "seckill.close", sku).Err(); err != nil && !strings.Contains(err.Error(), "never warmed") {
 		return 0, fmt.Errorf("close the previous sale: %w", err)
 	}
-	v, err := proxy.Do(ctx, "seckill.warm", sku, "LIMIT", limit, "FORCE").Slice()
+	v, err := proxy.Do(ctx, "seckill.warm", sku, "LIMIT", limit, "FORCE").Result()
 	if err != nil {
 		return 0, fmt.Errorf("SECKILL.WARM: %w", err)
 	}
-	for i := 0; i+1 < len(v); i += 2 {
-		if v[i] == "version" {
-			n, _ := v[i+1].(int64)
+	switch v := v.(type) {
+	case map[any]any: // RESP3
+		if n, ok := v["version"].(int64); ok {
 			return n, nil
+		}
+	case []any: // RESP2: field, value, ...
+		for i := 0; i+1 < len(v); i += 2 {
+			if v[i] == "version" {
+				n, _ := v[i+1].(int64)
+				return n, nil
+			}
 		}
 	}
 	return 0, fmt.Errorf("SECKILL.WARM replied %v", v)
