@@ -25,6 +25,7 @@ func TestRealClients(t *testing.T) {
 	}{
 		{"python", "python3", 2, []string{"redis-py 8.1.0 Redis: SET/GET, pipeline, MULTI, pub/sub, BUY, DUPLICATE, SOLDOUT ok (resp=3)", "redis-py 8.1.0 RedisCluster: SET/GET"}},
 		{"node", "node", 4, []string{"node-redis createClient: ok (resp=3)", "node-redis createCluster: ok", "ioredis Redis: ok", "ioredis Cluster: ok"}},
+		{"java", "mvn", 2, []string{"Jedis RedisClient: SET/GET, pipeline, MULTI, pub/sub, BUY, DUPLICATE, SOLDOUT ok", "Jedis RedisClusterClient: SET/GET"}},
 	}
 	for _, cl := range clients {
 		t.Run(cl.lang, func(t *testing.T) {

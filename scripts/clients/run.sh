@@ -5,6 +5,7 @@
 #
 #   scripts/clients/run.sh python <host:port> <sku> <sku>
 #   scripts/clients/run.sh node   <host:port> <sku> <sku> <sku> <sku>
+#   scripts/clients/run.sh java   <host:port> <sku> <sku>
 #
 # The Go test proxy/clients_test.go starts a proxy, warms the sales and calls this.
 set -euo pipefail
@@ -33,8 +34,17 @@ node)
   cp "$HERE/check.mjs" "$dir/check.mjs"
   exec node "$dir/check.mjs" "$@"
   ;;
+java)
+  dir=$CACHE/java-$(sha1sum "$HERE/java/pom.xml" | cut -c1-12)
+  if [[ ! -d $dir/lib ]]; then
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    (cd "$HERE/java" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$dir.tmp/lib" >&2)
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  exec java -cp "$dir/lib/*" "$HERE/java/Check.java" "$@"
+  ;;
 *)
-  echo "run.sh: unknown client language $lang (python, node)" >&2
+  echo "run.sh: unknown client language $lang (python, node, java)" >&2
   exit 2
   ;;
 esac
