@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"fmt"
+	"seckill-proxy/guard"
+	"seckill-proxy/internal/resp"
+	"seckill-proxy/router"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The core's buys, with a fake buy engine: no sockets, no Redis.
+
+// fakeBuyer serves "BUY <sku> <uid>" for the core's buy tests: a call is written as
+// "BUYCALL <sku> <uid>...", and the fake node answers each uid with a bulk string (or
+// "-NOSCRIPT" for the whole call once, when noScript is set).
+type fakeBuyer struct {
+	noScript bool
+	sold     []string
+	finished int
+}
+
+type fakeAttempt struct {
+	sku, uid string
+	eval     bool
+}
+
+func (a *fakeAttempt) group() guard.CallGroup { return guard.CallGroup{SKU: a.sku, Eval: a.eval} }
+
+func (b *fakeBuyer) isBuy(_ *router.Session, args [][]byte) bool {
+	return strings.EqualFold(string(args[0]), "buy")
+}
+func (b *fakeBuyer) parse(_ *router.Session, args [][]byte) (guard.BuyRequest, []byte) {
+	if len(args) != 3 {
+		return guard.BuyRequest{}, []byte("-ERR wrong number of arguments for 'buy' command\r\n")
+	}
+	return guard.BuyRequest{SKU: string(args[1]), UID: string(args[2]), Qty: 1}, nil
+}
+func (b *fakeBuyer) start(req guard.BuyRequest, _ time.Time) (buyAttempt, []byte) {
+	if req.SKU == "soldout" {
+		return nil, []byte("-SOLDOUT soldout\r\n")
+	}
+	return &fakeAttempt{sku: req.SKU, uid: req.UID}, nil
+}
+func (b *fakeBuyer) master(sku string) (string, error) { return "a", nil }
+func (b *fakeBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
+	args := []string{"BUYCALL", as[0].(*fakeAttempt).sku}
+	for _, a := range as {
+		args = append(args, a.(*fakeAttempt).uid)
+	}
+	return append(dst, cmdsOf(strings.Join(args, " "))...)
+}
+func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int) []buyOutcome {
+	out := make([]buyOutcome, len(as))
+	if strings.HasPrefix(string(raw), "-NOSCRIPT") {
+		for i, a := range as {
+			a.(*fakeAttempt).eval = true
+			out[i].retry = true
+		}
+		return out
+	}
+	for i, a := range as {
+		id := "order-" + a.(*fakeAttempt).uid
+		out[i] = buyOutcome{reply: fmt.Appendf(nil, "$%d\r\n%s\r\n", len(id), id), sold: true}
+	}
+	return out
+}
+func (b *fakeBuyer) timedOut(buyAttempt) []byte      { return []byte("-UNAVAILABLE timed out\r\n") }
+func (b *fakeBuyer) late([]buyAttempt, []byte)       {}
+func (b *fakeBuyer) tee(a buyAttempt, _ func(error)) { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
+func (b *fakeBuyer) teeAll(as []buyAttempt) {
+	for _, a := range as {
+		b.tee(a, nil)
+	}
+}
+func (b *fakeBuyer) afterKafka() bool                  { return false }
+func (b *fakeBuyer) ackReply(buyAttempt, error) []byte { return nil }
+func (b *fakeBuyer) finish(buyAttempt)                 { b.finished++ }
+func (b *fakeBuyer) wait() []byte                      { return nil }
+func (b *fakeBuyer) waitReply([]byte)                  {}
+func (b *fakeBuyer) callTimeout() time.Duration        { return 500 * time.Millisecond }
+
+// buyNode answers the fake buyer's calls on the owner connection of node a.
+func (h *coreHarness) buyNode(b *fakeBuyer) {
+	up := h.k.ups["owner a"]
+	if up == nil || !up.connected {
+		return
+	}
+	rd := resp.NewReader(1 << 20)
+	_, _ = rd.Write(up.out)
+	up.out = up.out[:0]
+	for {
+		cmd, ok, _ := rd.Next(false)
+		if !ok {
+			break
+		}
+		if b.noScript {
+			b.noScript = false
+			up.in = append(up.in, "-NOSCRIPT No matching script.\r\n"...)
+			continue
+		}
+		up.in = append(up.in, echo(cmd.Args)...) // the fake settle ignores its content
+	}
+	h.k.upRead(up)
+}
+
+// TestCoreBuys: the buys of two clients for one SKU in one turn go as one call on the owner
+// connection, answered in each client's order among its other commands; a NOSCRIPT sends them
+// again; a local answer needs no call; a pass-through command after a buy waits for it.
+func TestCoreBuys(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &fakeBuyer{noScript: true}
+	h.k.buyer = fb
+	c1, c2 := h.client(true), h.client(true)
+	h.send(c1, cmdsOf("BUY s u1", "BUY soldout u1", "GET a1"))
+	h.send(c2, cmdsOf("BUY s u2"))
+	h.k.flushInputs()
+	h.connect()
+	owner := h.k.ups["owner a"]
+	if owner == nil || strings.Count(string(owner.out), "BUYCALL") != 1 {
+		t.Fatalf("the turn's buys: %q, want one call", owner.out)
+	}
+	if up := h.k.ups["a"]; up != nil && len(up.out) > 0 {
+		t.Fatalf("GET a1 went out before c1's buy was answered: %q", up.out)
+	}
+	for range 5 {
+		h.buyNode(fb) // NOSCRIPT first, then the call again
+		h.k.flushInputs()
+		h.connect()
+		for addr := range h.k.ups {
+			if addr != "owner a" {
+				h.answer(addr, nil)
+			}
+		}
+		h.flush()
+	}
+	if got, want := h.got[c1].String(), "$8\r\norder-u1\r\n-SOLDOUT soldout\r\n"+echoes("GET a1"); got != want {
+		t.Fatalf("c1 got %q, want %q", got, want)
+	}
+	if got := h.got[c2].String(); got != "$8\r\norder-u2\r\n" {
+		t.Fatalf("c2 got %q", got)
+	}
+	if strings.Join(fb.sold, ",") != "u1,u2" || fb.finished != 2 || h.k.inflight != 0 {
+		t.Fatalf("teed %v, finished %d, in flight %d", fb.sold, fb.finished, h.k.inflight)
+	}
+}
+
+// TestCoreBuyTimeout: a call Redis does not answer in buy.call_timeout is answered
+// UNAVAILABLE; its late reply ends the attempts without a second answer.
+func TestCoreBuyTimeout(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &fakeBuyer{}
+	h.k.buyer = fb
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s u1"))
+	h.k.flushInputs()
+	h.connect()
+	h.k.now = h.k.now.Add(600 * time.Millisecond)
+	h.k.expire()
+	h.flush()
+	if got := h.got[c].String(); got != "-UNAVAILABLE timed out\r\n" {
+		t.Fatalf("after the deadline: %q", got)
+	}
+	h.buyNode(fb)
+	h.flush()
+	if got := h.got[c].String(); got != "-UNAVAILABLE timed out\r\n" || fb.finished != 1 || c.buysOut != 0 {
+		t.Fatalf("after the late reply: %q, finished %d, buys out %d", got, fb.finished, c.buysOut)
+	}
+}
