@@ -246,6 +246,10 @@ type Buy struct {
 	RebuyAfterRelease bool `koanf:"rebuy_after_release"`
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool `koanf:"compat_replies"`
+	// LegacyScripts recognises the seeds' stock scripts (EVAL or EVALSHA on
+	// seckill:stock:<sku>) and runs each call as a SECKILL.BUY answered with the script's
+	// integer; an unrecognised script on such a key is refused.
+	LegacyScripts bool `koanf:"legacy_scripts"`
 }
 
 // Default returns the configuration that the dev stack (scripts/devstack.sh) needs no
@@ -319,6 +323,7 @@ func Default() Config {
 			SoldOutReprobe:     2 * time.Second,
 			SoldOutBuyers:      100000,
 			PipelinesPerMaster: 1,
+			LegacyScripts:      true,
 		},
 	}
 }

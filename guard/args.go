@@ -12,6 +12,14 @@ type BuyRequest struct {
 	SKU string
 	UID string
 	Qty int64
+	// Ints, when set, answers the buy with integers instead of an order id or an error, as a
+	// legacy stock script would (see router's legacy scripts).
+	Ints *IntReplies
+}
+
+// IntReplies are the integers a legacy stock script answers with.
+type IntReplies struct {
+	Success, SoldOut, Duplicate, NoSale int64
 }
 
 // ParseBuy parses SECKILL.BUY's arguments (after the command name): <sku> <uid> [qty].

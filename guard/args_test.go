@@ -23,9 +23,9 @@ func TestParseBuy(t *testing.T) {
 		want    BuyRequest
 		errText string
 	}{
-		{[]string{"sku_1001", "u1"}, BuyRequest{"sku_1001", "u1", 1}, ""},
-		{[]string{"sku.1001:A-b", "user_9", "3"}, BuyRequest{"sku.1001:A-b", "user_9", 3}, ""},
-		{[]string{strings.Repeat("s", 64), strings.Repeat("u", 64), "10000"}, BuyRequest{strings.Repeat("s", 64), strings.Repeat("u", 64), 10000}, ""},
+		{[]string{"sku_1001", "u1"}, BuyRequest{SKU: "sku_1001", UID: "u1", Qty: 1}, ""},
+		{[]string{"sku.1001:A-b", "user_9", "3"}, BuyRequest{SKU: "sku.1001:A-b", UID: "user_9", Qty: 3}, ""},
+		{[]string{strings.Repeat("s", 64), strings.Repeat("u", 64), "10000"}, BuyRequest{SKU: strings.Repeat("s", 64), UID: strings.Repeat("u", 64), Qty: 10000}, ""},
 		{[]string{"sku"}, BuyRequest{}, "wrong number of arguments"},
 		{[]string{"sku", "u", "1", "x"}, BuyRequest{}, "wrong number of arguments"},
 		{[]string{"", "u"}, BuyRequest{}, "sku must be 1-64 characters"},

@@ -37,11 +37,11 @@ func (b *guardBuyer) parse(sess *router.Session, args [][]byte) (guard.BuyReques
 func (b *guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []byte) {
 	at := &attempt{req: req}
 	if res, ok := b.g.Local(&at.req, now); ok {
-		return nil, b.r.AppendBuyReply(nil, res)
+		return nil, b.r.AppendBuyReply(nil, &at.req, res)
 	}
 	a, err := b.g.Start(&at.req)
 	if err != nil {
-		return nil, b.r.AppendBuyReply(nil, guard.BuyResult{Err: err})
+		return nil, b.r.AppendBuyReply(nil, &at.req, guard.BuyResult{Err: err})
 	}
 	at.a = a
 	return at, nil
@@ -71,10 +71,10 @@ func (b *guardBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
 func (b *guardBuyer) settle(as []buyAttempt, raw []byte, round int) []buyOutcome {
 	b.outs = b.g.SettleCall(b.attempts(as), raw, round, b.outs[:0])
 	b.res = b.res[:0]
-	for _, o := range b.outs {
+	for i, o := range b.outs {
 		r := buyOutcome{retry: o.Retry, addr: o.Addr, ask: o.Ask, sold: o.Sold}
 		if !o.Retry {
-			r.reply = b.r.AppendBuyReply(nil, o.Result)
+			r.reply = b.r.AppendBuyReply(nil, &as[i].(*attempt).req, o.Result)
 		}
 		b.res = append(b.res, r)
 	}
@@ -82,7 +82,7 @@ func (b *guardBuyer) settle(as []buyAttempt, raw []byte, round int) []buyOutcome
 }
 
 func (b *guardBuyer) timedOut(a buyAttempt) []byte {
-	return b.r.AppendBuyReply(nil, b.g.TimedOut(a.(*attempt).a))
+	return b.r.AppendBuyReply(nil, &a.(*attempt).req, b.g.TimedOut(a.(*attempt).a))
 }
 
 func (b *guardBuyer) late(as []buyAttempt, raw []byte) { b.g.Late(b.attempts(as), raw) }
@@ -94,7 +94,7 @@ func (b *guardBuyer) teeAll(as []buyAttempt) { b.g.TeeAll(b.attempts(as)) }
 func (b *guardBuyer) afterKafka() bool { return b.g.ReplyAfterKafka() }
 
 func (b *guardBuyer) ackReply(a buyAttempt, err error) []byte {
-	return b.r.AppendBuyReply(nil, b.g.AfterKafka(a.(*attempt).a, err))
+	return b.r.AppendBuyReply(nil, &a.(*attempt).req, b.g.AfterKafka(a.(*attempt).a, err))
 }
 
 func (b *guardBuyer) finish(a buyAttempt) { b.g.Finish(a.(*attempt).a) }

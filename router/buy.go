@@ -14,13 +14,19 @@ func (r *Router) IsBuy(s *Session, args [][]byte) bool {
 		return false
 	}
 	c := r.lookup(args[0])
-	return c != nil && c.flags&flagBuy != 0
+	return (c != nil && c.flags&flagBuy != 0) || (r.legacy != nil && isLegacyCall(args))
 }
 
 // ParseBuy reads a SECKILL.BUY (IsBuy said so). reply is set when the command fails before the
 // guard (NOAUTH, permission, a wrong argument count, a bad argument), with the error to
 // answer; else req is the buy. Count it with Counted.
 func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, reply []byte) {
+	if req, err, ok := r.checkedLegacyBuy(s, args); ok {
+		if err != nil {
+			return req, errorReply(err)
+		}
+		return req, nil
+	}
 	if _, err := r.check(s, args); err != nil {
 		return req, errorReply(err)
 	}
@@ -31,9 +37,14 @@ func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, repl
 	return req, nil
 }
 
-// AppendBuyReply appends a buy's reply, as Serve writes it (the seeds' integers with
-// buy.compat_replies), to dst.
-func (r *Router) AppendBuyReply(dst []byte, res guard.BuyResult) []byte {
+// AppendBuyReply appends the reply to req, as Serve writes it (a legacy script's integers,
+// or the seeds' integers with buy.compat_replies), to dst.
+func (r *Router) AppendBuyReply(dst []byte, req *guard.BuyRequest, res guard.BuyResult) []byte {
+	if req != nil && req.Ints != nil {
+		if n, ok := intReply(req.Ints, res); ok {
+			return redcon.AppendInt(dst, n)
+		}
+	}
 	if r.opt.CompatReplies {
 		if n, ok := compatReply(res.Err); ok {
 			return redcon.AppendInt(dst, n)

@@ -106,6 +106,9 @@ type Options struct {
 	Upstream *upstream.Cluster
 	// CompatReplies answers BUY with the seeds' integers: 1 success, 0 sold out, -1 duplicate.
 	CompatReplies bool
+	// Legacy recognises the seeds' stock scripts (EVAL, EVALSHA on seckill:stock:<sku>) and
+	// runs each call as a SECKILL.BUY (see legacy.go).
+	Legacy bool
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
 	// AdminAllow names refused commands that an admin user may run all the same.
@@ -127,6 +130,8 @@ type Router struct {
 	nextID atomic.Int64
 	// sessions are the connections open now, by ID, for CLIENT LIST and CLIENT KILL.
 	sessions sync.Map
+	// legacy recognises the seeds' stock scripts; nil when buy.legacy_scripts is off.
+	legacy *legacyScripts
 	// announce is the cluster facade's node (SetAnnounce).
 	announce atomic.Pointer[announce]
 	commands atomic.Int64
@@ -137,6 +142,9 @@ type Router struct {
 // New builds the command table once.
 func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	r := &Router{guard: g, log: log, opt: opt, users: map[string]conf.User{}, started: time.Now()}
+	if opt.Legacy && g != nil {
+		r.legacy = newLegacyScripts()
+	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
 	for _, u := range opt.Users {
 		r.users[u.Name] = u
@@ -224,6 +232,15 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	r.commands.Add(int64(len(cmds)))
 	s.Active(time.Now())
 	for i, args := range cmds {
+		if req, lerr, ok := r.checkedLegacyBuy(s, args); ok {
+			flushPass()
+			if lerr == nil {
+				buys = append(buys, req)
+			}
+			buyErrs = append(buyErrs, lerr)
+			continue
+		}
+		r.learnLegacy(args)
 		c, err := r.check(s, args)
 		if c != nil {
 			s.view.mu.Lock()
@@ -366,6 +383,13 @@ func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []
 			continue
 		}
 		res := results[next]
+		if ints := buys[next].Ints; ints != nil {
+			if n, ok := intReply(ints, res); ok {
+				w.WriteInt64(n)
+				next++
+				continue
+			}
+		}
 		next++
 		if r.opt.CompatReplies {
 			if n, ok := compatReply(res.Err); ok {

@@ -99,6 +99,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		Password:      cfg.Password,
 		Users:         cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies,
+		Legacy:        cfg.Buy.LegacyScripts,
 		MaxArgBytes:   cfg.Limits.MaxArgBytes,
 		AdminAllow:    cfg.Redis.AdminAllow,
 		Clients:       func() int64 { return srv.Clients() },

@@ -1,0 +1,77 @@
+package proxy_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/router"
+	"seckill-proxy/sale"
+)
+
+// TestLegacyBuyScript: the seeds' buy script, in a copy of the service's own (comments and
+// indentation of its own, so another SHA1), through the proxy on the cluster, as go-redis's
+// Script runs it (EVALSHA, then EVAL on NOSCRIPT): each call is a SECKILL.BUY answered with
+// the script's integers, the seeds' keys are never written, and a script the proxy does not
+// recognise on a legacy stock key is refused.
+func TestLegacyBuyScript(t *testing.T) {
+	s := start(t, nil)
+	c := s.client(t, 1)
+	ctx := context.Background()
+	sku := newSKU("legacy")
+	s.sale(t, c, sku, 2)
+	copyOf := "-- the stock script, as the service carries it\n" +
+		strings.ReplaceAll(router.LegacyBuyScript, "\n", "\n    ") + "  -- done\n"
+	script := redis.NewScript(copyOf)
+	keys := []string{router.LegacyStockPrefix + sku, "seckill:buyers:" + sku}
+	for _, step := range []struct {
+		uid  string
+		want int64
+	}{{"u1", 1}, {"u1", -1}, {"u2", 1}, {"u3", 0}, {"u2", -1}} {
+		got, err := script.Run(ctx, c, keys, step.uid, 1).Int64()
+		if err != nil || got != step.want {
+			t.Fatalf("legacy buy by %s = %d, %v; want %d", step.uid, got, err, step.want)
+		}
+	}
+	sha, err := c.ScriptLoad(ctx, router.LegacyBuyScript).Result()
+	if err != nil || sha != redis.NewScript(router.LegacyBuyScript).Hash() {
+		t.Fatalf("SCRIPT LOAD = %q, %v; want the body's SHA1", sha, err)
+	}
+	if got, err := c.EvalSha(ctx, sha, keys, "u4", 1).Int64(); err != nil || got != 0 {
+		t.Fatalf("EVALSHA after SCRIPT LOAD = %d, %v; want 0 (sold out)", got, err)
+	}
+	if n, err := s.rc.HLen(ctx, sale.KeysFor(sku).Buyers).Result(); err != nil || n != 2 {
+		t.Fatalf("the sale's buyers = %d, %v; want 2", n, err)
+	}
+	for _, k := range keys {
+		if n, err := s.rc.Exists(ctx, k).Result(); err != nil || n != 0 {
+			t.Fatalf("%s exists in Redis (%d, %v): the seeds' keys must not be written", k, n, err)
+		}
+	}
+	err = c.Eval(ctx, "return redis.call('SET', KEYS[1], 2050)", []string{router.LegacyStockPrefix + sku}).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "does not recognise") {
+		t.Fatalf("an unknown script on a legacy key: %v, want NOPERM", err)
+	}
+}
+
+// TestLegacyDeductScript: the seeds' variant without a buyer, on a standalone upstream: each
+// call buys as a new buyer; -1 for a SKU with no sale.
+func TestLegacyDeductScript(t *testing.T) {
+	s := startStandalone(t, nil)
+	c := s.client(t, 1)
+	ctx := context.Background()
+	sku := newSKU("deduct")
+	s.sale(t, c, sku, 2)
+	script := redis.NewScript(router.LegacyDeductScript)
+	for i, want := range []int64{1, 1, 0} {
+		got, err := script.Run(ctx, c, []string{router.LegacyStockPrefix + sku}, 1).Int64()
+		if err != nil || got != want {
+			t.Fatalf("deduct %d = %d, %v; want %d", i, got, err, want)
+		}
+	}
+	if got, err := script.Run(ctx, c, []string{router.LegacyStockPrefix + newSKU("nosale")}, 1).Int64(); err != nil || got != -1 {
+		t.Fatalf("deduct of a SKU with no sale = %d, %v; want -1", got, err)
+	}
+}

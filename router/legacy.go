@@ -1,0 +1,238 @@
+package router
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/rs/xid"
+
+	"seckill-proxy/guard"
+	"seckill-proxy/sale"
+)
+
+// Legacy stock scripts: a service built on the seeds' design does not send SECKILL.BUY but
+// EVALSHA (or EVAL) of its own stock script on its own key names, which on a cluster cannot
+// run at all (its keys sit in different slots). The proxy recognises those scripts, by their
+// body with comments and whitespace normalised away or by its SHA1, and runs each call as a
+// SECKILL.BUY of the SKU named in KEYS[1], answered with the integer the script would have
+// returned. Everything a buy does is done: the proxy's own atomic script, the order id, the
+// outbox, Kafka, MySQL, the local sold-out flag.
+
+// LegacyStockPrefix is the seeds' stock key: seckill:stock:<sku>.
+const LegacyStockPrefix = "seckill:stock:"
+
+// legacyScript is one recognised stock script: where its uid and qty are (1-based ARGV
+// positions; uidArg 0: none, every call a new buyer), and its replies.
+type legacyScript struct {
+	name           string
+	keys           int // KEYS it takes
+	uidArg, qtyArg int
+	replies        guard.IntReplies
+}
+
+// LegacyBuyScript is the seeds' buy: KEYS stock, buyers; ARGV uid, qty. 1 success, 0 sold out
+// (or no stock key), -1 a repeat buyer.
+const LegacyBuyScript = `if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return -1 end
+local current_stock = tonumber(redis.call('GET', KEYS[1]) or "0")
+if current_stock < tonumber(ARGV[2]) then return 0 end
+redis.call('DECRBY', KEYS[1], tonumber(ARGV[2]))
+redis.call('HSET', KEYS[2], ARGV[1], 1)
+return 1`
+
+// LegacyDeductScript is the seeds' variant without a buyer: KEYS stock; ARGV qty. 1 success,
+// 0 sold out, -1 no such item.
+const LegacyDeductScript = `local stock = redis.call('GET', KEYS[1])
+if not stock then return -1 end
+if tonumber(stock) < tonumber(ARGV[1]) then return 0 end
+redis.call('DECRBY', KEYS[1], tonumber(ARGV[1]))
+return 1`
+
+// legacyScripts recognises the built-in scripts, and learns the SHA1 of each copy it sees
+// (a service's copy may differ in comments and whitespace, and so in SHA1).
+type legacyScripts struct {
+	byNorm map[string]*legacyScript
+	mu     sync.RWMutex
+	bySHA  map[string]*legacyScript
+}
+
+func newLegacyScripts() *legacyScripts {
+	l := &legacyScripts{byNorm: map[string]*legacyScript{}, bySHA: map[string]*legacyScript{}}
+	l.add(LegacyBuyScript, &legacyScript{name: "seeds' buy", keys: 2, uidArg: 1, qtyArg: 2,
+		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: 0}})
+	l.add(LegacyDeductScript, &legacyScript{name: "seeds' deduct", keys: 1, qtyArg: 1,
+		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: -1}})
+	return l
+}
+
+func (l *legacyScripts) add(body string, ls *legacyScript) {
+	l.byNorm[normaliseLua(body)] = ls
+	l.bySHA[sha1Hex(body)] = ls
+}
+
+func sha1Hex(body string) string {
+	sum := sha1.Sum([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
+
+// byBody recognises a body, and remembers its SHA1 for the EVALSHAs that follow.
+func (l *legacyScripts) byBody(body []byte) *legacyScript {
+	sha := sha1Hex(string(body))
+	if ls := l.bySHAOf(sha); ls != nil {
+		return ls
+	}
+	ls := l.byNorm[normaliseLua(string(body))]
+	if ls != nil {
+		l.mu.Lock()
+		l.bySHA[sha] = ls
+		l.mu.Unlock()
+	}
+	return ls
+}
+
+func (l *legacyScripts) bySHAOf(sha string) *legacyScript {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.bySHA[strings.ToLower(sha)]
+}
+
+// normaliseLua is body without its comments, every run of whitespace one space.
+func normaliseLua(body string) string {
+	var b strings.Builder
+	space := false
+	var quote byte
+	for i := 0; i < len(body); i++ {
+		ch := body[i]
+		switch {
+		case quote != 0:
+			b.WriteByte(ch)
+			if ch == '\\' && i+1 < len(body) {
+				i++
+				b.WriteByte(body[i])
+			} else if ch == quote {
+				quote = 0
+			}
+			continue
+		case ch == '"' || ch == '\'':
+			quote = ch
+		case ch == '-' && strings.HasPrefix(body[i:], "--"):
+			if strings.HasPrefix(body[i:], "--[[") {
+				end := strings.Index(body[i:], "]]")
+				if end < 0 {
+					i = len(body)
+				} else {
+					i += end + 1
+				}
+			} else if nl := strings.IndexByte(body[i:], '\n'); nl < 0 {
+				i = len(body)
+			} else {
+				i += nl - 1
+			}
+			space = true
+			continue
+		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v' || ch == ';':
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteByte(ch)
+	}
+	return b.String()
+}
+
+var (
+	errLegacyUnknown = errors.New("NOPERM a script on " + LegacyStockPrefix + "<sku> that seckill-proxy does not recognise as a legacy stock script is refused: the stock belongs to SECKILL.WARM (see the README on migrating a service that runs the seeds' design)")
+	errLegacyNoSHA   = errors.New("NOSCRIPT No matching script. Please use EVAL.")
+)
+
+// isLegacyCall says whether args may be a legacy stock script's call: EVAL or EVALSHA whose
+// first key is a legacy stock key. Cheap: the event loop asks it of every command.
+func isLegacyCall(args [][]byte) bool {
+	if len(args) < 4 || (len(args[0]) != 4 && len(args[0]) != 7) || (args[0][0]|0x20) != 'e' {
+		return false
+	}
+	name := strings.ToLower(string(args[0]))
+	return (name == "eval" || name == "evalsha") && strings.HasPrefix(string(args[3]), LegacyStockPrefix)
+}
+
+// legacyBuy reads a legacy stock script's call as a buy. ok false: args is not one (it goes
+// on as any other command). err set: it is one, and is refused with err.
+func (r *Router) legacyBuy(args [][]byte) (req guard.BuyRequest, err error, ok bool) {
+	if r.legacy == nil || !isLegacyCall(args) {
+		return req, nil, false
+	}
+	var ls *legacyScript
+	if strings.EqualFold(string(args[0]), "evalsha") {
+		if ls = r.legacy.bySHAOf(string(args[1])); ls == nil {
+			// Unknown here (a copy loaded through another proxy, or before a restart): the
+			// client sends its body again, by which it is recognised.
+			return req, errLegacyNoSHA, true
+		}
+	} else if ls = r.legacy.byBody(args[1]); ls == nil {
+		return req, errLegacyUnknown, true
+	}
+	n, okN := sale.ParseCount(args[2])
+	if !okN || int(n) != ls.keys || len(args) < 3+ls.keys+max(ls.uidArg, ls.qtyArg) {
+		return req, errors.New("ERR wrong number of keys or arguments for the " + ls.name + " legacy stock script"), true
+	}
+	argv := args[3+ls.keys:]
+	sku := args[3][len(LegacyStockPrefix):]
+	uid := []byte("legacy-" + xid.New().String()) // a new buyer per call, with no buyer argument
+	if ls.uidArg > 0 {
+		uid = argv[ls.uidArg-1]
+	}
+	sk, u, perr := guard.ParseSKUUID(sku, uid)
+	if perr != nil {
+		return req, perr, true
+	}
+	qty, okQ := sale.ParseCount(argv[ls.qtyArg-1])
+	if !okQ || qty > sale.MaxLimit {
+		return req, errors.New("ERR the legacy stock script's quantity must be an integer from 1 up"), true
+	}
+	return guard.BuyRequest{SKU: sk, UID: u, Qty: qty, Ints: &ls.replies}, nil, true
+}
+
+// learnLegacy remembers the SHA1 of a SCRIPT LOAD's body that is a legacy stock script, so
+// that the EVALSHAs that follow are recognised. The load itself goes on to Redis, which
+// answers that same SHA1.
+func (r *Router) learnLegacy(args [][]byte) {
+	if r.legacy != nil && len(args) == 3 && strings.EqualFold(string(args[0]), "script") && strings.EqualFold(string(args[1]), "load") {
+		r.legacy.byBody(args[2])
+	}
+}
+
+// intReply maps a legacy buy's outcome to its script's integers.
+func intReply(ints *guard.IntReplies, res guard.BuyResult) (int64, bool) {
+	var dup *guard.DuplicateError
+	switch {
+	case res.Err == nil:
+		return ints.Success, true
+	case errors.Is(res.Err, guard.ErrSoldOut):
+		return ints.SoldOut, true
+	case errors.As(res.Err, &dup):
+		return ints.Duplicate, true
+	case errors.Is(res.Err, guard.ErrClosed):
+		return ints.NoSale, true
+	}
+	return 0, false
+}
+
+// buyCheckArgs stand for a legacy buy in the router's checks: it may run where SECKILL.BUY
+// may (logged in, a role that buys), whatever the policy says of scripts.
+var buyCheckArgs = [][]byte{[]byte("seckill.buy"), []byte("sku"), []byte("uid")}
+
+// checkedLegacyBuy is legacyBuy after the checks a SECKILL.BUY gets.
+func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyRequest, err error, ok bool) {
+	if r.legacy == nil || !isLegacyCall(args) || (s.tx != nil && s.tx.Active()) {
+		return req, nil, false
+	}
+	if _, err := r.check(s, buyCheckArgs); err != nil {
+		return req, err, true
+	}
+	return r.legacyBuy(args)
+}
