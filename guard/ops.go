@@ -285,3 +285,29 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	}
 	return diffs, nil
 }
+
+// LegacyStock is what the seeds' keys of a sale would hold: its remaining stock (ok false:
+// no sale, the key would not exist).
+func (g *Guard) LegacyStock(ctx context.Context, sku string) (stock int64, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	st, err := g.readSale(ctx, sku, false)
+	if errors.Is(err, ErrBadArgs) {
+		return 0, false, nil // never warmed
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return st.stock, true, nil
+}
+
+// HasBuyer says whether uid holds an order in the sale of sku.
+func (g *Guard) HasBuyer(ctx context.Context, sku, uid string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	ok, err := g.rc.HExists(ctx, sale.KeysFor(sku).Buyers, uid).Result()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return ok, nil
+}

@@ -75,3 +75,68 @@ func TestLegacyDeductScript(t *testing.T) {
 		t.Fatalf("deduct of a SKU with no sale = %d, %v; want -1", got, err)
 	}
 }
+
+// TestLegacyKeys: the seeds' reads of a sale are answered from the sale, and the operator's
+// mid-sale SET of the stock (2,050 for 2,000 phones) is refused: the sale still sells exactly
+// its stock.
+func TestLegacyKeys(t *testing.T) { eachUpstream(t, testLegacyKeys) }
+
+func testLegacyKeys(t *testing.T, s *stack) {
+	c := s.client(t, 4)
+	ctx := context.Background()
+	sku := newSKU("legacykeys")
+	const units = 20
+	s.sale(t, c, sku, units)
+	stockKey, soldOutKey, buyersKey := router.LegacyStockPrefix+sku, "seckill:soldout:"+sku, "seckill:buyers:"+sku
+	if got, err := c.Get(ctx, stockKey).Result(); err != nil || got != "20" {
+		t.Fatalf("GET %s = %q, %v; want 20", stockKey, got, err)
+	}
+	if got, err := c.Get(ctx, soldOutKey).Result(); err != nil || got != "0" {
+		t.Fatalf("GET %s = %q, %v; want 0", soldOutKey, got, err)
+	}
+	script := redis.NewScript(router.LegacyBuyScript)
+	keys := []string{stockKey, buyersKey}
+	sold := 0
+	for i := range 2 * units {
+		if i == units/2 {
+			err := c.Set(ctx, stockKey, 2050, 0).Err()
+			if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "SECKILL.WARM") {
+				t.Fatalf("SET of the stock mid-sale: %v, want NOPERM naming SECKILL.WARM", err)
+			}
+			if err := c.IncrBy(ctx, stockKey, 50).Err(); err == nil {
+				t.Fatal("INCRBY of the stock mid-sale was not refused")
+			}
+		}
+		got, err := script.Run(ctx, c, keys, "b"+string(rune('a'+i%26))+string(rune('a'+i/26)), 1).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 1 {
+			sold++
+		}
+	}
+	if sold != units {
+		t.Fatalf("%d legacy buys succeeded for %d units", sold, units)
+	}
+	if got, err := c.Get(ctx, stockKey).Result(); err != nil || got != "0" {
+		t.Fatalf("GET %s after the sale = %q, %v; want 0", stockKey, got, err)
+	}
+	if got, err := c.Get(ctx, soldOutKey).Result(); err != nil || got != "1" {
+		t.Fatalf("GET %s after the sale = %q, %v; want 1", soldOutKey, got, err)
+	}
+	if ok, err := c.HExists(ctx, buyersKey, "baa").Result(); err != nil || !ok {
+		t.Fatalf("HEXISTS of a buyer = %v, %v", ok, err)
+	}
+	if ok, err := c.HExists(ctx, "seckill:users:"+sku, "nobody").Result(); err != nil || ok {
+		t.Fatalf("HEXISTS of a non-buyer = %v, %v", ok, err)
+	}
+	if got, err := c.HGet(ctx, buyersKey, "baa").Result(); err != nil || got != "1" {
+		t.Fatalf("HGET of a buyer = %q, %v; want 1", got, err)
+	}
+	if err := c.Get(ctx, router.LegacyStockPrefix+newSKU("never")).Err(); err != redis.Nil {
+		t.Fatalf("GET of a SKU with no sale = %v, want nil", err)
+	}
+	if left, err := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); err != nil || left != 0 {
+		t.Fatalf("the sale's stock = %d, %v; want 0", left, err)
+	}
+}

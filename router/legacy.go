@@ -1,9 +1,11 @@
 package router
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -235,4 +237,93 @@ func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyReque
 		return req, err, true
 	}
 	return r.legacyBuy(args)
+}
+
+// The seeds' other keys of a sale, answered from the sale itself.
+const (
+	legacySoldOutPrefix = "seckill:soldout:"
+	legacyBuyersPrefix  = "seckill:buyers:"
+	legacyUsersPrefix   = "seckill:users:"
+)
+
+// errLegacyStockWrite refuses a write of the seeds' stock key: the very write that sold 2,053
+// phones of 2,000.
+var errLegacyStockWrite = errors.New("NOPERM " + LegacyStockPrefix + "<sku> is the sale's stock, which only SECKILL.WARM sets (it checks Redis against MySQL's stock); a number written here would oversell")
+
+// legacyKeyOf says which of the seeds' keys args names first, and its SKU.
+func legacyKeyOf(args [][]byte) (prefix, sku string) {
+	if len(args) < 2 || len(args[1]) < len("seckill:") || string(args[1][:len("seckill:")]) != "seckill:" {
+		return "", ""
+	}
+	key := string(args[1])
+	for _, p := range []string{LegacyStockPrefix, legacySoldOutPrefix, legacyBuyersPrefix, legacyUsersPrefix} {
+		if strings.HasPrefix(key, p) {
+			return p, key[len(p):]
+		}
+	}
+	return "", ""
+}
+
+// isLegacyKeyCommand says whether args is a command on the seeds' keys that the proxy
+// answers itself (legacyKeyCommand): the event loop does not forward it.
+func (r *Router) isLegacyKeyCommand(args [][]byte) bool {
+	if r.legacy == nil {
+		return false
+	}
+	prefix, _ := legacyKeyOf(args)
+	switch prefix {
+	case LegacyStockPrefix:
+		return true
+	case legacySoldOutPrefix:
+		return strings.EqualFold(string(args[0]), "get")
+	case legacyBuyersPrefix, legacyUsersPrefix:
+		name := strings.ToLower(string(args[0]))
+		return name == "hexists" || name == "hget"
+	}
+	return false
+}
+
+// legacyKeyCommand answers a command on the seeds' keys from the sale: GET of the stock (the
+// remaining stock) and of the sold-out marker (1 or 0), HEXISTS and HGET of the buyers; any
+// other command on the stock key is refused. ok false: not such a command.
+func (r *Router) legacyKeyCommand(ctx context.Context, args [][]byte) (reply Reply, err error, ok bool) {
+	if !r.isLegacyKeyCommand(args) {
+		return nil, nil, false
+	}
+	prefix, sku := legacyKeyOf(args)
+	name := strings.ToLower(string(args[0]))
+	if !sale.ValidID([]byte(sku)) {
+		return NullBulk{}, nil, true
+	}
+	switch {
+	case prefix == LegacyStockPrefix && name == "get" && len(args) == 2, prefix == legacySoldOutPrefix && len(args) == 2:
+		stock, exists, err := r.guard.LegacyStock(ctx, sku)
+		switch {
+		case err != nil:
+			return nil, err, true
+		case !exists:
+			return NullBulk{}, nil, true
+		case prefix == legacySoldOutPrefix && stock <= 0:
+			return BulkString("1"), nil, true
+		case prefix == legacySoldOutPrefix:
+			return BulkString("0"), nil, true
+		}
+		return BulkString(strconv.FormatInt(stock, 10)), nil, true
+	case prefix == LegacyStockPrefix:
+		return nil, errLegacyStockWrite, true
+	case len(args) == 3:
+		has, err := r.guard.HasBuyer(ctx, sku, string(args[2]))
+		switch {
+		case err != nil:
+			return nil, err, true
+		case name == "hexists" && has:
+			return Int(1), nil, true
+		case name == "hexists":
+			return Int(0), nil, true
+		case has:
+			return BulkString("1"), nil, true
+		}
+		return NullBulk{}, nil, true
+	}
+	return nil, errors.New("ERR wrong number of arguments for '" + name + "' command"), true
 }

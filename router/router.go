@@ -242,6 +242,18 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		}
 		r.learnLegacy(args)
 		c, err := r.check(s, args)
+		if err == errPassThrough {
+			if reply, lerr, ok := r.legacyKeyCommand(ctx, args); ok {
+				flush()
+				flushPass()
+				if lerr != nil {
+					WriteError(w, lerr)
+				} else {
+					reply.write(writerFor(w, s))
+				}
+				continue
+			}
+		}
 		if c != nil {
 			s.view.mu.Lock()
 			s.view.lastCmd = c.name
@@ -533,6 +545,9 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	}
 	if _, err := r.check(s, args); err != errPassThrough {
 		return "", 0
+	}
+	if r.isLegacyKeyCommand(args) {
+		return "", 0 // answered from the sale, by Serve
 	}
 	return r.opt.Upstream.For(s.Proto).Direct(args)
 }
