@@ -301,13 +301,16 @@ func (g *Guard) LegacyStock(ctx context.Context, sku string) (stock int64, ok bo
 	return st.stock, true, nil
 }
 
-// HasBuyer says whether uid holds an order in the sale of sku.
+// HasBuyer says whether uid holds an order in the sale of sku (one released does not count).
 func (g *Guard) HasBuyer(ctx context.Context, sku, uid string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
-	ok, err := g.rc.HExists(ctx, sale.KeysFor(sku).Buyers, uid).Result()
-	if err != nil {
+	v, err := g.rc.HGet(ctx, sale.KeysFor(sku).Buyers, uid).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case err != nil:
 		return false, unavailable(err)
 	}
-	return ok, nil
+	return !strings.HasPrefix(v, "released:"), nil // a released order is no longer held
 }

@@ -2,11 +2,15 @@ package proxy_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill-proxy/internal/loadtest"
 	"seckill-proxy/router"
 	"seckill-proxy/sale"
 )
@@ -138,5 +142,51 @@ func testLegacyKeys(t *testing.T, s *stack) {
 	}
 	if left, err := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Int(); err != nil || left != 0 {
 		t.Fatalf("the sale's stock = %d, %v; want 0", left, err)
+	}
+}
+
+// TestLegacySeedsSale: the seeds' own client code (loadtest.LegacyBuyer: a local sold-out map,
+// then EVALSHA of the seeds' stock script on the seeds' keys), unchanged, through the proxy on
+// the cluster, for the seeds' sale: exactly 2,000 replies of 1 and 78,000 of 0, every order in
+// the sale's buyers hash and outbox, the stock 0.
+func TestLegacySeedsSale(t *testing.T) {
+	const units, buyers, conns = 2000, 80000, 200
+	s := startProxy(t, newConfig(t, nil), false) // no tee: the outbox keeps every order
+	c := s.client(t, conns)
+	sku := newSKU("legacyseeds")
+	s.sale(t, c, sku, units)
+	buy, _ := loadtest.LegacyBuyer(c, sku, 1)
+	ctx := context.Background()
+	var ones, zeros, others atomic.Int64
+	var wg sync.WaitGroup
+	for w := range conns {
+		wg.Go(func() {
+			for i := w; i < buyers; i += conns {
+				_, err := buy(ctx, "u"+strconv.Itoa(i))
+				switch loadtest.Kind(err) {
+				case loadtest.ReplyOrder:
+					ones.Add(1)
+				case loadtest.ReplySoldOut:
+					zeros.Add(1)
+				default:
+					others.Add(1)
+					t.Errorf("buyer %d: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ones.Load() != units || zeros.Load() != buyers-units || others.Load() != 0 {
+		t.Fatalf("replies: %d of 1, %d of 0, %d others; want %d and %d", ones.Load(), zeros.Load(), others.Load(), units, buyers-units)
+	}
+	k := sale.KeysFor(sku)
+	if stock, _ := s.rc.Get(ctx, k.Stock).Int(); stock != 0 {
+		t.Errorf("the sale's stock = %d, want 0", stock)
+	}
+	if n := s.rc.HLen(ctx, k.Buyers).Val(); n != units {
+		t.Errorf("buyers hash holds %d, want %d", n, units)
+	}
+	if n := s.rc.XLen(ctx, k.Outbox).Val(); n != units {
+		t.Errorf("outbox holds %d, want %d", n, units)
 	}
 }

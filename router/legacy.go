@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"crypto/sha1"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"strconv"
@@ -37,20 +38,15 @@ type legacyScript struct {
 
 // LegacyBuyScript is the seeds' buy: KEYS stock, buyers; ARGV uid, qty. 1 success, 0 sold out
 // (or no stock key), -1 a repeat buyer.
-const LegacyBuyScript = `if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return -1 end
-local current_stock = tonumber(redis.call('GET', KEYS[1]) or "0")
-if current_stock < tonumber(ARGV[2]) then return 0 end
-redis.call('DECRBY', KEYS[1], tonumber(ARGV[2]))
-redis.call('HSET', KEYS[2], ARGV[1], 1)
-return 1`
+//
+//go:embed lua/seeds_buy.lua
+var LegacyBuyScript string
 
 // LegacyDeductScript is the seeds' variant without a buyer: KEYS stock; ARGV qty. 1 success,
 // 0 sold out, -1 no such item.
-const LegacyDeductScript = `local stock = redis.call('GET', KEYS[1])
-if not stock then return -1 end
-if tonumber(stock) < tonumber(ARGV[1]) then return 0 end
-redis.call('DECRBY', KEYS[1], tonumber(ARGV[1]))
-return 1`
+//
+//go:embed lua/seeds_deduct.lua
+var LegacyDeductScript string
 
 // legacyScripts recognises the built-in scripts, and learns the SHA1 of each copy it sees
 // (a service's copy may differ in comments and whitespace, and so in SHA1).

@@ -21,7 +21,7 @@ import (
 func main() {
 	var o loadtest.Options
 	fs := flag.NewFlagSet("seckill-bench", flag.ExitOnError)
-	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
+	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy), legacy (the seeds' client code, EVALSHA of their stock script, through seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:6380", "the proxy's RESP address")
 	fs.StringVar(&o.User, "user", "", "AUTH user (its password from SECKILL_BENCH_PASSWORD)")
 	fs.StringVar(&o.SKU, "sku", "bench_sku", "the SKU to create or reset in MySQL and sell")

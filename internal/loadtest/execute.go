@@ -26,6 +26,10 @@ import (
 const (
 	ModeProxy = "proxy" // buyers talk RESP to the proxy
 	ModeSeeds = "seeds" // buyers call the seeds' in-app design (no sink, no checks)
+	// ModeLegacy: buyers run the seeds' client code unchanged (a local sold-out map, then
+	// EVALSHA of the seeds' stock script on the seeds' keys) against the proxy, which
+	// recognises the script; the proxy's checks follow.
+	ModeLegacy = "legacy"
 )
 
 // Options are seckill-bench's flags.
@@ -67,7 +71,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	var pipe func(context.Context, []string) []result
 	var sale Sale
 	switch o.Mode {
-	case ModeProxy:
+	case ModeProxy, ModeLegacy:
 		if _, err := schema.Migrate(ctx, db, zap.NewNop()); err != nil {
 			return Report{}, err
 		}
@@ -80,6 +84,9 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		}
 		sale = Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}
 		buy, pipe = ProxyBuyer(pc, o.SKU, o.Load.Qty)
+		if o.Mode == ModeLegacy {
+			buy, pipe = LegacyBuyer(pc, o.SKU, o.Load.Qty)
+		}
 	case ModeSeeds:
 		sc, err := connect.Sarama(o.Services.Kafka)
 		if err != nil {
@@ -109,7 +116,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		defer sc2.Close()
 		buy, pipe = ProxyBuyer(sc2, o.SKU, o.Load.Qty)
 	default:
-		return Report{}, fmt.Errorf("mode must be %q or %q, got %q", ModeProxy, ModeSeeds, o.Mode)
+		return Report{}, fmt.Errorf("mode must be %q, %q or %q, got %q", ModeProxy, ModeSeeds, ModeLegacy, o.Mode)
 	}
 
 	done, stop := showProgress(progress, o.Load.Buyers)
@@ -119,7 +126,12 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	if res.Requests == 0 {
 		return rep, ErrNoRequests
 	}
-	if o.Mode == ModeProxy && o.Check {
+	if o.Mode == ModeLegacy {
+		if res.Orders, err = legacyOrders(ctx, rc, o.SKU, res.Orders); err != nil {
+			return rep, err
+		}
+	}
+	if (o.Mode == ModeProxy || o.Mode == ModeLegacy) && o.Check {
 		fmt.Fprintf(progress, "waiting for the sink to store %d orders...\n", len(res.Orders))
 		dctx, cancel := context.WithTimeout(ctx, o.Drain)
 		drain, err := Drain(dctx, db, sale, len(res.Orders), res.LastBuy)
