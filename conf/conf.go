@@ -250,6 +250,8 @@ type Buy struct {
 	// seckill:stock:<sku>) and runs each call as a SECKILL.BUY answered with the script's
 	// integer; an unrecognised script on such a key is refused.
 	LegacyScripts bool `koanf:"legacy_scripts"`
+	// Legacy are more legacy stock scripts to recognise besides the seeds' two (YAML only).
+	Legacy []LegacyScript `koanf:"legacy"`
 }
 
 // Default returns the configuration that the dev stack (scripts/devstack.sh) needs no
@@ -324,6 +326,7 @@ func Default() Config {
 			SoldOutBuyers:      100000,
 			PipelinesPerMaster: 1,
 			LegacyScripts:      true,
+			Legacy:             []LegacyScript{},
 		},
 	}
 }
@@ -337,4 +340,29 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("config: %s=%v: %s", e.Field, e.Value, e.Reason)
+}
+
+// LegacyScript is a service's own stock script that the proxy runs as a SECKILL.BUY (with
+// buy.legacy_scripts): given by its body (recognised whatever its comments and whitespace)
+// or its SHA1, with where its SKU, uid and quantity are, and what it answers.
+type LegacyScript struct {
+	Name string `koanf:"name"`
+	Body string `koanf:"body"`
+	SHA1 string `koanf:"sha1"`
+	// StockKey is KEYS[1]'s pattern, with {sku} where the SKU is: "seckill:stock:{sku}".
+	StockKey string `koanf:"stock_key"`
+	// Keys is how many keys the script takes; UIDArg and QtyArg are 1-based ARGV positions
+	// (UIDArg 0: no buyer, every call a new one).
+	Keys    int           `koanf:"keys"`
+	UIDArg  int           `koanf:"uid_arg"`
+	QtyArg  int           `koanf:"qty_arg"`
+	Replies LegacyReplies `koanf:"replies"`
+}
+
+// LegacyReplies are the integers a legacy stock script answers.
+type LegacyReplies struct {
+	Success   int64 `koanf:"success"`
+	SoldOut   int64 `koanf:"sold_out"`
+	Duplicate int64 `koanf:"duplicate"`
+	NoSale    int64 `koanf:"no_sale"`
 }

@@ -247,6 +247,18 @@ func TestValidate(t *testing.T) {
 		{"users[0].role", func(c *Config) { c.Users = []User{{Name: "a", Password: "p", Role: "root"}} }},
 		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 0 }},
 		{"buy.pipelines_per_master", func(c *Config) { c.Buy.PipelinesPerMaster = 65 }},
+		{"buy.legacy[0]", func(c *Config) {
+			c.Buy.Legacy = []LegacyScript{{StockKey: "s:{sku}", Keys: 1, QtyArg: 1}}
+		}},
+		{"buy.legacy[0].sha1", func(c *Config) {
+			c.Buy.Legacy = []LegacyScript{{SHA1: "xyz", StockKey: "s:{sku}", Keys: 1, QtyArg: 1}}
+		}},
+		{"buy.legacy[0].stock_key", func(c *Config) {
+			c.Buy.Legacy = []LegacyScript{{Body: "return 1", StockKey: "s:stock", Keys: 1, QtyArg: 1}}
+		}},
+		{"buy.legacy[0].qty_arg", func(c *Config) {
+			c.Buy.Legacy = []LegacyScript{{Body: "return 1", StockKey: "s:{sku}", Keys: 1, QtyArg: 0}}
+		}},
 		{"outbox.sweep_interval", func(c *Config) { c.Outbox.SweepInterval = 0 }},
 		{"outbox.sweep_age", func(c *Config) { c.Outbox.SweepAge = c.Buy.CallTimeout }},
 		{"outbox.lease_ttl", func(c *Config) { c.Outbox.LeaseTTL = 0 }},

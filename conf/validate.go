@@ -110,6 +110,24 @@ func (c *Config) Validate() error {
 	}
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
+	for i, l := range c.Buy.Legacy {
+		field := "buy.legacy[" + strconv.Itoa(i) + "]"
+		if (l.Body == "") == (l.SHA1 == "") {
+			v.fail(field, l.Name, "needs exactly one of body and sha1")
+		}
+		if l.SHA1 != "" && !isSHA1(l.SHA1) {
+			v.fail(field+".sha1", l.SHA1, "not 40 hex digits")
+		}
+		if strings.Count(l.StockKey, "{sku}") != 1 {
+			v.fail(field+".stock_key", l.StockKey, "must hold {sku} once")
+		}
+		v.atLeast(field+".keys", l.Keys, 1)
+		v.atLeast(field+".qty_arg", l.QtyArg, 1)
+		v.atLeast(field+".uid_arg", l.UIDArg, 0)
+		if l.QtyArg == l.UIDArg {
+			v.fail(field+".qty_arg", l.QtyArg, "is uid_arg too")
+		}
+	}
 	if c.Buy.PipelinesPerMaster < 1 || c.Buy.PipelinesPerMaster > 64 {
 		v.fail("buy.pipelines_per_master", c.Buy.PipelinesPerMaster, "must be from 1 to 64")
 	}
@@ -211,4 +229,16 @@ func joinQuoted(ss []string) string {
 		out += strconv.Quote(s)
 	}
 	return out
+}
+
+func isSHA1(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return false
+		}
+	}
+	return true
 }

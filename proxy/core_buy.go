@@ -210,6 +210,9 @@ func (k *core) sendBuys() {
 	}
 }
 
+// pendingWork: buys wait to be sent, or sold orders to be teed, at the end of a turn.
+func (k *core) pendingWork() bool { return len(k.buys) > 0 || len(k.sold) > 0 }
+
 // teeSold hands the orders sold this turn to Kafka, together.
 func (k *core) teeSold() {
 	if len(k.sold) > 0 {

@@ -168,3 +168,29 @@ func TestCoreBuyTimeout(t *testing.T) {
 		t.Fatalf("after the late reply: %q, finished %d, buys out %d", got, fb.finished, c.buysOut)
 	}
 }
+
+// TestCoreRetryIsPendingWork: a call sent back for another round (NOSCRIPT here; a MOVED, or
+// a call settled when its connection fails while the turn's writes go out) leaves the core
+// with work that the loop must not wait for an event to do.
+func TestCoreRetryIsPendingWork(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &fakeBuyer{noScript: true}
+	h.k.buyer = fb
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s u1"))
+	h.k.flushInputs()
+	h.connect()
+	if h.k.pendingWork() {
+		t.Fatal("pending work once the buy is sent")
+	}
+	h.buyNode(fb) // NOSCRIPT: the buy goes again
+	if !h.k.pendingWork() {
+		t.Fatal("a buy sent back for another round is not pending work")
+	}
+	h.k.flushInputs()
+	h.buyNode(fb)
+	h.flush()
+	if got := h.got[c].String(); got != "$8\r\norder-u1\r\n" || h.k.pendingWork() {
+		t.Fatalf("after the second round: %q, pending %v", got, h.k.pendingWork())
+	}
+}

@@ -123,7 +123,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		t.Fatal(err)
 	}
 	cancel()
-	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts,
+	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy,
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, Clients: func() int64 { return srv.Clients() }}
 	if s.tee != nil {
 		ropt.Extra = s.tee.InfoFields

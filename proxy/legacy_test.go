@@ -7,9 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/internal/loadtest"
 	"seckill-proxy/router"
 	"seckill-proxy/sale"
@@ -147,11 +149,13 @@ func testLegacyKeys(t *testing.T, s *stack) {
 
 // TestLegacySeedsSale: the seeds' own client code (loadtest.LegacyBuyer: a local sold-out map,
 // then EVALSHA of the seeds' stock script on the seeds' keys), unchanged, through the proxy on
-// the cluster, for the seeds' sale: exactly 2,000 replies of 1 and 78,000 of 0, every order in
-// the sale's buyers hash and outbox, the stock 0.
+// the cluster, Kafka and the sink, for the seeds' sale: exactly 2,000 replies of 1 and 78,000
+// of 0, 2,000 confirmed orders in MySQL, and Redis reconciled with MySQL.
 func TestLegacySeedsSale(t *testing.T) {
 	const units, buyers, conns = 2000, 80000, 200
-	s := startProxy(t, newConfig(t, nil), false) // no tee: the outbox keeps every order
+	cfg := newConfig(t, nil)
+	s := startProxy(t, cfg, true)
+	runSink(t, cfg)
 	c := s.client(t, conns)
 	sku := newSKU("legacyseeds")
 	s.sale(t, c, sku, units)
@@ -186,7 +190,40 @@ func TestLegacySeedsSale(t *testing.T) {
 	if n := s.rc.HLen(ctx, k.Buyers).Val(); n != units {
 		t.Errorf("buyers hash holds %d, want %d", n, units)
 	}
-	if n := s.rc.XLen(ctx, k.Outbox).Val(); n != units {
-		t.Errorf("outbox holds %d, want %d", n, units)
+	s.waitConfirmed(t, sku, units, 60*time.Second)
+	if st, stock := s.mysqlOrders(t, sku); len(st) != 1 || stock != 0 {
+		t.Fatalf("MySQL orders %v, stock %d; want only %d confirmed and stock 0", st, stock, units)
+	}
+	waitCheckOK(t, c, sku, 30*time.Second)
+}
+
+// TestLegacyConfiguredScript: a service's own stock script, configured in buy.legacy with its
+// key pattern, arguments and replies, runs as a buy.
+func TestLegacyConfiguredScript(t *testing.T) {
+	const body = `-- our own
+local left = tonumber(redis.call('GET', KEYS[1]) or '0')
+if left < tonumber(ARGV[2]) then return 'none' end
+redis.call('DECRBY', KEYS[1], ARGV[2])
+return 'ok'`
+	s := start(t, func(c *conf.Config) {
+		c.Buy.Legacy = []conf.LegacyScript{{Name: "shop", Body: body, StockKey: "shop:{sku}:left", Keys: 1, UIDArg: 1, QtyArg: 2,
+			Replies: conf.LegacyReplies{Success: 7, SoldOut: 8, Duplicate: 9, NoSale: 10}}}
+	})
+	c := s.client(t, 1)
+	ctx := context.Background()
+	sku := newSKU("shop")
+	s.sale(t, c, sku, 1)
+	script := redis.NewScript(body)
+	key := []string{"shop:" + sku + ":left"}
+	for _, step := range []struct {
+		uid  string
+		want int64
+	}{{"a", 7}, {"a", 9}, {"b", 8}} {
+		if got, err := script.Run(ctx, c, key, step.uid, 1).Int64(); err != nil || got != step.want {
+			t.Fatalf("%s: %d, %v; want %d", step.uid, got, err, step.want)
+		}
+	}
+	if got, err := script.Run(ctx, c, []string{"shop:" + newSKU("none") + ":left"}, "a", 1).Int64(); err != nil || got != 10 {
+		t.Fatalf("no sale: %d, %v; want 10", got, err)
 	}
 }

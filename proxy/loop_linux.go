@@ -172,10 +172,11 @@ func (l *loop) run() {
 	}
 }
 
-// waitMillis is how long epoll may wait: not at all while a client has input to serve, else
-// until the core next has a deadline to keep.
+// waitMillis is how long epoll may wait: not at all while a client has input to serve or
+// buys wait to be sent (a call that failed while the turn's writes went out may have been
+// sent back for another round), else until the core next has a deadline to keep.
 func (l *loop) waitMillis() int {
-	if len(l.core.dirty) > 0 {
+	if len(l.core.dirty) > 0 || l.core.pendingWork() {
 		return 0
 	}
 	next := l.core.nextDeadline()

@@ -14,7 +14,7 @@ func (r *Router) IsBuy(s *Session, args [][]byte) bool {
 		return false
 	}
 	c := r.lookup(args[0])
-	return (c != nil && c.flags&flagBuy != 0) || (r.legacy != nil && isLegacyCall(args))
+	return (c != nil && c.flags&flagBuy != 0) || (r.legacy != nil && r.legacy.isLegacyCall(args))
 }
 
 // ParseBuy reads a SECKILL.BUY (IsBuy said so). reply is set when the command fails before the

@@ -6,12 +6,14 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/rs/xid"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 	"seckill-proxy/sale"
 )
@@ -34,6 +36,8 @@ type legacyScript struct {
 	keys           int // KEYS it takes
 	uidArg, qtyArg int
 	replies        guard.IntReplies
+	// prefix and suffix surround the SKU in KEYS[1].
+	prefix, suffix string
 }
 
 // LegacyBuyScript is the seeds' buy: KEYS stock, buyers; ARGV uid, qty. 1 success, 0 sold out
@@ -54,20 +58,39 @@ type legacyScripts struct {
 	byNorm map[string]*legacyScript
 	mu     sync.RWMutex
 	bySHA  map[string]*legacyScript
+	// prefixes are the scripts' KEYS[1] prefixes, for a quick look at every command.
+	prefixes []string
 }
 
-func newLegacyScripts() *legacyScripts {
+// newLegacyScripts knows the seeds' two scripts and extra (conf's buy.legacy, validated).
+func newLegacyScripts(extra []conf.LegacyScript) *legacyScripts {
 	l := &legacyScripts{byNorm: map[string]*legacyScript{}, bySHA: map[string]*legacyScript{}}
-	l.add(LegacyBuyScript, &legacyScript{name: "seeds' buy", keys: 2, uidArg: 1, qtyArg: 2,
+	l.add(LegacyBuyScript, "", &legacyScript{name: "seeds' buy", keys: 2, uidArg: 1, qtyArg: 2, prefix: LegacyStockPrefix,
 		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: 0}})
-	l.add(LegacyDeductScript, &legacyScript{name: "seeds' deduct", keys: 1, qtyArg: 1,
+	l.add(LegacyDeductScript, "", &legacyScript{name: "seeds' deduct", keys: 1, qtyArg: 1, prefix: LegacyStockPrefix,
 		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: -1}})
+	for _, c := range extra {
+		prefix, suffix, _ := strings.Cut(c.StockKey, "{sku}")
+		name := c.Name
+		if name == "" {
+			name = "configured"
+		}
+		l.add(c.Body, c.SHA1, &legacyScript{name: name, keys: c.Keys, uidArg: c.UIDArg, qtyArg: c.QtyArg, prefix: prefix, suffix: suffix,
+			replies: guard.IntReplies{Success: c.Replies.Success, SoldOut: c.Replies.SoldOut, Duplicate: c.Replies.Duplicate, NoSale: c.Replies.NoSale}})
+	}
 	return l
 }
 
-func (l *legacyScripts) add(body string, ls *legacyScript) {
-	l.byNorm[normaliseLua(body)] = ls
-	l.bySHA[sha1Hex(body)] = ls
+// add knows ls by body (when given) and by sha (given, or the body's).
+func (l *legacyScripts) add(body, sha string, ls *legacyScript) {
+	if body != "" {
+		l.byNorm[normaliseLua(body)] = ls
+		sha = sha1Hex(body)
+	}
+	l.bySHA[strings.ToLower(sha)] = ls
+	if !slices.Contains(l.prefixes, ls.prefix) {
+		l.prefixes = append(l.prefixes, ls.prefix)
+	}
 }
 
 func sha1Hex(body string) string {
@@ -144,24 +167,32 @@ func normaliseLua(body string) string {
 }
 
 var (
-	errLegacyUnknown = errors.New("NOPERM a script on " + LegacyStockPrefix + "<sku> that seckill-proxy does not recognise as a legacy stock script is refused: the stock belongs to SECKILL.WARM (see the README on migrating a service that runs the seeds' design)")
+	errLegacyUnknown = errors.New("NOPERM a script on " + LegacyStockPrefix + "<sku> that seckill-proxy does not recognise as a legacy stock script (buy.legacy_scripts) is refused: the stock belongs to SECKILL.WARM")
 	errLegacyNoSHA   = errors.New("NOSCRIPT No matching script. Please use EVAL.")
 )
 
 // isLegacyCall says whether args may be a legacy stock script's call: EVAL or EVALSHA whose
-// first key is a legacy stock key. Cheap: the event loop asks it of every command.
-func isLegacyCall(args [][]byte) bool {
+// first key starts as a legacy stock key does. Cheap: the event loop asks it of every command.
+func (l *legacyScripts) isLegacyCall(args [][]byte) bool {
 	if len(args) < 4 || (len(args[0]) != 4 && len(args[0]) != 7) || (args[0][0]|0x20) != 'e' {
 		return false
 	}
 	name := strings.ToLower(string(args[0]))
-	return (name == "eval" || name == "evalsha") && strings.HasPrefix(string(args[3]), LegacyStockPrefix)
+	if name != "eval" && name != "evalsha" {
+		return false
+	}
+	for _, p := range l.prefixes {
+		if strings.HasPrefix(string(args[3]), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // legacyBuy reads a legacy stock script's call as a buy. ok false: args is not one (it goes
 // on as any other command). err set: it is one, and is refused with err.
 func (r *Router) legacyBuy(args [][]byte) (req guard.BuyRequest, err error, ok bool) {
-	if r.legacy == nil || !isLegacyCall(args) {
+	if r.legacy == nil || !r.legacy.isLegacyCall(args) {
 		return req, nil, false
 	}
 	var ls *legacyScript
@@ -179,7 +210,11 @@ func (r *Router) legacyBuy(args [][]byte) (req guard.BuyRequest, err error, ok b
 		return req, errors.New("ERR wrong number of keys or arguments for the " + ls.name + " legacy stock script"), true
 	}
 	argv := args[3+ls.keys:]
-	sku := args[3][len(LegacyStockPrefix):]
+	key := string(args[3])
+	if !strings.HasPrefix(key, ls.prefix) || !strings.HasSuffix(key, ls.suffix) || len(key) < len(ls.prefix)+len(ls.suffix) {
+		return req, errors.New("ERR the " + ls.name + " legacy stock script's first key must be " + ls.prefix + "<sku>" + ls.suffix), true
+	}
+	sku := []byte(key[len(ls.prefix) : len(key)-len(ls.suffix)])
 	uid := []byte("legacy-" + xid.New().String()) // a new buyer per call, with no buyer argument
 	if ls.uidArg > 0 {
 		uid = argv[ls.uidArg-1]
@@ -226,7 +261,7 @@ var buyCheckArgs = [][]byte{[]byte("seckill.buy"), []byte("sku"), []byte("uid")}
 
 // checkedLegacyBuy is legacyBuy after the checks a SECKILL.BUY gets.
 func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyRequest, err error, ok bool) {
-	if r.legacy == nil || !isLegacyCall(args) || (s.tx != nil && s.tx.Active()) {
+	if r.legacy == nil || !r.legacy.isLegacyCall(args) || (s.tx != nil && s.tx.Active()) {
 		return req, nil, false
 	}
 	if _, err := r.check(s, buyCheckArgs); err != nil {

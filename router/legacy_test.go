@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/sale"
 )
 
@@ -36,7 +37,8 @@ func FuzzLegacyBuy(f *testing.F) {
 	f.Add([]byte("EVAL\x00" + LegacyDeductScript + "\x001\x00seckill:stock:sku_1\x003"))
 	f.Add([]byte("EVALSHA\x00" + sha1Hex(LegacyBuyScript) + "\x002\x00seckill:stock:x\x00y\x00u\x00-1"))
 	f.Add([]byte("EVAL\x00return 1\x001\x00seckill:stock:\x00"))
-	r := &Router{legacy: newLegacyScripts()}
+	f.Add([]byte("EVAL\x00return   1\x001\x00stock:sku_9:left\x00u1\x002"))
+	r := &Router{legacy: newLegacyScripts([]conf.LegacyScript{{Name: "mine", Body: "return 1", StockKey: "stock:{sku}:left", Keys: 1, QtyArg: 2, UIDArg: 1}})}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		args := bytes.Split(in, []byte{0})
 		req, err, ok := r.legacyBuy(args)

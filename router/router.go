@@ -109,6 +109,8 @@ type Options struct {
 	// Legacy recognises the seeds' stock scripts (EVAL, EVALSHA on seckill:stock:<sku>) and
 	// runs each call as a SECKILL.BUY (see legacy.go).
 	Legacy bool
+	// LegacyScripts are more scripts to recognise (conf's buy.legacy).
+	LegacyScripts []conf.LegacyScript
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
 	// AdminAllow names refused commands that an admin user may run all the same.
@@ -143,7 +145,7 @@ type Router struct {
 func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	r := &Router{guard: g, log: log, opt: opt, users: map[string]conf.User{}, started: time.Now()}
 	if opt.Legacy && g != nil {
-		r.legacy = newLegacyScripts()
+		r.legacy = newLegacyScripts(opt.LegacyScripts)
 	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
 	for _, u := range opt.Users {

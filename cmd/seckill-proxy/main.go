@@ -100,6 +100,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		Users:         cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies,
 		Legacy:        cfg.Buy.LegacyScripts,
+		LegacyScripts: cfg.Buy.Legacy,
 		MaxArgBytes:   cfg.Limits.MaxArgBytes,
 		AdminAllow:    cfg.Redis.AdminAllow,
 		Clients:       func() int64 { return srv.Clients() },
