@@ -91,6 +91,8 @@ func (b *guardBuyer) tee(a buyAttempt, done func(error)) { b.g.Tee(a.(*attempt).
 
 func (b *guardBuyer) teeAll(as []buyAttempt) { b.g.TeeAll(b.attempts(as)) }
 
+func (b *guardBuyer) nodeDown(string) { b.g.ReloadSlots() }
+
 func (b *guardBuyer) afterKafka() bool { return b.g.ReplyAfterKafka() }
 
 func (b *guardBuyer) ackReply(a buyAttempt, err error) []byte {

@@ -43,6 +43,8 @@ type buyer interface {
 	// teeAll hands many at once, not waited for: the orders a turn sold.
 	tee(a buyAttempt, done func(error))
 	teeAll(as []buyAttempt)
+	// nodeDown: the connection to a master at addr failed; where slots live may have changed.
+	nodeDown(addr string)
 	afterKafka() bool
 	ackReply(a buyAttempt, err error) []byte
 	finish(a buyAttempt)

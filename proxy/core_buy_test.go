@@ -17,6 +17,7 @@ import (
 // "-NOSCRIPT" for the whole call once, when noScript is set).
 type fakeBuyer struct {
 	noScript bool
+	down     int // nodeDown calls
 	sold     []string
 	finished int
 }
@@ -75,6 +76,7 @@ func (b *fakeBuyer) teeAll(as []buyAttempt) {
 	}
 }
 func (b *fakeBuyer) afterKafka() bool                  { return false }
+func (b *fakeBuyer) nodeDown(string)                   { b.down++ }
 func (b *fakeBuyer) ackReply(buyAttempt, error) []byte { return nil }
 func (b *fakeBuyer) finish(buyAttempt)                 { b.finished++ }
 func (b *fakeBuyer) wait() []byte                      { return nil }

@@ -274,6 +274,7 @@ func (up *node) settle() {
 // upFailed drops the connection to up's node and answers every command in flight there with
 // err. The shell closes the socket (connected is false then).
 func (k *core) upFailed(up *node, err error) {
+	k.ownerDown(up)
 	up.connected, up.dialing = false, false
 	up.in, up.out, up.scan = up.in[:0], up.out[:0], resp.ReplyScanner{}
 	reply := upstream.Unavailable(err)
@@ -302,6 +303,14 @@ func (k *core) upFailed(up *node, err error) {
 func (k *core) dialFailed(up *node, err error) {
 	up.lastErr, up.retryAt = err, k.now.Add(k.lim.redialGap)
 	k.upFailed(up, err)
+}
+
+// ownerDown: the proxy lost, or cannot open, its connection to a master it buys on; the slot
+// map may be out of date (a failover), and is reloaded now rather than at its next period.
+func (k *core) ownerDown(up *node) {
+	if up.owner && k.buyer != nil {
+		k.buyer.nodeDown(up.addr)
+	}
 }
 
 // expire answers every command in flight whose deadline has passed, with a timeout, and

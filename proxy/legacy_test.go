@@ -23,7 +23,7 @@ import (
 // the script's integers, the seeds' keys are never written, and a script the proxy does not
 // recognise on a legacy stock key is refused.
 func TestLegacyBuyScript(t *testing.T) {
-	s := start(t, nil)
+	s := start(t, func(c *conf.Config) { c.Redis.AdminAllow = []string{"script"} })
 	c := s.client(t, 1)
 	ctx := context.Background()
 	sku := newSKU("legacy")
@@ -47,6 +47,13 @@ func TestLegacyBuyScript(t *testing.T) {
 	}
 	if got, err := c.EvalSha(ctx, sha, keys, "u4", 1).Int64(); err != nil || got != 0 {
 		t.Fatalf("EVALSHA after SCRIPT LOAD = %d, %v; want 0 (sold out)", got, err)
+	}
+	// After SCRIPT FLUSH the proxy still knows the copies it has seen: no NOSCRIPT.
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+	if got, err := c.EvalSha(ctx, sha, keys, "u1", 1).Int64(); err != nil || got != -1 {
+		t.Fatalf("EVALSHA after SCRIPT FLUSH = %d, %v; want -1 (u1 bought)", got, err)
 	}
 	if n, err := s.rc.HLen(ctx, sale.KeysFor(sku).Buyers).Result(); err != nil || n != 2 {
 		t.Fatalf("the sale's buyers = %d, %v; want 2", n, err)
