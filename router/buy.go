@@ -1,6 +1,9 @@
 package router
 
 import (
+	"context"
+	"errors"
+
 	"github.com/tidwall/redcon"
 
 	"seckill-proxy/guard"
@@ -67,4 +70,34 @@ func appendError(dst []byte, err error) []byte {
 	w.SetBuffer(dst)
 	WriteError(w, err)
 	return w.Buffer()
+}
+
+// writeBuys runs the valid buys as one batch and writes every buy's reply in order, as
+// AppendBuyReply makes it. It returns the results buffer for reuse.
+func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, results []guard.BuyResult, w Writer) []guard.BuyResult {
+	results = r.guard.BuyBatch(ctx, buys, results)
+	next := 0
+	for _, perr := range errs {
+		if perr != nil {
+			WriteError(w, perr)
+			continue
+		}
+		w.WriteRaw(r.AppendBuyReply(nil, &buys[next], results[next]))
+		next++
+	}
+	return results
+}
+
+// compatReply maps a buy's outcome to the seeds' integers.
+func compatReply(err error) (int64, bool) {
+	var dup *guard.DuplicateError
+	switch {
+	case err == nil:
+		return 1, true
+	case errors.Is(err, guard.ErrSoldOut):
+		return 0, true
+	case errors.As(err, &dup):
+		return -1, true
+	}
+	return 0, false
 }

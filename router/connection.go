@@ -1,0 +1,89 @@
+package router
+
+import (
+	"context"
+	"seckill-proxy/sale"
+	"strings"
+)
+
+// The connection commands the proxy answers itself: HELLO, PING, ECHO, QUIT, SELECT.
+
+func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
+	i, proto := 1, s.Proto
+	if len(args) > 1 {
+		v, ok := sale.ParseCount(args[1])
+		if !ok {
+			return nil, respError("NOPROTO unsupported protocol version")
+		}
+		if v != 2 && v != 3 {
+			return nil, respError("NOPROTO sorry, this protocol version is not supported.")
+		}
+		proto, i = int(v), 2
+	}
+	for ; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "AUTH":
+			if i+2 >= len(args) {
+				return nil, respError("ERR Syntax error in HELLO option 'auth'")
+			}
+			if _, err := r.cmdAuth(ctx, s, [][]byte{[]byte("auth"), args[i+1], args[i+2]}); err != nil {
+				return nil, err
+			}
+			i += 2
+		case "SETNAME":
+			if i+1 >= len(args) {
+				return nil, respError("ERR Syntax error in HELLO option 'setname'")
+			}
+			if err := setName(s, args[i+1]); err != nil {
+				return nil, err
+			}
+			i++
+		default:
+			return nil, respError("ERR Syntax error in HELLO option '" + string(args[i]) + "'")
+		}
+	}
+	if !s.Authed {
+		return nil, respError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	}
+	if proto != s.Proto {
+		if s.tx != nil { // a WATCH's connection speaks the old protocol
+			s.tx.Close()
+			s.tx = nil
+		}
+		s.Proto = proto
+		s.view.mu.Lock()
+		s.view.proto = proto
+		s.view.mu.Unlock()
+	}
+	return Fields("server", "redis", "version", "7.0.0", "proto", s.Proto, "id", s.ID,
+		"mode", "standalone", "role", "master", "modules", Array{}), nil
+}
+
+func cmdPing(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if len(args) == 2 {
+		return BulkString(args[1]), nil
+	}
+	return SimpleString("PONG"), nil
+}
+
+func cmdEcho(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	return BulkString(args[1]), nil
+}
+
+func cmdQuit(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
+	s.Quit = true
+	return OK, nil
+}
+
+func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if string(args[1]) == "0" {
+		return OK, nil
+	}
+	if _, ok := sale.ParseCount(args[1]); ok {
+		return nil, respError("ERR DB index is out of range")
+	}
+	return nil, respError("ERR value is not an integer or out of range")
+}
+
+// cmdCommand answers COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS, enough for
+// clients that call them on connect.
