@@ -270,6 +270,9 @@ func TestClientCommands(t *testing.T) {
 	if got := bulkBody(admin.do(t, "CLIENT", "LIST", "ID", victimID)); strings.Count(got, "\n") != 1 || !strings.Contains(got, "name=victim") {
 		t.Errorf("CLIENT LIST ID %s = %q", victimID, got)
 	}
+	if got := app.do(t, "CLIENT", "LIST"); !strings.HasPrefix(got, "-NOPERM") {
+		t.Errorf("app CLIENT LIST = %q, want NOPERM", got)
+	}
 	if got := app.do(t, "CLIENT", "KILL", "ID", victimID); !strings.HasPrefix(got, "-NOPERM") {
 		t.Errorf("app CLIENT KILL = %q, want NOPERM", got)
 	}

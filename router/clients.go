@@ -132,11 +132,13 @@ func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply,
 			return nil, wrongArgs
 		}
 		return BulkString(r.clientLine(s, time.Now(), "client|info")), nil
-	case "list":
-		return r.clientList(s, args[2:])
-	case "kill":
+	case "list", "kill":
+		// Other clients' addresses, names and users are an admin's (@admin in Redis too).
 		if !s.Admin {
-			return nil, respError("NOPERM User " + s.User + " has no permissions to run the 'client|kill' command")
+			return nil, respError("NOPERM User " + s.User + " has no permissions to run the 'client|" + sub + "' command")
+		}
+		if sub == "list" {
+			return r.clientList(s, args[2:])
 		}
 		return r.clientKill(s, args[2:])
 	case "no-evict":

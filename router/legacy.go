@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	_ "embed"
@@ -60,7 +61,13 @@ type legacyScripts struct {
 	bySHA  map[string]*legacyScript
 	// prefixes are the scripts' KEYS[1] prefixes, for a quick look at every command.
 	prefixes []string
+	// learned counts the SHA1s learned from copies seen (guarded by mu).
+	learned int
 }
+
+// maxLearnedSHAs bounds the SHA1s learned from the copies clients send; past it a copy is
+// still recognised by its body, and an EVALSHA of it gets NOSCRIPT, then EVAL.
+const maxLearnedSHAs = 1024
 
 // newLegacyScripts knows the seeds' two scripts and extra (conf's buy.legacy, validated).
 func newLegacyScripts(extra []conf.LegacyScript) *legacyScripts {
@@ -107,7 +114,10 @@ func (l *legacyScripts) byBody(body []byte) *legacyScript {
 	ls := l.byNorm[normaliseLua(string(body))]
 	if ls != nil {
 		l.mu.Lock()
-		l.bySHA[sha] = ls
+		if l.learned < maxLearnedSHAs { // a client may send endless variants: memory stays bounded
+			l.bySHA[sha] = ls
+			l.learned++
+		}
 		l.mu.Unlock()
 	}
 	return ls
@@ -177,8 +187,7 @@ func (l *legacyScripts) isLegacyCall(args [][]byte) bool {
 	if len(args) < 4 || (len(args[0]) != 4 && len(args[0]) != 7) || (args[0][0]|0x20) != 'e' {
 		return false
 	}
-	name := strings.ToLower(string(args[0]))
-	if name != "eval" && name != "evalsha" {
+	if !bytes.EqualFold(args[0], []byte("eval")) && !bytes.EqualFold(args[0], []byte("evalsha")) {
 		return false
 	}
 	for _, p := range l.prefixes {

@@ -50,3 +50,18 @@ func FuzzLegacyBuy(f *testing.F) {
 		}
 	})
 }
+
+// TestLearnedSHAsBounded: copies of a script that differ only in whitespace are all
+// recognised, but no more than maxLearnedSHAs of their SHA1s are kept.
+func TestLearnedSHAsBounded(t *testing.T) {
+	l := newLegacyScripts(nil)
+	for i := range maxLearnedSHAs + 100 {
+		body := LegacyBuyScript + strings.Repeat(" ", i+1)
+		if l.byBody([]byte(body)) == nil {
+			t.Fatalf("copy %d not recognised", i)
+		}
+	}
+	if n := len(l.bySHA); n > maxLearnedSHAs+2 {
+		t.Fatalf("%d SHA1s kept, want at most %d learned besides the built-ins", n, maxLearnedSHAs)
+	}
+}
