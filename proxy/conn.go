@@ -207,22 +207,36 @@ func (s *Server) track(nc net.Conn, add bool) bool {
 	return true
 }
 
+// acceptOne accepts the next client on ln and admits it under the client bound: nc nil when
+// none was taken this time (an accept error, or a client refused, who was told why); ok false
+// once ln is closed.
+func (s *Server) acceptOne(ln net.Listener) (nc net.Conn, ok bool) {
+	nc, err := ln.Accept()
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return nil, false
+		}
+		s.log.Warn("accept failed", zap.Error(err))
+		time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
+		return nil, true
+	}
+	if err := s.admit(); err != nil {
+		_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
+		nc.Close()
+		return nil, true
+	}
+	return nc, true
+}
+
 // serveGoroutines accepts clients on ln and serves each from a goroutine of its own, until
 // the listener is closed.
 func (s *Server) serveGoroutines(ln net.Listener) error {
 	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			s.log.Warn("accept failed", zap.Error(err))
-			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
-			continue
+		nc, ok := s.acceptOne(ln)
+		if !ok {
+			return nil
 		}
-		if err := s.admit(); err != nil {
-			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
-			nc.Close()
+		if nc == nil {
 			continue
 		}
 		sess := s.router.NewSession()

@@ -13,6 +13,9 @@ import (
 	"seckill-proxy/upstream"
 )
 
+// loopReadSize is how much an event loop reads at once, from a client or a node.
+const loopReadSize = 64 << 10
+
 // node is a core's connection to one Redis node: the commands written to it, in order,
 // wait for their replies in queue.
 type node struct {

@@ -3,13 +3,10 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"syscall"
-	"time"
 
-	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
@@ -18,18 +15,11 @@ import (
 // the listener is closed.
 func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
 	for next := 0; ; next++ {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.log.Warn("accept failed", zap.Error(err))
-			time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
-			continue
+		nc, ok := s.acceptOne(ln)
+		if !ok {
+			return
 		}
-		if err := s.admit(); err != nil {
-			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
-			nc.Close()
+		if nc == nil {
 			continue
 		}
 		fd, err := socketOf(nc)

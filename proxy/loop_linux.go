@@ -28,7 +28,6 @@ import (
 // input, and stays there: a subscriber's connection is a stream of its own.
 
 const (
-	loopReadSize  = 64 << 10
 	loopMaxOut    = 1 << 20 // a client with this much of its replies unsent is not read from
 	loopMaxEvents = 256
 	// loopRedialGap: after a failed dial, commands are answered -UNAVAILABLE at once for this
