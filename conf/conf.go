@@ -57,8 +57,10 @@ type Config struct {
 	MySQL  MySQL  `koanf:"mysql"`
 	Limits Limits `koanf:"limits"`
 	Buy    Buy    `koanf:"buy"`
-	Outbox Outbox `koanf:"outbox"`
-	Sink   Sink   `koanf:"sink"`
+	// Admission decides which buys may go to Redis at all.
+	Admission Admission `koanf:"admission"`
+	Outbox    Outbox    `koanf:"outbox"`
+	Sink      Sink      `koanf:"sink"`
 }
 
 // Outbox configures the tee's clean-up and the sweeper that republishes what the tee missed.
@@ -219,6 +221,32 @@ type Limits struct {
 	MaxInflight int `koanf:"max_inflight"`
 }
 
+// Admission configures the checks a buy passes before it may go to Redis (package
+// guard/admit): a sale's shared rate (set per sale by SECKILL.WARM ... RATE and
+// SECKILL.LIMIT), each buyer's attempts, the deny list, and how many buys of one SKU may wait.
+type Admission struct {
+	// BuyerAttempts is the most buys one uid may attempt per BuyerWindow on this proxy; 0: no
+	// limit. Across N proxies a buyer may make up to N times as many.
+	BuyerAttempts int `koanf:"buyer_attempts"`
+	// BuyerWindow is the per-buyer limit's sliding window.
+	BuyerWindow time.Duration `koanf:"buyer_window"`
+	// BuyerTable is how many buyers the per-buyer limit counts at once (16 bytes each).
+	BuyerTable int `koanf:"buyer_table"`
+	// MaxWaitingPerSKU bounds the buys of one SKU that wait for Redis at once; past it a buy
+	// is answered BUSY at once. 0: no bound but limits.max_inflight.
+	MaxWaitingPerSKU int `koanf:"max_waiting_per_sku"`
+	// LeaseShare is the part of a second's budget of a sale's rate that a proxy leases at a
+	// time (at least one token, at most the burst).
+	LeaseShare float64 `koanf:"lease_share"`
+	// LeaseTTL is how long leased tokens may be spent; the rest go back to the sale's bucket.
+	LeaseTTL time.Duration `koanf:"lease_ttl"`
+	// SyncInterval is how often the proxy reads the sales' rates and the deny list from Redis,
+	// besides the events that tell it of a change at once.
+	SyncInterval time.Duration `koanf:"sync_interval"`
+	// MaxDenied bounds the deny list; SECKILL.DENY refuses to grow it further.
+	MaxDenied int `koanf:"max_denied"`
+}
+
 // Buy configures the buy path.
 type Buy struct {
 	// ReplyAfter is "lua" (answer after the atomic call; the default) or "kafka" (answer after
@@ -303,6 +331,16 @@ func Default() Config {
 			MaxPipeline: 1024,
 			MaxArgBytes: 512 << 20,
 			MaxInflight: 4096,
+		},
+		Admission: Admission{
+			BuyerAttempts:    0,
+			BuyerWindow:      time.Second,
+			BuyerTable:       1 << 17,
+			MaxWaitingPerSKU: 2048,
+			LeaseShare:       0.05,
+			LeaseTTL:         time.Second,
+			SyncInterval:     500 * time.Millisecond,
+			MaxDenied:        1000000,
 		},
 		Outbox: Outbox{
 			SweepInterval: time.Second,

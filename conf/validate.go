@@ -99,6 +99,21 @@ func (c *Config) Validate() error {
 		v.fail("limits.max_inflight", c.Limits.MaxInflight, "far above what redis.pool_size can carry")
 	}
 
+	if a := c.Admission; a.BuyerAttempts < 0 || a.BuyerAttempts > 65535 {
+		v.fail("admission.buyer_attempts", a.BuyerAttempts, "must be from 0 (no limit) to 65535")
+	}
+	v.between("admission.buyer_window", c.Admission.BuyerWindow, 10*time.Millisecond, time.Hour)
+	if a := c.Admission; a.BuyerTable < 1024 || a.BuyerTable > 1<<26 {
+		v.fail("admission.buyer_table", a.BuyerTable, "must be from 1024 to 67108864 buyers")
+	}
+	v.atLeast("admission.max_waiting_per_sku", c.Admission.MaxWaitingPerSKU, 0)
+	if a := c.Admission; !(a.LeaseShare > 0 && a.LeaseShare <= 1) {
+		v.fail("admission.lease_share", a.LeaseShare, "must be above 0 and at most 1")
+	}
+	v.between("admission.lease_ttl", c.Admission.LeaseTTL, 100*time.Millisecond, time.Minute)
+	v.between("admission.sync_interval", c.Admission.SyncInterval, 50*time.Millisecond, 10*time.Second)
+	v.atLeast("admission.max_denied", c.Admission.MaxDenied, 1)
+
 	v.oneOf("buy.reply_after", c.Buy.ReplyAfter, ReplyAfterLua, ReplyAfterKafka)
 	v.positive("buy.call_timeout", c.Buy.CallTimeout)
 	v.atLeast("buy.wait_replicas", c.Buy.WaitReplicas, 0)

@@ -3,6 +3,7 @@ package guard
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"seckill-proxy/sale"
 )
@@ -78,11 +79,47 @@ type WarmOptions struct {
 	Limit int64
 	// Force re-warms a sale that is open.
 	Force bool
+	// Rate is the buys a second that every proxy together lets through to Redis; 0: no
+	// rate. Burst is how many may come at once (default a tenth of Rate, at least 1).
+	Rate, Burst int64
+}
+
+// MaxRate bounds a sale's rate and burst.
+const MaxRate = 10_000_000
+
+// ParseRate reads RATE <n> [BURST <n>] (or RATE OFF) from args, as SECKILL.WARM and
+// SECKILL.LIMIT take them, into rate and burst; a burst not given is a tenth of the rate.
+func ParseRate(name string, val []byte, rate, burst *int64) error {
+	if name == "RATE" && strings.EqualFold(string(val), "off") {
+		*rate = 0
+		return nil
+	}
+	n, ok := sale.ParseCount(val)
+	if !ok || n > MaxRate {
+		return badArgs("%s must be an integer from 1 to %d, got %s", name, MaxRate, quote(val))
+	}
+	if name == "RATE" {
+		*rate = n
+	} else {
+		*burst = n
+	}
+	return nil
+}
+
+// defaultBurst fills in a burst not given: a tenth of the rate, at least 1.
+func defaultBurst(rate, burst int64) int64 {
+	if rate == 0 {
+		return 0
+	}
+	if burst == 0 {
+		return max(1, (rate+9)/10)
+	}
+	return burst
 }
 
 // ParseWarm parses SECKILL.WARM's arguments (after the command name):
-// <sku> [START <unix-ms>] [END <unix-ms>] [LIMIT <per-user-qty>] [FORCE], options in any
-// order and case, each at most once.
+// <sku> [START <unix-ms>] [END <unix-ms>] [LIMIT <per-user-qty>] [RATE <buys/s> [BURST <n>]]
+// [FORCE], options in any order and case, each at most once.
 func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 	opt := WarmOptions{Limit: 1}
 	if len(args) == 0 {
@@ -103,6 +140,19 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 			opt.Force = true
 			continue
 		}
+		if name == "RATE" || name == "BURST" {
+			if i+1 >= len(args) {
+				return "", opt, badArgs("%s needs a value", name)
+			}
+			i++
+			if strings.EqualFold(string(args[i]), "off") && name == "RATE" {
+				return "", opt, badArgs("RATE OFF is for SECKILL.LIMIT; leave RATE out for a sale with no rate")
+			}
+			if err := ParseRate(name, args[i], &opt.Rate, &opt.Burst); err != nil {
+				return "", opt, err
+			}
+			continue
+		}
 		var dst *int64
 		switch name {
 		case "START":
@@ -112,7 +162,7 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 		case "LIMIT":
 			dst = &opt.Limit
 		default:
-			return "", opt, badArgs("unknown option %s; expected START, END, LIMIT or FORCE", quote(args[i]))
+			return "", opt, badArgs("unknown option %s; expected START, END, LIMIT, RATE, BURST or FORCE", quote(args[i]))
 		}
 		if i+1 >= len(args) {
 			return "", opt, badArgs("%s needs a value", name)
@@ -127,8 +177,78 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 	if opt.Limit > sale.MaxLimit {
 		return "", opt, badArgs("LIMIT must be from 1 to %d, got %d", sale.MaxLimit, opt.Limit)
 	}
+	if opt.Burst != 0 && opt.Rate == 0 {
+		return "", opt, badArgs("BURST needs RATE")
+	}
+	opt.Burst = defaultBurst(opt.Rate, opt.Burst)
 	if opt.EndMs != 0 && opt.EndMs <= opt.StartMs {
 		return "", opt, badArgs("END %d must be after START %d", opt.EndMs, opt.StartMs)
 	}
 	return sku, opt, nil
+}
+
+// LimitOptions are SECKILL.LIMIT's: a sale's new rate and burst (rate 0: no rate).
+type LimitOptions struct{ Rate, Burst int64 }
+
+// ParseLimit parses SECKILL.LIMIT's arguments (after the command name):
+// <sku> RATE <buys/s> [BURST <n>], or <sku> RATE OFF.
+func ParseLimit(args [][]byte) (string, LimitOptions, error) {
+	var opt LimitOptions
+	if len(args) != 3 && len(args) != 5 {
+		return "", opt, badArgs("wrong number of arguments for 'seckill.limit' command; expected <sku> RATE <buys/s> [BURST <n>] or <sku> RATE OFF")
+	}
+	sku, err := ParseSKU(args[0])
+	if err != nil {
+		return "", opt, err
+	}
+	seen := map[string]bool{}
+	for i := 1; i+1 < len(args); i += 2 {
+		name := strings.ToUpper(string(args[i]))
+		if name != "RATE" && name != "BURST" {
+			return "", opt, badArgs("unknown option %s; expected RATE or BURST", quote(args[i]))
+		}
+		if seen[name] {
+			return "", opt, badArgs("%s given twice", name)
+		}
+		seen[name] = true
+		if err := ParseRate(name, args[i+1], &opt.Rate, &opt.Burst); err != nil {
+			return "", opt, err
+		}
+	}
+	if !seen["RATE"] {
+		return "", opt, badArgs("RATE is required")
+	}
+	if opt.Rate == 0 && opt.Burst != 0 {
+		return "", opt, badArgs("BURST makes no sense with RATE OFF")
+	}
+	opt.Burst = defaultBurst(opt.Rate, opt.Burst)
+	return sku, opt, nil
+}
+
+// DenyOptions are SECKILL.DENY's: how long the uid is denied (0: until SECKILL.ALLOW).
+type DenyOptions struct{ TTL time.Duration }
+
+// MaxDenyTTL bounds SECKILL.DENY's TTL: a year.
+const MaxDenyTTL = 365 * 24 * time.Hour
+
+// ParseDeny parses SECKILL.DENY's arguments (after the command name): <uid> [TTL <seconds>].
+func ParseDeny(args [][]byte) (string, DenyOptions, error) {
+	var opt DenyOptions
+	if len(args) != 1 && len(args) != 3 {
+		return "", opt, badArgs("wrong number of arguments for 'seckill.deny' command; expected <uid> [TTL <seconds>]")
+	}
+	if !sale.ValidID(args[0]) {
+		return "", opt, badArgs("uid must be 1-64 characters of [A-Za-z0-9_.:-], got %s", quote(args[0]))
+	}
+	if len(args) == 3 {
+		if !strings.EqualFold(string(args[1]), "ttl") {
+			return "", opt, badArgs("unknown option %s; expected TTL", quote(args[1]))
+		}
+		n, ok := sale.ParseCount(args[2])
+		if !ok || time.Duration(n) > MaxDenyTTL/time.Second {
+			return "", opt, badArgs("TTL must be an integer of seconds from 1 to %d, got %s", int64(MaxDenyTTL/time.Second), quote(args[2]))
+		}
+		opt.TTL = time.Duration(n) * time.Second
+	}
+	return string(args[0]), opt, nil
 }

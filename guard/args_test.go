@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill-proxy/sale"
 )
@@ -77,6 +78,15 @@ func TestParseWarm(t *testing.T) {
 		{[]string{"sku_1", "START", "10", "END", "10"}, "", WarmOptions{}, "END 10 must be after START 10"},
 		{[]string{"sku_1", "FORCE", "force"}, "", WarmOptions{}, "FORCE given twice"},
 		{[]string{"sku_1", "SOON"}, "", WarmOptions{}, `unknown option "SOON"`},
+		{[]string{"sku_1", "RATE", "1000"}, "sku_1", WarmOptions{Limit: 1, Rate: 1000, Burst: 100}, ""},
+		{[]string{"sku_1", "rate", "5", "burst", "50"}, "sku_1", WarmOptions{Limit: 1, Rate: 5, Burst: 50}, ""},
+		{[]string{"sku_1", "RATE", "3"}, "sku_1", WarmOptions{Limit: 1, Rate: 3, Burst: 1}, ""},
+		{[]string{"sku_1", "BURST", "5"}, "", WarmOptions{}, "BURST needs RATE"},
+		{[]string{"sku_1", "RATE", "0"}, "", WarmOptions{}, "RATE must be an integer from 1"},
+		{[]string{"sku_1", "RATE", "off"}, "", WarmOptions{}, "RATE OFF is for SECKILL.LIMIT"},
+		{[]string{"sku_1", "RATE", "10000001"}, "", WarmOptions{}, "RATE must be an integer from 1 to 10000000"},
+		{[]string{"sku_1", "RATE"}, "", WarmOptions{}, "RATE needs a value"},
+		{[]string{"sku_1", "RATE", "5", "RATE", "6"}, "", WarmOptions{}, "RATE given twice"},
 	}
 	for _, tt := range tests {
 		sku, got, err := ParseWarm(bs(tt.args...))
@@ -132,11 +142,96 @@ func FuzzParseBuy(f *testing.F) {
 }
 
 // FuzzParseWarm checks that ParseWarm never panics and keeps its invariants.
+func TestParseLimitAndDeny(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    LimitOptions
+		errText string
+	}{
+		{[]string{"s", "RATE", "2000"}, LimitOptions{2000, 200}, ""},
+		{[]string{"s", "burst", "7", "rate", "70"}, LimitOptions{70, 7}, ""},
+		{[]string{"s", "RATE", "OFF"}, LimitOptions{}, ""},
+		{[]string{"s", "RATE", "off", "BURST", "3"}, LimitOptions{}, "BURST makes no sense"},
+		{[]string{"s", "BURST", "3", "BURST", "4"}, LimitOptions{}, "BURST given twice"},
+		{[]string{"s", "BURST", "3"}, LimitOptions{}, "RATE is required"},
+		{[]string{"s", "BURST", "3", "LIMIT", "4"}, LimitOptions{}, `unknown option "LIMIT"`},
+		{[]string{"s", "RATE", "-1"}, LimitOptions{}, "RATE must be an integer"},
+		{[]string{"s"}, LimitOptions{}, "wrong number of arguments"},
+		{[]string{"bad sku", "RATE", "1"}, LimitOptions{}, "sku must be"},
+	} {
+		_, got, err := ParseLimit(bs(tt.args...))
+		if tt.errText == "" {
+			if err != nil || got != tt.want {
+				t.Errorf("ParseLimit(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tt.errText) || !errors.Is(err, ErrBadArgs) {
+			t.Errorf("ParseLimit(%q) error = %v; want %q", tt.args, err, tt.errText)
+		}
+	}
+	for _, tt := range []struct {
+		args    []string
+		ttl     time.Duration
+		errText string
+	}{
+		{[]string{"u1"}, 0, ""},
+		{[]string{"u1", "ttl", "60"}, time.Minute, ""},
+		{[]string{"u1", "TTL", "0"}, 0, "TTL must be"},
+		{[]string{"u1", "TTL", "31536001"}, 0, "TTL must be"},
+		{[]string{"u1", "EX", "5"}, 0, `unknown option "EX"`},
+		{[]string{"u 1"}, 0, "uid must be"},
+		{[]string{"u1", "TTL"}, 0, "wrong number of arguments"},
+	} {
+		_, got, err := ParseDeny(bs(tt.args...))
+		if tt.errText == "" {
+			if err != nil || got.TTL != tt.ttl {
+				t.Errorf("ParseDeny(%q) = %+v, %v; want TTL %v", tt.args, got, err, tt.ttl)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tt.errText) || !errors.Is(err, ErrBadArgs) {
+			t.Errorf("ParseDeny(%q) error = %v; want %q", tt.args, err, tt.errText)
+		}
+	}
+}
+
+func TestLimitedError(t *testing.T) {
+	for _, tt := range []struct {
+		err  *LimitedError
+		want string
+	}{
+		{&LimitedError{LimitedRate, 1500 * time.Microsecond}, "LIMITED rate 2"},
+		{&LimitedError{LimitedBuyer, 990 * time.Millisecond}, "LIMITED buyer 990"},
+		{&LimitedError{LimitedDenied, -1}, "LIMITED denied -1"},
+	} {
+		if got := tt.err.Error(); got != tt.want || !errors.Is(tt.err, ErrLimited) {
+			t.Errorf("%+v = %q, want %q and ErrLimited", tt.err, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseLimit(f *testing.F) {
+	f.Add("sku_1", "RATE 1000 BURST 100")
+	f.Add("sku_1", "RATE OFF")
+	f.Add("sku_1", "BURST 1 RATE 99999999999")
+	f.Fuzz(func(t *testing.T, sku, opts string) {
+		args := append(bs(sku), bs(strings.Fields(opts)...)...)
+		got, opt, err := ParseLimit(args)
+		if err != nil {
+			if !errors.Is(err, ErrBadArgs) {
+				t.Fatalf("error %v is not ERR", err)
+			}
+			return
+		}
+		if got != sku || opt.Rate < 0 || opt.Rate > MaxRate || (opt.Rate > 0) != (opt.Burst > 0) || opt.Burst > MaxRate {
+			t.Fatalf("accepted %q %+v from %q", got, opt, args)
+		}
+	})
+}
+
 func FuzzParseWarm(f *testing.F) {
 	f.Add("sku_1", "START 1000 END 2000 LIMIT 2 FORCE")
 	f.Add("sku_1", "LIMIT")
 	f.Add("sku_1", "END 1 START 2")
 	f.Add("bad sku", "")
+	f.Add("sku_1", "RATE 1000 BURST 100")
 	f.Fuzz(func(t *testing.T, sku, opts string) {
 		args := append(bs(sku), bs(strings.Fields(opts)...)...)
 		got, opt, err := ParseWarm(args)
@@ -146,7 +241,8 @@ func FuzzParseWarm(f *testing.F) {
 			}
 			return
 		}
-		if got != sku || opt.Limit < 1 || opt.Limit > sale.MaxLimit || (opt.EndMs != 0 && opt.EndMs <= opt.StartMs) {
+		if got != sku || opt.Limit < 1 || opt.Limit > sale.MaxLimit || (opt.EndMs != 0 && opt.EndMs <= opt.StartMs) ||
+			(opt.Rate > 0) != (opt.Burst > 0) || opt.Rate > MaxRate || opt.Burst > MaxRate {
 			t.Fatalf("accepted %q %+v from %q", got, opt, args)
 		}
 	})

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -99,5 +102,53 @@ func orderOf(v string) string {
 	return id
 }
 
-// clearFlag drops sku's flag (a release or re-warm: there may be stock again).
-func (g *Guard) clearFlag(sku string) { g.flags.Clear(sku) }
+// clearFlag drops sku's flag and the buyers this proxy knows (a release or re-warm: there
+// may be stock again, and a buyer may buy again).
+func (g *Guard) clearFlag(sku string) {
+	g.flags.Clear(sku)
+	if c, ok := g.counters(sku); ok {
+		c.known.forget()
+	}
+}
+
+// knownBuyers are the buyers of an open sale that this proxy sold to or was told hold an
+// order, so that their next buys are answered DUPLICATE with no Redis call. They are trusted
+// while a script reply of the same sale version came within buy.sold_out_reprobe, the same
+// backstop as the sold-out flag's in case a release or re-warm event is missed; a new version
+// forgets them. At most buy.sold_out_buyers are kept.
+type knownBuyers struct {
+	at      atomic.Int64 // Unix ns of the last reply that bore the version out
+	mu      sync.Mutex
+	version string
+	orders  map[string]string // uid -> order id
+}
+
+func (k *knownBuyers) add(uid, orderID, version string, now time.Time, most int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if version != k.version || k.orders == nil {
+		k.version, k.orders = version, map[string]string{}
+	}
+	if len(k.orders) < most {
+		k.orders[uid] = orderID
+	}
+	k.at.Store(now.UnixNano())
+}
+
+func (k *knownBuyers) order(uid string, now time.Time, ttl time.Duration) (string, bool) {
+	at := k.at.Load()
+	if at == 0 || now.UnixNano()-at >= int64(ttl) {
+		return "", false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	id, ok := k.orders[uid]
+	return id, ok
+}
+
+func (k *knownBuyers) forget() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.version, k.orders = "", nil
+	k.at.Store(0)
+}

@@ -3,6 +3,8 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 )
 
 // Errors a buy or an admin command can end with. Each one's text starts with the code word
@@ -20,7 +22,35 @@ var (
 	ErrBadArgs = errors.New("ERR")
 	// ErrBusy: the limit of calls in flight to Redis is reached.
 	ErrBusy = errors.New("BUSY")
+	// ErrLimited: admission refused the buy before Redis (see LimitedError).
+	ErrLimited = errors.New("LIMITED")
 )
+
+// Reasons a buy is LIMITED.
+const (
+	LimitedRate   = "rate"   // the sale's rate is spent for now
+	LimitedBuyer  = "buyer"  // the buyer made too many attempts in the window
+	LimitedDenied = "denied" // the buyer is on the deny list
+)
+
+// LimitedError: a buy refused by admission, never sent to Redis: "LIMITED <reason>
+// <retry-after-ms>". RetryAfter is when trying again may pass; -1 ms: not before an admin's
+// SECKILL.ALLOW.
+type LimitedError struct {
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *LimitedError) Error() string {
+	ms := int64(-1)
+	if e.RetryAfter >= 0 {
+		ms = int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)
+	}
+	return "LIMITED " + e.Reason + " " + strconv.FormatInt(ms, 10)
+}
+
+// Is makes errors.Is(err, ErrLimited) hold.
+func (e *LimitedError) Is(target error) bool { return target == ErrLimited }
 
 // DuplicateError: the buyer already holds an order in this sale. A client retrying after a
 // lost reply learns its order id from it.

@@ -22,6 +22,8 @@ const (
 	eventRelease = "release" // units came back: clear the sold-out flag
 	eventClose   = "close"   // closed: refuse locally
 	eventSoldOut = "soldout" // sold out: answer locally
+	eventLimit   = "limit"   // the sale's rate changed: read it again
+	eventDeny    = "deny"    // the deny list changed ("deny list"): read it again
 )
 
 // signal publishes an event without holding up the caller; a lost event costs at most the
@@ -89,8 +91,11 @@ func (g *Guard) apply(ctx context.Context, payload string) {
 	case eventWarm:
 		g.versions.Delete(sku)
 		g.clearFlag(sku)
+		g.kickSync()
 	case eventRelease:
 		g.clearFlag(sku)
+	case eventLimit, eventDeny:
+		g.kickSync()
 	case eventClose, eventSoldOut:
 		g.recheck(ctx, sku, payload)
 	default:

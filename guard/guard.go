@@ -35,6 +35,13 @@ type Stats struct {
 	// Events counts the sale events heard from other proxies; EventsIgnored those that Redis
 	// did not bear out (or that were malformed), which changed nothing.
 	Events, EventsIgnored int64
+	// Limited counts the buys admission refused, by reason (see LimitedError); Shed the buys
+	// answered BUSY because admission.max_waiting_per_sku of their SKU's were waiting;
+	// KnownDuplicates the DUPLICATE answers from the buyers this proxy sold to.
+	LimitedRate, LimitedBuyer, LimitedDenied, Shed, KnownDuplicates int64
+	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
+	// got, and LeaseErrors those that failed. Denied is the deny list's length.
+	Leases, LeasedTokens, LeaseErrors, Denied int64
 }
 
 type counters struct {
@@ -56,6 +63,8 @@ type Options struct {
 	// Publisher takes sold orders on to Kafka; nil leaves them in the outboxes (for the
 	// sweeper of another proxy, or a test). With buy.reply_after=kafka it is required.
 	Publisher Publisher
+	// Admission configures the checks before Redis; the zero value means conf's defaults.
+	Admission conf.Admission
 }
 
 // Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,
@@ -70,6 +79,7 @@ type Guard struct {
 	perSKU   sync.Map // sku -> *skuCounters
 	inflight *semaphore.Weighted
 	stats    counters
+	adm      *admission
 
 	events chan string // sale events waiting to be published
 	// ctx ends at Close: the background work's context.
@@ -87,7 +97,11 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Admission == (conf.Admission{}) {
+		opt.Admission = conf.Default().Admission
+	}
 	g := &Guard{
+		adm:      newAdmission(opt.Admission),
 		rc:       rc,
 		db:       db,
 		log:      log,
@@ -105,6 +119,10 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	})
 	g.workers.Go(func() { g.publishEvents(ctx) })
 	g.workers.Go(func() { g.listenEvents(ctx) })
+	g.workers.Go(func() { g.syncAdmission(ctx) })
+	for range leaseWorkers {
+		g.workers.Go(func() { g.leaseWorker(ctx) })
+	}
 	return g
 }
 
@@ -123,6 +141,11 @@ func (g *Guard) Stats() Stats {
 		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
 		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(),
 		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),
+		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
+		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
+		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
+		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
+		Denied: int64(g.adm.deny.Len()),
 	}
 }
 
@@ -138,6 +161,9 @@ type skuCounters struct {
 	// flagging is set while the sold-out sale's buyers are read; buyers is the last read.
 	flagging atomic.Bool
 	buyers   atomic.Pointer[Buyers]
+	// admission's refusals of this SKU's buys
+	limitedRate, limitedBuyer, limitedDenied atomic.Int64
+	known                                    knownBuyers
 }
 
 // counters returns sku's counters if this proxy has served its sale.
@@ -177,6 +203,16 @@ type Attempt struct {
 	reply   []any     // the script's reply for this buy
 	err     error     // the script's error, or the pipeline's
 	sold    sale.Sold // set when the script sold the order
+	// waitSlot counts the attempt among its SKU's waiting buys (nil: not counted).
+	waitSlot *atomic.Int64
+}
+
+// release takes the attempt off its SKU's waiting buys.
+func (a *Attempt) release() {
+	if a.waitSlot != nil {
+		a.waitSlot.Add(-1)
+		a.waitSlot = nil
+	}
 }
 
 // BuyBatch runs the buys of one client pipeline, and returns their results in res (reused,
@@ -209,6 +245,22 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 		}
 		return res
 	}
+	admitted := todo[:0]
+	for _, a := range todo {
+		slot, ok := g.waitSlot(a.req.SKU)
+		if !ok {
+			res[a.i].Err = errShed(a.req.SKU, g.adm.opt.MaxWaitingPerSKU)
+			continue
+		}
+		a.waitSlot = slot
+		admitted = append(admitted, a)
+	}
+	todo = admitted
+	defer func() {
+		for _, a := range admitted {
+			a.release()
+		}
+	}()
 	n := int64(len(todo))
 	if n > int64(g.opt.MaxInflight) || !g.inflight.TryAcquire(n) {
 		g.stats.busy.Add(n)
@@ -321,6 +373,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 		counters.successes.Add(1)
 		res.OrderID = arg
 		version := replyString(reply, 2)
+		counters.known.add(a.req.UID, arg, version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
 		if a.version != version {
 			g.versions.Store(a.req.SKU, version)
 		}
@@ -335,6 +388,9 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 	case "DUPLICATE":
 		g.stats.duplicates.Add(1)
 		counters.duplicates.Add(1)
+		if a.version != "" {
+			counters.known.add(a.req.UID, arg, a.version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
+		}
 		res.Err = &DuplicateError{OrderID: arg}
 	case "SOLDOUT":
 		g.stats.soldOut.Add(1)

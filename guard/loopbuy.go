@@ -24,11 +24,28 @@ import (
 // what was sold to Kafka, and Finish ends an attempt. The outcomes and counters are
 // BuyBatch's, which goes the same way through go-redis.
 
-// local answers a buy from the flags, with no network call: a closed sale, or a sold-out one
-// (DUPLICATE for a buyer the flag knows). ok false: the buy must go to Redis.
+// local answers a buy with no network call, from admission (see admission.go) and the flags:
+// a denied or over-eager buyer, a closed sale, a sold-out one (DUPLICATE for a buyer the flag
+// knows), a buyer this proxy sold to, a sale whose rate is spent. ok false: the buy must go
+// to Redis.
 func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
+	if err := g.admitBuyer(r, now); err != nil {
+		return BuyResult{Err: err}, true
+	}
 	flagged, isClosed, buyers := g.flags.Get(r.SKU, now)
 	if !flagged {
+		if c, ok := g.counters(r.SKU); ok {
+			if id, dup := c.known.order(r.UID, now, g.opt.Buy.SoldOutReprobe); dup {
+				g.adm.knownDuplicates.Add(1)
+				g.stats.duplicates.Add(1)
+				c.duplicates.Add(1)
+				c.local.Add(1)
+				return BuyResult{Err: &DuplicateError{OrderID: id}}, true
+			}
+		}
+		if err := g.admitRate(r.SKU, now); err != nil {
+			return BuyResult{Err: err}, true
+		}
 		return BuyResult{}, false
 	}
 	c := g.countersFor(r.SKU)
@@ -80,15 +97,27 @@ func (g *Guard) Start(r *BuyRequest) (*Attempt, error) {
 		g.stats.unavailable.Add(1)
 		return nil, unavailable(errors.New("kafka is not taking orders"))
 	}
+	slot, ok := g.waitSlot(r.SKU)
+	if !ok {
+		return nil, errShed(r.SKU, g.adm.opt.MaxWaitingPerSKU)
+	}
 	if !g.inflight.TryAcquire(1) {
+		if slot != nil {
+			slot.Add(-1)
+		}
 		g.stats.busy.Add(1)
 		return nil, ErrBusy
 	}
-	return g.newAttempt(r, 0), nil
+	a := g.newAttempt(r, 0)
+	a.waitSlot = slot
+	return a, nil
 }
 
 // Finish ends an attempt that Start admitted.
-func (g *Guard) Finish(*Attempt) { g.inflight.Release(1) }
+func (g *Guard) Finish(a *Attempt) {
+	a.release()
+	g.inflight.Release(1)
+}
 
 // SKU is the attempt's SKU; Group says which attempts may share one script call: the same
 // SKU, sale version and way of calling the script.

@@ -142,7 +142,11 @@ func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState,
 }
 
 func metaInt(meta map[string]string, field string) int64 {
-	n, _ := strconv.ParseInt(meta[field], 10, 64)
+	n, err := strconv.ParseInt(meta[field], 10, 64)
+	if err != nil {
+		f, _ := strconv.ParseFloat(meta[field], 64) // the rate's bucket keeps a fraction
+		return int64(f)
+	}
 	return n
 }
 
@@ -187,6 +191,13 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 		{"local_duplicates", c.duplicates.Load()},
 		{"local_closed", c.closed.Load()},
 		{"local_answers_without_redis", c.local.Load()},
+		{"rate", metaInt(st.meta, "rate")},
+		{"burst", metaInt(st.meta, "burst")},
+		{"rate_tokens_in_redis", metaInt(st.meta, "tokens")},
+		{"rate_tokens_held", g.heldTokens(sku)},
+		{"local_limited_rate", c.limitedRate.Load()},
+		{"local_limited_buyer", c.limitedBuyer.Load()},
+		{"local_limited_denied", c.limitedDenied.Load()},
 	}, nil
 }
 

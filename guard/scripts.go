@@ -31,4 +31,13 @@ var (
 	//go:embed lua/release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)
+	//go:embed lua/lease.lua
+	leaseLua    string
+	leaseScript = redis.NewScript(leaseLua)
+	//go:embed lua/limit.lua
+	limitLua    string
+	limitScript = redis.NewScript(limitLua)
+	//go:embed lua/deny.lua
+	denyLua    string
+	denyScript = redis.NewScript(denyLua)
 )

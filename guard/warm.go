@@ -70,7 +70,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if opt.Force {
 		force = "1"
 	}
-	reply, err := warmScript.Run(ctx, g.rc, keys, next, stock, opt.StartMs, opt.EndMs, opt.Limit, force).Slice()
+	reply, err := warmScript.Run(ctx, g.rc, keys, next, stock, opt.StartMs, opt.EndMs, opt.Limit, force, opt.Rate, opt.Burst).Slice()
 	if err != nil {
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 	}
@@ -121,10 +121,11 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 	g.versions.Store(sku, strconv.FormatInt(next, 10))
 	g.clearFlag(sku)
+	g.setRate(sku, opt.Rate, opt.Burst)
 	g.signal(eventWarm, sku)
 	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),
 		zap.Int64("mysql_stock", stock), zap.Int64("units_in_flight", inflight),
-		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Bool("force", opt.Force))
+		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Int64("rate", opt.Rate), zap.Int64("burst", opt.Burst), zap.Bool("force", opt.Force))
 	return Warmed{Version: next, Stock: redisStock, InFlight: inflight}, nil
 }
 

@@ -97,7 +97,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	rc := connect.Redis(cfg.Redis)
 	instance := "test-" + xid.New().String()
 	s := &stack{cfg: cfg, rc: rc, db: db}
-	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance}
+	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance, Admission: cfg.Admission}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	sweeperDone := make(chan struct{})
 	if withTee {

@@ -98,6 +98,8 @@ func compatReply(err error) (int64, bool) {
 		return 0, true
 	case errors.As(err, &dup):
 		return -1, true
+	case errors.Is(err, guard.ErrLimited):
+		return -2, true
 	}
 	return 0, false
 }

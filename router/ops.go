@@ -62,6 +62,15 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "wait_short", Value: st.WaitShort},
 		{Name: "sale_events", Value: st.Events},
 		{Name: "sale_events_ignored", Value: st.EventsIgnored},
+		{Name: "buy_limited_rate", Value: st.LimitedRate},
+		{Name: "buy_limited_buyer", Value: st.LimitedBuyer},
+		{Name: "buy_limited_denied", Value: st.LimitedDenied},
+		{Name: "buy_shed", Value: st.Shed},
+		{Name: "buy_known_duplicates", Value: st.KnownDuplicates},
+		{Name: "rate_leases", Value: st.Leases},
+		{Name: "rate_leased_tokens", Value: st.LeasedTokens},
+		{Name: "rate_lease_errors", Value: st.LeaseErrors},
+		{Name: "denied_uids", Value: st.Denied},
 	}
 	if r.opt.Extra != nil {
 		fs = append(fs, r.opt.Extra()...)
@@ -94,6 +103,47 @@ func (r *Router) cmdRelease(ctx context.Context, _ *Session, args [][]byte) (Rep
 		return Fields("order", rel.OrderID, "released", 0, "note", "already released"), nil
 	}
 	return Fields("order", rel.OrderID, "released", rel.Units, "stock", rel.Stock), nil
+}
+
+// cmdLimit: SECKILL.LIMIT <sku> RATE <buys/s> [BURST <n>] | RATE OFF.
+func (r *Router) cmdLimit(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, opt, err := guard.ParseLimit(args[1:])
+	if err != nil {
+		return nil, err
+	}
+	state, err := r.guard.Limit(ctx, sku, opt)
+	if err != nil {
+		return nil, err
+	}
+	return Fields("sku", sku, "state", state, "rate", opt.Rate, "burst", opt.Burst), nil
+}
+
+// cmdDeny: SECKILL.DENY <uid> [TTL <seconds>].
+func (r *Router) cmdDeny(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	uid, opt, err := guard.ParseDeny(args[1:])
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.guard.Deny(ctx, uid, opt); err != nil {
+		return nil, err
+	}
+	return OK, nil
+}
+
+// cmdAllow: SECKILL.ALLOW <uid>: 1 if the uid was denied, else 0.
+func (r *Router) cmdAllow(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	if !sale.ValidID(args[1]) {
+		_, _, err := guard.ParseDeny(args[1:2])
+		return nil, err
+	}
+	removed, err := r.guard.Allow(ctx, string(args[1]))
+	if err != nil {
+		return nil, err
+	}
+	if removed {
+		return Int(1), nil
+	}
+	return Int(0), nil
 }
 
 func (r *Router) cmdCheck(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {

@@ -178,6 +178,9 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "seckill.close", arity: 2, flags: flagAdmin, handler: r.cmdClose},
 		{name: "seckill.release", arity: 3, flags: flagAdmin, handler: r.cmdRelease},
 		{name: "seckill.check", arity: 2, flags: flagAdmin, handler: r.cmdCheck},
+		{name: "seckill.limit", arity: -4, maxArgs: 6, flags: flagAdmin, handler: r.cmdLimit},
+		{name: "seckill.deny", arity: -2, maxArgs: 4, flags: flagAdmin, handler: r.cmdDeny},
+		{name: "seckill.allow", arity: 2, flags: flagAdmin, handler: r.cmdAllow},
 	} {
 		r.table[c.name] = c
 	}

@@ -12,6 +12,15 @@ const SaleKeyPrefix = KeyPrefix + "{"
 // SalesKey is the set of sales whose outboxes the sweepers visit.
 const SalesKey = KeyPrefix + "sales"
 
+// DenyKey is the deny list, a sorted set uid -> expiry (ms; +inf for none), and
+// DenyVersionKey the counter that every change of it bumps. Both are in one slot, under the
+// sales' prefix so that no pass-through client may write them; "!" is in no SKU, so no sale's
+// keys can meet them.
+const (
+	DenyKey        = SaleKeyPrefix + "!deny}:uids"
+	DenyVersionKey = SaleKeyPrefix + "!deny}:version"
+)
+
 // EventsChannel is the pub/sub channel on which proxies hint to each other that a sale
 // changed. A message is only a hint: a proxy re-reads the sale from Redis before it acts.
 const EventsChannel = KeyPrefix + "events"

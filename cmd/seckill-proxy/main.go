@@ -75,6 +75,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		MaxInflight: cfg.Limits.MaxInflight,
 		Instance:    instance,
 		Publisher:   tee,
+		Admission:   cfg.Admission,
 	})
 	defer g.Close()
 	sweepCtx, stopSweeper := context.WithCancel(context.Background())

@@ -1,0 +1,398 @@
+package guard
+
+import (
+	"context"
+	"hash/maphash"
+	"maps"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/guard/admit"
+	"seckill-proxy/sale"
+)
+
+// Admission: the checks a buy passes before it may go to Redis, in this order, each answered
+// with no Redis call:
+//  1. the deny list (LIMITED denied), read from Redis every admission.sync_interval and at
+//     once on a "deny" event;
+//  2. the buyer's attempts in the window (LIMITED buyer), counted on this proxy alone;
+//  3. the sold-out and closed flags, and the buyers this proxy sold to (DUPLICATE);
+//  4. the sale's rate (LIMITED rate), spent from tokens leased from the sale's bucket in Redis;
+//  5. the SKU's waiting buys (BUSY), at most admission.max_waiting_per_sku.
+// A buy that passes them goes to the script in the order it came.
+
+// waitBuckets is how many counters of waiting buys there are: a SKU counts in the one its
+// hash picks, so that the memory is fixed whatever SKUs clients name.
+const waitBuckets = 4096
+
+// leaseWorkers make the lease calls, so that no buy waits for one.
+const leaseWorkers = 4
+
+type admission struct {
+	opt      conf.Admission
+	attempts *admit.Attempts // nil: no per-buyer limit
+	deny     admit.DenyList
+	denyVer  string // the deny list's version last read
+
+	ratesMu sync.Mutex                              // serialises changes of rates
+	rates   atomic.Pointer[map[string]*admit.Lease] // the sales with a rate, as last learnt
+
+	seed    maphash.Seed
+	waiting [waitBuckets]atomic.Int64
+
+	leases chan leaseCall
+	kick   chan struct{}
+
+	limitedRate, limitedBuyer, limitedDenied, shed, knownDuplicates atomic.Int64
+	leaseCalls, leasedTokens, leaseErrors                           atomic.Int64
+}
+
+type leaseCall struct {
+	sku  string
+	l    *admit.Lease
+	call admit.LeaseCall
+}
+
+func newAdmission(opt conf.Admission) *admission {
+	a := &admission{opt: opt, seed: maphash.MakeSeed(),
+		leases: make(chan leaseCall, 256), kick: make(chan struct{}, 1)}
+	if opt.BuyerAttempts > 0 {
+		a.attempts = admit.NewAttempts(opt.BuyerAttempts, opt.BuyerWindow, opt.BuyerTable)
+	}
+	empty := map[string]*admit.Lease{}
+	a.rates.Store(&empty)
+	return a
+}
+
+// admitBuyer is checks 1 and 2.
+func (g *Guard) admitBuyer(r *BuyRequest, now time.Time) error {
+	a := g.adm
+	if denied, left := a.deny.Denied(r.UID, now); denied {
+		a.limitedDenied.Add(1)
+		g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedDenied })
+		return &LimitedError{Reason: LimitedDenied, RetryAfter: left}
+	}
+	if a.attempts != nil {
+		if ok, retry := a.attempts.Allow(r.UID, now); !ok {
+			a.limitedBuyer.Add(1)
+			g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedBuyer })
+			return &LimitedError{Reason: LimitedBuyer, RetryAfter: retry}
+		}
+	}
+	return nil
+}
+
+// countLimited counts a limited buy in its SKU's counters, if the SKU has them.
+func (g *Guard) countLimited(sku string, which func(*skuCounters) *atomic.Int64) {
+	if c, ok := g.counters(sku); ok {
+		which(c).Add(1)
+	}
+}
+
+// admitRate is check 4.
+func (g *Guard) admitRate(sku string, now time.Time) error {
+	rates := *g.adm.rates.Load()
+	if len(rates) == 0 {
+		return nil
+	}
+	l := rates[sku]
+	if l == nil {
+		return nil
+	}
+	ok, retry, call := l.Take(now)
+	if call.Want > 0 || call.GiveBack > 0 {
+		g.requestLease(sku, l, call, now)
+	}
+	if !ok {
+		g.adm.limitedRate.Add(1)
+		g.countersFor(sku).limitedRate.Add(1)
+		return &LimitedError{Reason: LimitedRate, RetryAfter: retry}
+	}
+	return nil
+}
+
+// requestLease hands a lease call to the workers; with their queue full, it counts as failed.
+func (g *Guard) requestLease(sku string, l *admit.Lease, call admit.LeaseCall, now time.Time) {
+	select {
+	case g.adm.leases <- leaseCall{sku: sku, l: l, call: call}:
+	default:
+		l.Failed(now, call, 10*time.Millisecond)
+	}
+}
+
+// waitSlot is check 5: the counter of sku's waiting buys, taken; nil: the bound is reached.
+func (g *Guard) waitSlot(sku string) (*atomic.Int64, bool) {
+	bound := int64(g.adm.opt.MaxWaitingPerSKU)
+	if bound <= 0 {
+		return nil, true
+	}
+	slot := &g.adm.waiting[maphash.String(g.adm.seed, sku)%waitBuckets]
+	if slot.Add(1) > bound {
+		slot.Add(-1)
+		g.adm.shed.Add(1)
+		g.stats.busy.Add(1)
+		return nil, false
+	}
+	return slot, true
+}
+
+// errShed answers a buy of a SKU with too many buys waiting.
+func errShed(sku string, bound int) error {
+	return &busyError{msg: "BUSY " + strconv.Itoa(bound) + " buys of " + sku + " are waiting for redis; try again"}
+}
+
+type busyError struct{ msg string }
+
+func (e *busyError) Error() string        { return e.msg }
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
+
+// setRate makes sku's rate on this proxy rate and burst (0: none), as a WARM, a LIMIT, a sync
+// or a lease reply says.
+func (g *Guard) setRate(sku string, rate, burst int64) {
+	a := g.adm
+	a.ratesMu.Lock()
+	defer a.ratesMu.Unlock()
+	cur := *a.rates.Load()
+	l := cur[sku]
+	switch {
+	case rate <= 0 && l == nil:
+		return
+	case rate > 0 && l != nil:
+		l.SetRate(rate, burst)
+		return
+	}
+	next := maps.Clone(cur)
+	if rate <= 0 {
+		delete(next, sku)
+	} else {
+		next[sku] = admit.NewLease(rate, burst, a.opt.LeaseShare, a.opt.LeaseTTL)
+	}
+	a.rates.Store(&next)
+}
+
+// leaseWorker makes lease calls until Close.
+func (g *Guard) leaseWorker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case lc := <-g.adm.leases:
+			g.lease(ctx, lc)
+		}
+	}
+}
+
+// lease makes one lease call and reports it to the lease.
+func (g *Guard) lease(ctx context.Context, lc leaseCall) {
+	g.adm.leaseCalls.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	v, err := leaseScript.Run(ctx, g.rc, sale.KeysFor(lc.sku).ScriptKeys(), lc.call.Want, lc.call.GiveBack).Int64Slice()
+	now := g.opt.Now()
+	if err != nil || len(v) != 4 {
+		g.adm.leaseErrors.Add(1)
+		lc.l.Failed(now, lc.call, 100*time.Millisecond)
+		if ctx.Err() == nil || g.ctx.Err() == nil {
+			g.log.Warn("could not lease a sale's rate tokens; its buys are LIMITED until a lease comes", zap.String("sku", lc.sku), zap.Error(err))
+		}
+		return
+	}
+	if v[1] <= 0 {
+		g.setRate(lc.sku, 0, 0) // the limit was lifted, or the sale is gone
+		return
+	}
+	g.adm.leasedTokens.Add(v[0])
+	lc.l.Granted(now, lc.call, v[0], v[1], v[2], time.Duration(v[3])*time.Millisecond)
+}
+
+// syncAdmission reads the sales' rates and the deny list from Redis every
+// admission.sync_interval, and at once when an event says one changed, until Close; it also
+// gives back lapsed leases. At Close it gives back every token in hand.
+func (g *Guard) syncAdmission(ctx context.Context) {
+	t := time.NewTicker(g.adm.opt.SyncInterval)
+	defer t.Stop()
+	g.syncOnce(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			g.giveBackAll()
+			return
+		case <-t.C:
+		case <-g.adm.kick:
+		}
+		g.syncOnce(ctx)
+	}
+}
+
+// kickSync has the admission state read again now.
+func (g *Guard) kickSync() {
+	select {
+	case g.adm.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (g *Guard) syncOnce(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	if err := g.syncRates(ctx); err != nil && ctx.Err() == nil {
+		g.log.Warn("could not read the sales' rates", zap.Error(err))
+	}
+	if err := g.syncDeny(ctx); err != nil && ctx.Err() == nil {
+		g.log.Warn("could not read the deny list", zap.Error(err))
+	}
+	now := g.opt.Now()
+	for sku, l := range *g.adm.rates.Load() {
+		if n := l.Expire(now); n > 0 {
+			g.requestLease(sku, l, admit.LeaseCall{GiveBack: n}, now)
+		}
+	}
+}
+
+// syncRates reads the rate and burst of every sale.
+func (g *Guard) syncRates(ctx context.Context) error {
+	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
+	if err != nil || len(skus) == 0 {
+		return err
+	}
+	cmds := make([]*redis.SliceCmd, len(skus))
+	_, err = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sku := range skus {
+			cmds[i] = p.HMGet(ctx, sale.KeysFor(sku).Meta, "rate", "burst")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, sku := range skus {
+		v := cmds[i].Val()
+		rate, _ := strconv.ParseInt(str(v, 0), 10, 64)
+		burst, _ := strconv.ParseInt(str(v, 1), 10, 64)
+		g.setRate(sku, rate, burst)
+	}
+	return nil
+}
+
+func str(v []any, i int) string {
+	if i < len(v) {
+		if s, ok := v[i].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// syncDeny reads the deny list when its version has changed.
+func (g *Guard) syncDeny(ctx context.Context) error {
+	ver, err := g.rc.Get(ctx, sale.DenyVersionKey).Result()
+	if err == redis.Nil {
+		ver, err = "", nil
+	}
+	if err != nil || ver == g.adm.denyVer {
+		return err // an entry that lapses needs no read: Denied checks the expiry
+	}
+	now := g.opt.Now().UnixMilli()
+	zs, err := g.rc.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: sale.DenyKey, ByScore: true,
+		Start: "(" + strconv.FormatInt(now, 10), Stop: "+inf"}).Result()
+	if err != nil {
+		return err
+	}
+	m := make(map[string]int64, len(zs))
+	for _, z := range zs {
+		uid, _ := z.Member.(string)
+		if math.IsInf(z.Score, 1) {
+			m[uid] = 0
+		} else {
+			m[uid] = int64(z.Score)
+		}
+	}
+	g.adm.deny.Set(m)
+	g.adm.denyVer = ver
+	return nil
+}
+
+// giveBackAll returns every token in hand to the sales' buckets, at Close.
+func (g *Guard) giveBackAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), g.opt.Buy.CallTimeout)
+	defer cancel()
+	for sku, l := range *g.adm.rates.Load() {
+		if n := l.Drain(); n > 0 {
+			if err := leaseScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), 0, n).Err(); err != nil {
+				g.log.Warn("could not give back leased tokens at shutdown", zap.String("sku", sku), zap.Int64("tokens", n), zap.Error(err))
+			}
+		}
+	}
+}
+
+// Limit changes sku's rate and burst on its open (or closed) sale: SECKILL.LIMIT. Every
+// proxy takes it within admission.sync_interval, at once if it hears the event.
+func (g *Guard) Limit(ctx context.Context, sku string, opt LimitOptions) (state string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	v, err := limitScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), opt.Rate, opt.Burst).Slice()
+	if err != nil {
+		return "", unavailable(err)
+	}
+	if code := replyString(v, 0); code != "OK" {
+		return "", closed(replyString(v, 1))
+	}
+	g.setRate(sku, opt.Rate, opt.Burst)
+	g.signal(eventLimit, sku)
+	g.log.Info("sale rate changed", zap.String("sku", sku), zap.Int64("rate", opt.Rate), zap.Int64("burst", opt.Burst))
+	return replyString(v, 1), nil
+}
+
+// Deny puts uid on the deny list (SECKILL.DENY); it returns the list's length.
+func (g *Guard) Deny(ctx context.Context, uid string, opt DenyOptions) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	v, err := denyScript.Run(ctx, g.rc, []string{sale.DenyKey, sale.DenyVersionKey}, "deny", uid,
+		opt.TTL.Milliseconds(), g.adm.opt.MaxDenied).Slice()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	n, _ := strconv.ParseInt(replyString(v, 1), 10, 64)
+	if replyString(v, 0) == "FULL" {
+		return n, badArgs("the deny list holds %d uids, admission.max_denied; ALLOW some first", n)
+	}
+	g.afterDenyChange(uid)
+	return n, nil
+}
+
+// Allow takes uid off the deny list (SECKILL.ALLOW): true if it was on it.
+func (g *Guard) Allow(ctx context.Context, uid string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	v, err := denyScript.Run(ctx, g.rc, []string{sale.DenyKey, sale.DenyVersionKey}, "allow", uid).Slice()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	removed := replyString(v, 1) == "1"
+	if removed {
+		g.afterDenyChange(uid)
+	}
+	return removed, nil
+}
+
+// afterDenyChange has this proxy re-read the list now, and the others told.
+func (g *Guard) afterDenyChange(uid string) {
+	g.kickSync()
+	g.signal(eventDeny, "list")
+	g.log.Info("deny list changed", zap.String("uid", uid))
+}
+
+// heldTokens is the rate tokens this proxy holds for sku now.
+func (g *Guard) heldTokens(sku string) int64 {
+	if l := (*g.adm.rates.Load())[sku]; l != nil {
+		return l.Held(g.opt.Now())
+	}
+	return 0
+}
