@@ -396,3 +396,12 @@ func (g *Guard) heldTokens(sku string) int64 {
 	}
 	return 0
 }
+
+// localRate is the rate this proxy applies to sku's buys now (0: none).
+func (g *Guard) localRate(sku string) int64 {
+	if l := (*g.adm.rates.Load())[sku]; l != nil {
+		rate, _ := l.Rate()
+		return rate
+	}
+	return 0
+}

@@ -2,12 +2,15 @@ package guard
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/rs/xid"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard/admit"
 )
 
 func BenchmarkParseBuy(b *testing.B) {
@@ -30,7 +33,8 @@ func BenchmarkOrderID(b *testing.B) {
 // BenchmarkBuySoldOut is the whole sold-out path of a buy in the guard: the flag answers, and
 // nothing goes to Redis.
 func BenchmarkBuySoldOut(b *testing.B) {
-	g := &Guard{opt: Options{Buy: conf.Default().Buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour)}
+	g := &Guard{opt: Options{Buy: conf.Default().Buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour),
+		adm: newAdmission(conf.Default().Admission)}
 	g.flags.SetSoldOut("sku_1001", time.Now(), &Buyers{Orders: map[string]string{"u0": "o0"}}, g.flags.Gen())
 	reqs := []BuyRequest{{SKU: "sku_1001", UID: "u1", Qty: 1}}
 	ctx := context.Background()
@@ -39,6 +43,59 @@ func BenchmarkBuySoldOut(b *testing.B) {
 	for b.Loop() {
 		if res = g.BuyBatch(ctx, reqs, res); res[0].Err == nil {
 			b.Fatal("not sold out")
+		}
+	}
+}
+
+// BenchmarkAdmitAllowed is the admission check of a buy that passes it, every check on: a
+// deny list of 10,000 uids, a per-buyer limit over 1,024 buyers, the flags, the buyers this
+// proxy sold to, and a sale rate with tokens in hand. The buy then goes to Redis.
+func BenchmarkAdmitAllowed(b *testing.B) {
+	opt := conf.Default().Admission
+	opt.BuyerAttempts = admit.MaxAttempts
+	opt.LeaseTTL = time.Hour
+	g := &Guard{opt: Options{Buy: conf.Default().Buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour),
+		adm: newAdmission(opt)}
+	denied := map[string]int64{}
+	for i := range 10000 {
+		denied["bad"+strconv.Itoa(i)] = 0
+	}
+	g.adm.deny.Set(denied)
+	const sku = "sku_1001"
+	g.setRate(sku, 1_000_000, 1_000_000)
+	l := (*g.adm.rates.Load())[sku]
+	_, _, call := l.Take(time.Now())
+	l.Granted(time.Now(), call, 1<<60, 1_000_000, 1_000_000, 0)
+	g.countersFor(sku).known.add("someone", "o1", "1", time.Now(), 10)
+	reqs := make([]BuyRequest, 1024)
+	for i := range reqs {
+		reqs[i] = BuyRequest{SKU: sku, UID: "user_" + strconv.Itoa(100000+i), Qty: 1}
+	}
+	base := time.Now()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if res, answered := g.local(&reqs[i&1023], base.Add(time.Duration(i))); answered {
+			b.Fatalf("refused: %v", res.Err)
+		}
+		i++
+	}
+}
+
+// BenchmarkAdmitLimited is a buy refused by the sale's rate: no tokens in hand.
+func BenchmarkAdmitLimited(b *testing.B) {
+	g := &Guard{opt: Options{Buy: conf.Default().Buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour),
+		adm: newAdmission(conf.Default().Admission)}
+	const sku = "sku_1001"
+	g.setRate(sku, 1000, 100)
+	l := (*g.adm.rates.Load())[sku]
+	_, _, call := l.Take(time.Now())
+	l.Granted(time.Now(), call, 0, 1000, 100, time.Hour)
+	r := &BuyRequest{SKU: sku, UID: "u1", Qty: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, answered := g.local(r, time.Now()); !answered || !errors.Is(res.Err, ErrLimited) {
+			b.Fatalf("not limited: %v", res.Err)
 		}
 	}
 }

@@ -194,6 +194,7 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 		{"rate", metaInt(st.meta, "rate")},
 		{"burst", metaInt(st.meta, "burst")},
 		{"rate_tokens_in_redis", metaInt(st.meta, "tokens")},
+		{"local_rate", g.localRate(sku)},
 		{"rate_tokens_held", g.heldTokens(sku)},
 		{"local_limited_rate", c.limitedRate.Load()},
 		{"local_limited_buyer", c.limitedBuyer.Load()},

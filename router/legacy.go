@@ -254,9 +254,9 @@ func intReply(ints *guard.IntReplies, res guard.BuyResult) (int64, bool) {
 	switch {
 	case res.Err == nil:
 		return ints.Success, true
-	case errors.Is(res.Err, guard.ErrSoldOut), errors.Is(res.Err, guard.ErrLimited):
-		// A limited buyer does not get the unit now, which is what a legacy script's caller
-		// knows as sold out.
+	case errors.Is(res.Err, guard.ErrSoldOut):
+		// Not a LIMITED answer: the seeds' SeckillManager takes a 0 as sold out for good, and
+		// would stop selling; a limited legacy buy gets the LIMITED error, as a failed call.
 		return ints.SoldOut, true
 	case errors.As(res.Err, &dup):
 		return ints.Duplicate, true

@@ -35,7 +35,7 @@ func WriteChart(w io.Writer, title string, r Result) error {
 	}
 	slices.Sort(order)
 	colors := map[string]string{ReplyOrder: "#2e7d32", ReplySoldOut: "#9e9e9e", ReplyDuplicate: "#f9a825",
-		ReplyClosed: "#6a1b9a", ReplyUnavailable: "#c62828", ReplyOther: "#000000"}
+		ReplyClosed: "#6a1b9a", ReplyUnavailable: "#c62828", ReplyLimited: "#ef6c00", ReplyBusy: "#5d4037", ReplyOther: "#000000"}
 	step := float64(width-2*pad) / float64(n)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)

@@ -71,6 +71,8 @@ const (
 	ReplyDuplicate   = "DUPLICATE"
 	ReplyClosed      = "CLOSED"
 	ReplyUnavailable = "UNAVAILABLE"
+	ReplyLimited     = "LIMITED"
+	ReplyBusy        = "BUSY"
 	ReplyOther       = "other"
 )
 
@@ -81,7 +83,7 @@ func Kind(err error) string {
 	}
 	word, _, _ := strings.Cut(err.Error(), " ")
 	switch word {
-	case ReplySoldOut, ReplyDuplicate, ReplyClosed, ReplyUnavailable:
+	case ReplySoldOut, ReplyDuplicate, ReplyClosed, ReplyUnavailable, ReplyLimited, ReplyBusy:
 		return word
 	}
 	return ReplyOther

@@ -109,6 +109,8 @@ func TestKind(t *testing.T) {
 		{errors.New("DUPLICATE abc"), ReplyDuplicate},
 		{errors.New("CLOSED ended"), ReplyClosed},
 		{errors.New("UNAVAILABLE redis"), ReplyUnavailable},
+		{errors.New("LIMITED rate 3"), ReplyLimited},
+		{errors.New("BUSY 2048 buys of s are waiting"), ReplyBusy},
 		{errors.New("ERR bad"), ReplyOther},
 		{errors.New("i/o timeout"), ReplyOther},
 	}

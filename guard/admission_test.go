@@ -1,0 +1,55 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sale"
+)
+
+// TestShedFirstComeFirstServed: with admission.max_waiting_per_sku 2, a batch of five buys of
+// one SKU sends the first two, in the order they came, and answers the other three BUSY at
+// once; the SKU's waiting count is back to zero afterwards.
+func TestShedFirstComeFirstServed(t *testing.T) {
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx := context.Background()
+	sku := "shed_" + t.Name()
+	k := sale.KeysFor(sku)
+	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers, k.Outbox) })
+	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", "1", "start", "0", "end", "0", "limit", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Set(ctx, k.Stock, 10, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := conf.Default()
+	cfg.Admission.MaxWaitingPerSKU = 2
+	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test", Admission: cfg.Admission})
+	t.Cleanup(g.Close)
+	reqs := []BuyRequest{{SKU: sku, UID: "a", Qty: 1}, {SKU: sku, UID: "b", Qty: 1}, {SKU: sku, UID: "c", Qty: 1},
+		{SKU: sku, UID: "d", Qty: 1}, {SKU: sku, UID: "e", Qty: 1}}
+	res := g.BuyBatch(ctx, reqs, nil)
+	for i, r := range res {
+		if i < 2 && r.Err != nil {
+			t.Errorf("buy %d (came %d of 5): %v, want an order", i, i+1, r.Err)
+		}
+		if i >= 2 && !errors.Is(r.Err, ErrBusy) {
+			t.Errorf("buy %d (came %d of 5): %+v, want BUSY", i, i+1, r)
+		}
+	}
+	if st := g.Stats(); st.Shed != 3 {
+		t.Errorf("shed %d, want 3", st.Shed)
+	}
+	if res = g.BuyBatch(ctx, reqs[2:4], res); res[0].Err != nil || res[1].Err != nil {
+		t.Errorf("after the batch, the waiting count did not come back down: %+v", res)
+	}
+}
