@@ -77,13 +77,13 @@ func (g *Guard) admitBuyer(r *BuyRequest, now time.Time) error {
 	if denied, left := a.deny.Denied(r.UID, now); denied {
 		a.limitedDenied.Add(1)
 		g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedDenied })
-		return &LimitedError{Reason: LimitedDenied, RetryAfter: left}
+		return NewLimited(LimitedDenied, left)
 	}
 	if a.attempts != nil {
 		if ok, retry := a.attempts.Allow(r.UID, now); !ok {
 			a.limitedBuyer.Add(1)
 			g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedBuyer })
-			return &LimitedError{Reason: LimitedBuyer, RetryAfter: retry}
+			return NewLimited(LimitedBuyer, retry)
 		}
 	}
 	return nil
@@ -96,13 +96,12 @@ func (g *Guard) countLimited(sku string, which func(*skuCounters) *atomic.Int64)
 	}
 }
 
-// admitRate is check 4.
-func (g *Guard) admitRate(sku string, now time.Time) error {
-	rates := *g.adm.rates.Load()
-	if len(rates) == 0 {
+// admitRate is check 4, for a SKU with counters c (nil: none yet, and so no rate).
+func (g *Guard) admitRate(sku string, c *skuCounters, now time.Time) error {
+	if c == nil {
 		return nil
 	}
-	l := rates[sku]
+	l := c.lease.Load()
 	if l == nil {
 		return nil
 	}
@@ -112,8 +111,15 @@ func (g *Guard) admitRate(sku string, now time.Time) error {
 	}
 	if !ok {
 		g.adm.limitedRate.Add(1)
-		g.countersFor(sku).limitedRate.Add(1)
-		return &LimitedError{Reason: LimitedRate, RetryAfter: retry}
+		c.limitedRate.Add(1)
+		// Under a flood the retry-after is the same for a millisecond at a time: one answer
+		// serves every buy of that millisecond.
+		if last := c.lastLimited.Load(); last != nil && last.retryMs() == (&LimitedError{RetryAfter: retry}).retryMs() {
+			return last
+		}
+		e := NewLimited(LimitedRate, retry)
+		c.lastLimited.Store(e)
+		return e
 	}
 	return nil
 }
@@ -154,7 +160,8 @@ func (e *busyError) Error() string        { return e.msg }
 func (e *busyError) Is(target error) bool { return target == ErrBusy }
 
 // setRate makes sku's rate on this proxy rate and burst (0: none), as a WARM, a LIMIT, a sync
-// or a lease reply says.
+// or a lease reply says. The leases are in rates, to go through them, and in the SKU's
+// counters, for the buy path.
 func (g *Guard) setRate(sku string, rate, burst int64) {
 	a := g.adm
 	a.ratesMu.Lock()
@@ -171,8 +178,13 @@ func (g *Guard) setRate(sku string, rate, burst int64) {
 	next := maps.Clone(cur)
 	if rate <= 0 {
 		delete(next, sku)
+		if c, ok := g.counters(sku); ok {
+			c.lease.Store(nil)
+		}
 	} else {
-		next[sku] = admit.NewLease(rate, burst, a.opt.LeaseShare, a.opt.LeaseTTL)
+		l := admit.NewLease(rate, burst, a.opt.LeaseShare, a.opt.LeaseTTL)
+		next[sku] = l
+		g.countersFor(sku).lease.Store(l) // a SKU with a rate has a sale
 	}
 	a.rates.Store(&next)
 }

@@ -197,9 +197,10 @@ func TestLimitedError(t *testing.T) {
 		err  *LimitedError
 		want string
 	}{
-		{&LimitedError{LimitedRate, 1500 * time.Microsecond}, "LIMITED rate 2"},
-		{&LimitedError{LimitedBuyer, 990 * time.Millisecond}, "LIMITED buyer 990"},
-		{&LimitedError{LimitedDenied, -1}, "LIMITED denied -1"},
+		{NewLimited(LimitedRate, 1500*time.Microsecond), "LIMITED rate 2"},
+		{NewLimited(LimitedBuyer, 990*time.Millisecond), "LIMITED buyer 990"},
+		{NewLimited(LimitedDenied, -1), "LIMITED denied -1"},
+		{&LimitedError{Reason: LimitedRate, RetryAfter: time.Millisecond}, "LIMITED rate 1"},
 	} {
 		if got := tt.err.Error(); got != tt.want || !errors.Is(tt.err, ErrLimited) {
 			t.Errorf("%+v = %q, want %q and ErrLimited", tt.err, got, tt.want)

@@ -35,18 +35,33 @@ const (
 
 // LimitedError: a buy refused by admission, never sent to Redis: "LIMITED <reason>
 // <retry-after-ms>". RetryAfter is when trying again may pass; -1 ms: not before an admin's
-// SECKILL.ALLOW.
+// SECKILL.ALLOW. Make it with NewLimited, which renders the text once.
 type LimitedError struct {
 	Reason     string
 	RetryAfter time.Duration
+	text       string
+}
+
+// NewLimited returns the LIMITED answer for reason, to retry after retry (negative: never).
+func NewLimited(reason string, retry time.Duration) *LimitedError {
+	e := &LimitedError{Reason: reason, RetryAfter: retry}
+	e.text = "LIMITED " + reason + " " + strconv.FormatInt(e.retryMs(), 10)
+	return e
+}
+
+// retryMs is the retry-after in whole milliseconds, rounded up; -1 for never.
+func (e *LimitedError) retryMs() int64 {
+	if e.RetryAfter < 0 {
+		return -1
+	}
+	return int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)
 }
 
 func (e *LimitedError) Error() string {
-	ms := int64(-1)
-	if e.RetryAfter >= 0 {
-		ms = int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)
+	if e.text == "" {
+		return NewLimited(e.Reason, e.RetryAfter).text
 	}
-	return "LIMITED " + e.Reason + " " + strconv.FormatInt(ms, 10)
+	return e.text
 }
 
 // Is makes errors.Is(err, ErrLimited) hold.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard/admit"
 	"seckill-proxy/sale"
 )
 
@@ -76,7 +78,10 @@ type Guard struct {
 	opt      Options
 	flags    *Flags
 	versions sync.Map // sku -> sale version this proxy last saw
-	perSKU   sync.Map // sku -> *skuCounters
+	// perSKU maps sku -> its counters, replaced whole under perSKUMu when a SKU is added
+	// (once per sale), so that the buy path reads it with no lock.
+	perSKU   atomic.Pointer[map[string]*skuCounters]
+	perSKUMu sync.Mutex
 	inflight *semaphore.Weighted
 	stats    counters
 	adm      *admission
@@ -163,16 +168,19 @@ type skuCounters struct {
 	buyers   atomic.Pointer[Buyers]
 	// admission's refusals of this SKU's buys
 	limitedRate, limitedBuyer, limitedDenied atomic.Int64
+	lastLimited                              atomic.Pointer[LimitedError] // the last LIMITED rate answer
+	lease                                    atomic.Pointer[admit.Lease]  // the sale's rate here; nil: none
 	known                                    knownBuyers
 }
 
 // counters returns sku's counters if this proxy has served its sale.
 func (g *Guard) counters(sku string) (*skuCounters, bool) {
-	c, ok := g.perSKU.Load(sku)
-	if !ok {
+	m := g.perSKU.Load()
+	if m == nil {
 		return nil, false
 	}
-	return c.(*skuCounters), true
+	c, ok := (*m)[sku]
+	return c, ok
 }
 
 // countersFor returns sku's counters, making them on first use. Only a SKU with a sale gets
@@ -181,8 +189,27 @@ func (g *Guard) countersFor(sku string) *skuCounters {
 	if c, ok := g.counters(sku); ok {
 		return c
 	}
-	c, _ := g.perSKU.LoadOrStore(sku, &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys()})
-	return c.(*skuCounters)
+	g.perSKUMu.Lock()
+	defer g.perSKUMu.Unlock()
+	if c, ok := g.counters(sku); ok {
+		return c
+	}
+	next := map[string]*skuCounters{}
+	if m := g.perSKU.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	c := &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys()}
+	next[sku] = c
+	g.perSKU.Store(&next)
+	return c
+}
+
+// skus lists the SKUs this proxy has counters for.
+func (g *Guard) skus() []string {
+	if m := g.perSKU.Load(); m != nil {
+		return slices.Collect(maps.Keys(*m))
+	}
+	return nil
 }
 
 // BuyResult is the outcome of one buy: an order id, or an error (see the Err* values and

@@ -34,7 +34,8 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	}
 	flagged, isClosed, buyers := g.flags.Get(r.SKU, now)
 	if !flagged {
-		if c, ok := g.counters(r.SKU); ok {
+		c, ok := g.counters(r.SKU)
+		if ok {
 			if id, dup := c.known.order(r.UID, now, g.opt.Buy.SoldOutReprobe); dup {
 				g.adm.knownDuplicates.Add(1)
 				g.stats.duplicates.Add(1)
@@ -43,7 +44,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 				return BuyResult{Err: &DuplicateError{OrderID: id}}, true
 			}
 		}
-		if err := g.admitRate(r.SKU, now); err != nil {
+		if err := g.admitRate(r.SKU, c, now); err != nil {
 			return BuyResult{Err: err}, true
 		}
 		return BuyResult{}, false

@@ -211,10 +211,7 @@ func (g *Guard) Sales(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	g.perSKU.Range(func(k, _ any) bool {
-		skus = append(skus, k.(string))
-		return true
-	})
+	skus = append(skus, g.skus()...)
 	slices.Sort(skus)
 	return slices.Compact(skus), nil
 }

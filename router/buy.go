@@ -96,10 +96,10 @@ func compatReply(err error) (int64, bool) {
 		return 1, true
 	case errors.Is(err, guard.ErrSoldOut):
 		return 0, true
-	case errors.As(err, &dup):
-		return -1, true
 	case errors.Is(err, guard.ErrLimited):
 		return -2, true
+	case errors.As(err, &dup):
+		return -1, true
 	}
 	return 0, false
 }

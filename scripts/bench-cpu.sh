@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-cpu.sh: the proxy's own CPU per request, read from /proc/<pid>/stat (user + system
 # time) around a fixed number of requests of redis-benchmark -c 50, for a pass-through GET,
-# a successful SECKILL.BUY and a sold-out one, in front of the dev stack's cluster.
+# a successful SECKILL.BUY, a sold-out one and one refused by its sale's rate (LIMITED), in
+# front of the dev stack's cluster.
 #
 #   scripts/bench-cpu.sh [requests] [proxy binary] [event loops] [rounds]
 #       (defaults: 100000, bin/seckill-proxy built from this tree, 1, 3)
@@ -27,8 +28,9 @@ fi
 run_id=$(date +%s%N)
 SKU=cpu_$run_id
 SOLD=cpusold_$run_id
+LIM=cpulim_$run_id
 mariadb --no-defaults -h 127.0.0.1 -u root seckill -e \
-  "INSERT INTO seckill_items (sku, stock) VALUES ('$SKU', 100000000), ('$SOLD', 1)"
+  "INSERT INTO seckill_items (sku, stock) VALUES ('$SKU', 100000000), ('$SOLD', 1), ('$LIM', 100000000)"
 export SECKILL_KAFKA_TOPIC=bench.cpu.$run_id SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.cpu.$run_id.dlq
 extra=()
 if [[ $LOOPS != 1 ]]; then extra=(-redis.event_loops="$LOOPS"); fi
@@ -38,17 +40,20 @@ pid=$!
 cleanup() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  for sku in "$SKU" "$SOLD"; do
+  for sku in "$SKU" "$SOLD" "$LIM"; do
     for k in stock meta buyers outbox result sweep dead; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
     redis-cli -c -p 7000 srem seckill:sales "$sku" >/dev/null
   done
-  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD')"
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD', '$LIM')"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 redis-cli -p "$PORT" seckill.warm "$SKU" >/dev/null
 redis-cli -p "$PORT" seckill.warm "$SOLD" >/dev/null
 redis-cli -p "$PORT" seckill.buy "$SOLD" first >/dev/null
+# A proxy from before admission (make bench's baseline) knows no RATE: no LIMITED rows then.
+limited=0
+if [[ $(redis-cli -p "$PORT" seckill.warm "$LIM" RATE 1 BURST 1 2>&1) != *ERR* ]]; then limited=1; fi
 redis-cli -p "$PORT" set cpu:key hello >/dev/null
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
@@ -74,3 +79,7 @@ measure "successful SECKILL.BUY" 1 SECKILL.BUY "$SKU" __rand_int__ 1
 measure "successful SECKILL.BUY" 16 SECKILL.BUY "$SKU" __rand_int__ 1
 measure "sold-out SECKILL.BUY" 1 SECKILL.BUY "$SOLD" __rand_int__ 1
 measure "sold-out SECKILL.BUY" 16 SECKILL.BUY "$SOLD" __rand_int__ 1
+if ((limited)); then
+  measure "rate-limited SECKILL.BUY" 1 SECKILL.BUY "$LIM" __rand_int__ 1
+  measure "rate-limited SECKILL.BUY" 16 SECKILL.BUY "$LIM" __rand_int__ 1
+fi
