@@ -180,7 +180,7 @@ func TestCommandTableMerged(t *testing.T) { eachUpstream(t, testCommandTableMerg
 func testCommandTableMerged(t *testing.T, s *stack) {
 	direct := dialRaw(t, testenv.Standalone(t))
 	c := dialRaw(t, s.addr)
-	const own = 7 // SECKILL.BUY, STATUS, INFO, WARM, CLOSE, RELEASE, CHECK
+	const own = 10 // SECKILL.BUY, STATUS, INFO, WARM, CLOSE, RELEASE, CHECK, LIMIT, DENY, ALLOW
 	var redisCount, proxyCount int
 	if _, err := fmt.Sscanf(direct.do(t, "COMMAND", "COUNT"), ":%d", &redisCount); err != nil {
 		t.Fatal(err)

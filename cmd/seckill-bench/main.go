@@ -27,6 +27,8 @@ func main() {
 	fs.StringVar(&o.SKU, "sku", "bench_sku", "the SKU to create or reset in MySQL and sell")
 	fs.IntVar(&o.Units, "units", 2000, "units for sale")
 	fs.IntVar(&o.Limit, "limit", 1, "per-user limit of the sale")
+	fs.IntVar(&o.SaleRate, "sale-rate", 0, "warm the sale with RATE: buys a second through every proxy together (0: no rate); the rest are answered LIMITED")
+	fs.IntVar(&o.SaleBurst, "sale-burst", 0, "warm the sale with BURST (0: a tenth of -sale-rate)")
 	fs.IntVar(&o.Load.Buyers, "buyers", 80000, "buy requests")
 	fs.IntVar(&o.Load.Conns, "conns", 200, "connections")
 	fs.IntVar(&o.Load.Pipeline, "pipeline", 1, "requests per round trip")

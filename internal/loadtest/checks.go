@@ -70,8 +70,9 @@ type Sale struct {
 
 // Setup creates or resets sku's item in MySQL with units, and opens a new sale through the
 // proxy (closing any open one first; FORCE, since a reset item may still have a backlog or a
-// MySQL state that Redis lost). It returns the sale version.
-func Setup(ctx context.Context, db *sql.DB, proxy redis.UniversalClient, sku string, units, limit int) (int64, error) {
+// MySQL state that Redis lost), with warm's further options (RATE, BURST). It returns the sale
+// version.
+func Setup(ctx context.Context, db *sql.DB, proxy redis.UniversalClient, sku string, units, limit int, warm ...any) (int64, error) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO seckill_items (sku, stock) VALUES (?, ?)
 		ON DUPLICATE KEY UPDATE stock = VALUES(stock), status = 'idle'`, sku, units); err != nil {
 		return 0, fmt.Errorf("setup item: %w", err)
@@ -79,7 +80,7 @@ func Setup(ctx context.Context, db *sql.DB, proxy redis.UniversalClient, sku str
 	if err := proxy.Do(ctx, "seckill.close", sku).Err(); err != nil && !strings.Contains(err.Error(), "never warmed") {
 		return 0, fmt.Errorf("close the previous sale: %w", err)
 	}
-	v, err := proxy.Do(ctx, "seckill.warm", sku, "LIMIT", limit, "FORCE").Result()
+	v, err := proxy.Do(ctx, append([]any{"seckill.warm", sku, "LIMIT", limit, "FORCE"}, warm...)...).Result()
 	if err != nil {
 		return 0, fmt.Errorf("SECKILL.WARM: %w", err)
 	}

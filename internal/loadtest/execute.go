@@ -41,13 +41,27 @@ type Options struct {
 	SKU      string
 	Units    int
 	Limit    int
-	Load     Load
-	JSON     bool
-	Chart    string // SVG file to write, or ""
-	Check    bool
-	Drain    time.Duration // the most to wait for the sink
+	// SaleRate and SaleBurst warm the sale with RATE and BURST (0: no rate).
+	SaleRate, SaleBurst int
+	Load                Load
+	JSON                bool
+	Chart               string // SVG file to write, or ""
+	Check               bool
+	Drain               time.Duration // the most to wait for the sink
 	// Services are the stack's addresses (SECKILL_* variables, as the binaries read them).
 	Services conf.Config
+}
+
+// warmRate is the RATE and BURST options of the sale's WARM.
+func (o Options) warmRate() []any {
+	var out []any
+	if o.SaleRate > 0 {
+		out = append(out, "RATE", o.SaleRate)
+		if o.SaleBurst > 0 {
+			out = append(out, "BURST", o.SaleBurst)
+		}
+	}
+	return out
 }
 
 // Execute runs one benchmark and writes its report to out (progress goes to progress). It
@@ -78,7 +92,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		pc := redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.User, Password: o.Password,
 			PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
 		defer pc.Close()
-		version, err := Setup(ctx, db, pc, o.SKU, o.Units, o.Limit)
+		version, err := Setup(ctx, db, pc, o.SKU, o.Units, o.Limit, o.warmRate()...)
 		if err != nil {
 			return Report{}, err
 		}
