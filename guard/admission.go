@@ -268,11 +268,24 @@ func (g *Guard) syncOnce(ctx context.Context) {
 	}
 }
 
-// syncRates reads the rate and burst of every sale.
+// syncRates reads the rate and burst of every sale; a sale no longer listed (over and
+// drained, or its keys gone) loses its rate here.
 func (g *Guard) syncRates(ctx context.Context) error {
 	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
-	if err != nil || len(skus) == 0 {
+	if err != nil {
 		return err
+	}
+	listed := make(map[string]bool, len(skus))
+	for _, sku := range skus {
+		listed[sku] = true
+	}
+	for sku := range *g.adm.rates.Load() {
+		if !listed[sku] {
+			g.setRate(sku, 0, 0)
+		}
+	}
+	if len(skus) == 0 {
+		return nil
 	}
 	cmds := make([]*redis.SliceCmd, len(skus))
 	_, err = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
