@@ -71,16 +71,16 @@ func newAdmission(opt conf.Admission) *admission {
 	return a
 }
 
-// admitBuyer is checks 1 and 2.
-func (g *Guard) admitBuyer(r *BuyRequest, now time.Time) error {
+// admitBuyer is checks 1 and 2, for r's uid of hash h (admit.Hash).
+func (g *Guard) admitBuyer(r *BuyRequest, h uint64, now time.Time) error {
 	a := g.adm
-	if denied, left := a.deny.Denied(r.UID, now); denied {
+	if denied, left := a.deny.Denied(h, now); denied {
 		a.limitedDenied.Add(1)
 		g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedDenied })
 		return NewLimited(LimitedDenied, left)
 	}
 	if a.attempts != nil {
-		if ok, retry := a.attempts.Allow(r.UID, now); !ok {
+		if ok, retry := a.attempts.AllowHash(h, now); !ok {
 			a.limitedBuyer.Add(1)
 			g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedBuyer })
 			return NewLimited(LimitedBuyer, retry)

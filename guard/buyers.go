@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"seckill-proxy/guard/admit"
 	"seckill-proxy/sale"
 )
 
@@ -120,29 +121,31 @@ type knownBuyers struct {
 	at      atomic.Int64 // Unix ns of the last reply that bore the version out
 	mu      sync.Mutex
 	version string
-	orders  map[string]string // uid -> order id
+	orders  map[uint64]string // admit.Hash(uid) -> order id
 }
 
 func (k *knownBuyers) add(uid, orderID, version string, now time.Time, most int) {
+	h := admit.Hash(uid)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if version != k.version || k.orders == nil {
-		k.version, k.orders = version, map[string]string{}
+		k.version, k.orders = version, map[uint64]string{}
 	}
 	if len(k.orders) < most {
-		k.orders[uid] = orderID
+		k.orders[h] = orderID
 	}
 	k.at.Store(now.UnixNano())
 }
 
-func (k *knownBuyers) order(uid string, now time.Time, ttl time.Duration) (string, bool) {
+// order is the order id of the buyer whose uid has hash h (admit.Hash), if known at now.
+func (k *knownBuyers) order(h uint64, now time.Time, ttl time.Duration) (string, bool) {
 	at := k.at.Load()
 	if at == 0 || now.UnixNano()-at >= int64(ttl) {
 		return "", false
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	id, ok := k.orders[uid]
+	id, ok := k.orders[h]
 	return id, ok
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard/admit"
 	"seckill-proxy/sale"
 )
 
@@ -29,14 +30,15 @@ import (
 // knows), a buyer this proxy sold to, a sale whose rate is spent. ok false: the buy must go
 // to Redis.
 func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
-	if err := g.admitBuyer(r, now); err != nil {
+	h := admit.Hash(r.UID)
+	if err := g.admitBuyer(r, h, now); err != nil {
 		return BuyResult{Err: err}, true
 	}
 	flagged, isClosed, buyers := g.flags.Get(r.SKU, now)
 	if !flagged {
 		c, ok := g.counters(r.SKU)
 		if ok {
-			if id, dup := c.known.order(r.UID, now, g.opt.Buy.SoldOutReprobe); dup {
+			if id, dup := c.known.order(h, now, g.opt.Buy.SoldOutReprobe); dup {
 				g.adm.knownDuplicates.Add(1)
 				g.stats.duplicates.Add(1)
 				c.duplicates.Add(1)

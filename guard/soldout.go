@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +16,10 @@ import (
 //
 // Flags is safe for concurrent use. Its zero value is not usable: use NewFlags.
 type Flags struct {
-	ttl   time.Duration
-	flags sync.Map // sku -> flag
+	ttl time.Duration
+	// flags maps sku -> flag, replaced whole under mu (flags change a few times a sale), so
+	// that a buy reads it with no lock.
+	flags atomic.Pointer[map[string]flag]
 	// mu orders setting against clearing; gen counts Clears, so that a flag made from what
 	// was read before a Clear is not set after it.
 	mu  sync.Mutex
@@ -47,12 +50,12 @@ func NewFlags(ttl time.Duration) *Flags { return &Flags{ttl: ttl} }
 // Get reports whether sku is flagged at now, whether the flag says closed (else sold out),
 // and, for a sold-out flag, the sale's buyers.
 func (f *Flags) Get(sku string, now time.Time) (flagged, closed bool, buyers *Buyers) {
-	v, ok := f.flags.Load(sku)
-	if !ok {
+	m := f.flags.Load()
+	if m == nil {
 		return false, false, nil
 	}
-	fl := v.(flag)
-	if now.UnixNano() >= fl.until {
+	fl, ok := (*m)[sku]
+	if !ok || now.UnixNano() >= fl.until {
 		return false, false, nil
 	}
 	return true, fl.closed, fl.buyers
@@ -74,7 +77,21 @@ func (f *Flags) SetSoldOut(sku string, now time.Time, buyers *Buyers, gen uint64
 	if flagged, closed, _ := f.Get(sku, now); flagged && closed {
 		return
 	}
-	f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano(), buyers: buyers})
+	f.set(sku, flag{until: now.Add(f.ttl).UnixNano(), buyers: buyers}, true)
+}
+
+// set puts (or, with put false, drops) sku's flag; f.mu must be held.
+func (f *Flags) set(sku string, fl flag, put bool) {
+	next := map[string]flag{}
+	if m := f.flags.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	if put {
+		next[sku] = fl
+	} else {
+		delete(next, sku)
+	}
+	f.flags.Store(&next)
 }
 
 // SetClosed flags sku closed from now until the re-probe interval has passed, unless a Clear
@@ -83,7 +100,7 @@ func (f *Flags) SetClosed(sku string, now time.Time, gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gen.Load() == gen {
-		f.flags.Store(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: true})
+		f.set(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: true}, true)
 	}
 }
 
@@ -92,7 +109,7 @@ func (f *Flags) Clear(sku string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gen.Add(1)
-	f.flags.Delete(sku)
+	f.set(sku, flag{}, false)
 }
 
 // order is uid's order id in the sale, if b knows it.

@@ -88,18 +88,19 @@ func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []
 	return results
 }
 
-// compatReply maps a buy's outcome to the seeds' integers.
+// compatReply maps a buy's outcome to the seeds' integers. The answers made on every request
+// of a flood (limited, duplicate) are told apart by type, with no errors.Is walk.
 func compatReply(err error) (int64, bool) {
-	var dup *guard.DuplicateError
-	switch {
-	case err == nil:
+	switch err.(type) {
+	case nil:
 		return 1, true
-	case errors.Is(err, guard.ErrSoldOut):
-		return 0, true
-	case errors.Is(err, guard.ErrLimited):
+	case *guard.LimitedError:
 		return -2, true
-	case errors.As(err, &dup):
+	case *guard.DuplicateError:
 		return -1, true
+	}
+	if errors.Is(err, guard.ErrSoldOut) {
+		return 0, true
 	}
 	return 0, false
 }

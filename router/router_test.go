@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard"
 )
 
 // serve runs one pipeline through a router without a guard (no SECKILL commands) and
@@ -251,5 +253,23 @@ func TestAuthFailures(t *testing.T) {
 	}
 	if remote := entries[0].ContextMap()["remote"]; remote != "10.0.0.9:5000" {
 		t.Fatalf("logged remote %v", remote)
+	}
+}
+
+func TestCompatReply(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want int64
+		ok   bool
+	}{
+		{nil, 1, true},
+		{guard.NewLimited(guard.LimitedRate, time.Millisecond), -2, true},
+		{&guard.DuplicateError{OrderID: "o1"}, -1, true},
+		{fmt.Errorf("%w sku_1", guard.ErrSoldOut), 0, true},
+		{fmt.Errorf("%w ended", guard.ErrClosed), 0, false},
+	} {
+		if got, ok := compatReply(tt.err); got != tt.want || ok != tt.ok {
+			t.Errorf("compatReply(%v) = %d, %v; want %d, %v", tt.err, got, ok, tt.want, tt.ok)
+		}
 	}
 }

@@ -170,7 +170,7 @@ func TestAttemptsBoundedMemory(t *testing.T) {
 
 func TestDenyList(t *testing.T) {
 	var d DenyList
-	if denied, _ := d.Denied("u1", at(0)); denied {
+	if denied, _ := d.Denied(Hash("u1"), at(0)); denied {
 		t.Fatal("an empty list denies")
 	}
 	d.Set(map[string]int64{"u1": 0, "u2": at(500).UnixMilli()})
@@ -185,7 +185,7 @@ func TestDenyList(t *testing.T) {
 		{"u2", at(500), false, 0},
 		{"u3", at(0), false, 0},
 	} {
-		denied, left := d.Denied(tc.uid, tc.now)
+		denied, left := d.Denied(Hash(tc.uid), tc.now)
 		if denied != tc.denied || left != tc.left {
 			t.Errorf("%s at %v: %v %v, want %v %v", tc.uid, tc.now.Sub(t0), denied, left, tc.denied, tc.left)
 		}

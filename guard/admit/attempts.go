@@ -18,7 +18,6 @@ import (
 type Attempts struct {
 	k      uint32
 	window time.Duration
-	seed   maphash.Seed
 	shards []attemptShard
 	mask   uint64 // per shard
 }
@@ -53,7 +52,7 @@ func NewAttempts(k int, window time.Duration, capacity int) *Attempts {
 	for per*attemptShards < uint64(capacity) {
 		per <<= 1
 	}
-	a := &Attempts{k: uint32(min(k, MaxAttempts)), window: window, seed: maphash.MakeSeed(),
+	a := &Attempts{k: uint32(min(k, MaxAttempts)), window: window,
 		shards: make([]attemptShard, attemptShards), mask: per - 1}
 	for i := range a.shards {
 		a.shards[i].slots = make([]attemptSlot, per)
@@ -64,10 +63,20 @@ func NewAttempts(k int, window time.Duration, capacity int) *Attempts {
 // Capacity is the table's size in buyers.
 func (a *Attempts) Capacity() int { return len(a.shards) * len(a.shards[0].slots) }
 
+// seed keys Hash: one per process.
+var seed = maphash.MakeSeed()
+
+// Hash is a uid's key in Attempts and DenyList.
+func Hash(uid string) uint64 { return maphash.String(seed, uid) }
+
 // Allow counts one attempt of uid's at now, if it is within the limit; otherwise ok is false
 // and retry says how long until the buyer's count falls below it (at least a millisecond).
 func (a *Attempts) Allow(uid string, now time.Time) (ok bool, retry time.Duration) {
-	h := maphash.String(a.seed, uid)
+	return a.AllowHash(Hash(uid), now)
+}
+
+// AllowHash is Allow for the uid of hash h (Hash).
+func (a *Attempts) AllowHash(h uint64, now time.Time) (ok bool, retry time.Duration) {
 	if h == 0 {
 		h = 1 // 0 marks an empty slot
 	}
