@@ -66,8 +66,16 @@ func TestLeaseShortBucketWaits(t *testing.T) {
 	if ok || c.Want != 0 || retry != 39*time.Millisecond {
 		t.Fatalf("dry lease: ok %v retry %v call %+v; want refused for 39ms with no call", ok, retry, c)
 	}
+	// Refused again with no lock while dry, the retry-after counting down.
+	if ok, retry, c := l.Take(at(30)); ok || c.Want != 0 || retry != 11*time.Millisecond {
+		t.Fatalf("dry lease later: ok %v retry %v call %+v; want refused for 11ms", ok, retry, c)
+	}
 	if _, _, c := l.Take(at(41)); c.Want != 50 {
 		t.Fatalf("after the bucket's retry: call %+v, want 50", c)
+	}
+	l.Granted(at(42), LeaseCall{Want: 50}, 50, 1000, 100, 0)
+	if ok, _, _ := l.Take(at(42)); !ok {
+		t.Fatal("a granted lease still refuses: the dry mark was not cleared")
 	}
 }
 

@@ -3,6 +3,7 @@ package admit
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,9 @@ type Lease struct {
 	leasing     bool      // a lease call is in flight
 	emptyUntil  time.Time // the bucket was short: ask again no sooner
 	giveBack    int64     // expired tokens, returned with the next call
+	// dry is emptyUntil in Unix ns while no token is in hand and no call may be made before
+	// it (0 otherwise): Take refuses with no lock until then, as under a flood.
+	dry atomic.Int64
 }
 
 // LeaseCall is a lease to ask Redis for: Want tokens, and GiveBack tokens to return first.
@@ -61,6 +65,7 @@ func (l *Lease) SetRate(rate, burst int64) {
 	if rate != l.rate || burst != l.burst {
 		l.setRate(rate, burst)
 		l.emptyUntil = time.Time{}
+		l.dry.Store(0)
 	}
 }
 
@@ -68,6 +73,9 @@ func (l *Lease) SetRate(rate, burst int64) {
 // try again (at least a millisecond). call.Want above 0: the caller must make that lease
 // call, then report it with Granted or Failed; no other call is asked for until then.
 func (l *Lease) Take(now time.Time) (ok bool, retry time.Duration, call LeaseCall) {
+	if d := l.dry.Load(); d != 0 && now.UnixNano() < d {
+		return false, max(time.Millisecond, time.Duration(d-now.UnixNano())), LeaseCall{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire(now)
@@ -82,6 +90,9 @@ func (l *Lease) Take(now time.Time) (ok bool, retry time.Duration, call LeaseCal
 	}
 	if !ok {
 		retry = max(time.Millisecond, l.emptyUntil.Sub(now), time.Second/time.Duration(max(1, l.rate)))
+		if !l.leasing && l.tokens == 0 && now.Before(l.emptyUntil) {
+			l.dry.Store(l.emptyUntil.UnixNano())
+		}
 	}
 	return ok, retry, call
 }
@@ -107,6 +118,7 @@ func (l *Lease) Granted(now time.Time, call LeaseCall, granted, rate, burst int6
 		l.expire(now)
 		l.tokens += granted
 		l.expires = now.Add(l.ttl)
+		l.dry.Store(0)
 	}
 	if granted < call.Want {
 		l.emptyUntil = now.Add(max(retry, time.Millisecond))
