@@ -87,6 +87,9 @@ type Sink struct {
 	// RetryMin and RetryMax bound the backoff between attempts when MySQL fails.
 	RetryMin time.Duration `koanf:"retry_min"`
 	RetryMax time.Duration `koanf:"retry_max"`
+	// AdminListen is the sink's admin HTTP address (/metrics, /livez, /readyz); empty
+	// disables it.
+	AdminListen string `koanf:"admin_listen"`
 }
 
 // Roles of users.
@@ -354,6 +357,7 @@ func Default() Config {
 			BatchLinger: 5 * time.Millisecond,
 			RetryMin:    100 * time.Millisecond,
 			RetryMax:    5 * time.Second,
+			AdminListen: "127.0.0.1:6382",
 		},
 		Buy: Buy{
 			ReplyAfter:         ReplyAfterLua,

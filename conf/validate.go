@@ -20,6 +20,7 @@ func (c *Config) Validate() error {
 	v.hostPort("listen", c.Listen, false)
 	v.hostPort("admin_listen", c.AdminListen, true)
 	v.hostPort("announce", c.Announce, true)
+	v.hostPort("sink.admin_listen", c.Sink.AdminListen, true)
 
 	seen := map[string]bool{}
 	for i, u := range c.Users {

@@ -41,6 +41,8 @@ type Stats struct {
 	// answered BUSY because admission.max_waiting_per_sku of their SKU's were waiting;
 	// KnownDuplicates the DUPLICATE answers from the buyers this proxy sold to.
 	LimitedRate, LimitedBuyer, LimitedDenied, Shed, KnownDuplicates int64
+	// Busy counts the buys answered BUSY: limits.max_inflight reached, or shed.
+	Busy int64
 	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
 	// got, and LeaseErrors those that failed. Denied is the deny list's length.
 	Leases, LeasedTokens, LeaseErrors, Denied int64
@@ -150,7 +152,7 @@ func (g *Guard) Stats() Stats {
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
 		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
 		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
-		Denied: int64(g.adm.deny.Len()),
+		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(),
 	}
 }
 

@@ -156,6 +156,7 @@ func (g *Guard) ReloadSlots() { g.rc.ReloadState(context.Background()) }
 // AppendCall appends to dst the RESP of one call of buy.lua for as, which share a CallGroup
 // (at most MaxBuysPerCall of them), in their order: EVALSHA, or EVAL after a NOSCRIPT.
 func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
+	g.stats.scripts.Add(int64(len(as)))
 	first := as[0]
 	dst = redcon.AppendArray(dst, 3+len(first.keys)+1+4*len(as))
 	if first.useEval {

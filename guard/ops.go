@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -322,4 +323,80 @@ func (g *Guard) HasBuyer(ctx context.Context, sku, uid string) (bool, error) {
 		return false, unavailable(err)
 	}
 	return !strings.HasPrefix(v, "released:"), nil // a released order is no longer held
+}
+
+// Ping checks that every master answers a PING within ctx: the readiness probe.
+func (g *Guard) Ping(ctx context.Context) error {
+	return g.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		if err := m.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis %s: %w", m.Options().Addr, err)
+		}
+		return nil
+	})
+}
+
+// SaleMetrics are one open sale's figures for the metrics endpoint: this proxy's buys by
+// outcome, and Redis's stock and outbox.
+type SaleMetrics struct {
+	SKU       string
+	Outcomes  []OutcomeCount
+	Stock     int64
+	Outbox    int64
+	OutboxAge time.Duration // of the oldest entry; 0 when empty
+}
+
+// OutcomeCount is a count of buys with one outcome.
+type OutcomeCount struct {
+	Outcome string
+	Count   int64
+}
+
+// SaleMetrics returns the figures of the open sales this proxy has served, at most most of
+// them (by SKU), read from Redis in one pipeline. A sale whose state cannot be read is left
+// out.
+func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
+	skus := g.skus()
+	slices.Sort(skus)
+	if len(skus) == 0 {
+		return nil
+	}
+	type reads struct {
+		state  *redis.StringCmd
+		stock  *redis.StringCmd
+		outbox *redis.IntCmd
+		oldest *redis.XMessageSliceCmd
+	}
+	rs := make([]reads, len(skus))
+	_, _ = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sku := range skus {
+			k := sale.KeysFor(sku)
+			rs[i] = reads{state: p.HGet(ctx, k.Meta, "state"), stock: p.Get(ctx, k.Stock),
+				outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)}
+		}
+		return nil
+	})
+	now := g.opt.Now()
+	var out []SaleMetrics
+	for i, sku := range skus {
+		if len(out) == most {
+			break
+		}
+		if rs[i].state.Val() != sale.StateOpen {
+			continue
+		}
+		c, _ := g.counters(sku)
+		m := SaleMetrics{SKU: sku, Outbox: rs[i].outbox.Val(), Outcomes: []OutcomeCount{
+			{"order", c.successes.Load()}, {"duplicate", c.duplicates.Load()}, {"soldout", c.soldOut.Load()},
+			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
+			{"limited_denied", c.limitedDenied.Load()}}}
+		m.Stock, _ = rs[i].stock.Int64()
+		if msgs := rs[i].oldest.Val(); len(msgs) == 1 {
+			ms, _, _ := strings.Cut(msgs[0].ID, "-")
+			if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+				m.OutboxAge = max(0, now.Sub(time.UnixMilli(t)))
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard"
 	"seckill-proxy/sale"
 )
 
@@ -32,19 +33,28 @@ type Sweeper struct {
 	instance string
 	log      *zap.Logger
 
-	buried, retired atomic.Int64
+	buried, retired, republished atomic.Int64
 }
 
 // SweeperStats are a sweeper's counters.
 type SweeperStats struct {
 	// Buried counts unreadable outbox entries moved to dead letters; Retired, the sales taken
-	// out of the set once over and drained.
-	Buried, Retired int64
+	// out of the set once over and drained; Republished, the entries published again.
+	Buried, Retired, Republished int64
 }
 
 // Stats returns a snapshot of the counters.
 func (s *Sweeper) Stats() SweeperStats {
-	return SweeperStats{Buried: s.buried.Load(), Retired: s.retired.Load()}
+	return SweeperStats{Buried: s.buried.Load(), Retired: s.retired.Load(), Republished: s.republished.Load()}
+}
+
+// InfoFields are the sweeper's counters, for INFO seckill and the metrics.
+func (s *Sweeper) InfoFields() []guard.Field {
+	st := s.Stats()
+	return []guard.Field{
+		{Name: "outbox_republished", Value: st.Republished},
+		{Name: "outbox_buried", Value: st.Buried},
+	}
 }
 
 // NewSweeper returns a sweeper that republishes through tee.
@@ -127,6 +137,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 				continue
 			}
 			s.tee.Publish(sold, nil)
+			s.republished.Add(1)
 			total++
 		}
 	}

@@ -338,5 +338,6 @@ func (t *Tee) InfoFields() []guard.Field {
 		{Name: "kafka_acked", Value: st.Acked},
 		{Name: "kafka_failed", Value: st.Failed},
 		{Name: "outbox_deleted", Value: st.Deleted},
+		{Name: "kafka_queued", Value: t.queued.Load()},
 	}
 }

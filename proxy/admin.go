@@ -1,19 +1,42 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"net/http/pprof"
+	"time"
 )
 
-// AdminHandler serves the admin HTTP port: /healthz (200 while the server accepts clients)
-// and Go's profiler under /debug/pprof/.
-func (s *Server) AdminHandler() http.Handler {
+// AdminHandler serves the admin HTTP port:
+//   - /metrics: the metrics (see Metrics), when the server has them;
+//   - /livez: 200 while the process serves HTTP;
+//   - /readyz: 200 when ready (nil: always) answers nil within a second, and the server is not
+//     draining; 503 with the reason otherwise;
+//   - /healthz: 200 until the server drains (kept for existing probes);
+//   - Go's profiler under /debug/pprof/.
+func (s *Server) AdminHandler(ready func(context.Context) error) http.Handler {
 	mux := http.NewServeMux()
+	if s.metrics != nil {
+		mux.Handle("/metrics", s.metrics.Handler())
+	}
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.isDraining() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		if ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+			defer cancel()
+			if err := ready(ctx); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		s.mu.Lock()
-		draining := s.draining
-		s.mu.Unlock()
-		if draining {
+		if s.isDraining() {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
 		}
@@ -25,4 +48,10 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
 }

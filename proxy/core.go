@@ -118,6 +118,8 @@ type core struct {
 	// attempts that sold, teed at its end (teeSold).
 	buys []*pendingBuy
 	sold []buyAttempt
+	// metrics takes each buy's latency (nil: none).
+	metrics *Metrics
 }
 
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {

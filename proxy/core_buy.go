@@ -71,6 +71,7 @@ type pendingBuy struct {
 	c     *client
 	seq   uint64
 	a     buyAttempt
+	start time.Time // the turn it was read in
 	round int
 	addr  string // set for a retry after MOVED or ASK
 	ask   bool
@@ -100,6 +101,7 @@ func (k *core) serveBuy(c *client, args [][]byte) {
 	}
 	a, reply := k.buyer.start(req, k.now)
 	if reply != nil {
+		k.metrics.ObserveBuy(0) // answered in the turn that read it
 		k.complete(c, seq, reply, true)
 		return
 	}
@@ -109,13 +111,14 @@ func (k *core) serveBuy(c *client, args [][]byte) {
 		c.closing = true
 		return
 	}
-	k.buys = append(k.buys, &pendingBuy{c: c, seq: seq, a: a})
+	k.buys = append(k.buys, &pendingBuy{c: c, seq: seq, a: a, start: k.now})
 	c.buysWaiting++
 	c.buysOut++
 }
 
 // buyDone ends one buy with reply.
 func (k *core) buyDone(b *pendingBuy, reply []byte) {
+	k.metrics.ObserveBuy(k.now.Sub(b.start))
 	k.buyer.finish(b.a)
 	b.c.buysOut--
 	k.complete(b.c, b.seq, reply, true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -38,7 +39,8 @@ type stack struct {
 	g     *guard.Guard
 	tee   *outbox.Tee
 	addr  string
-	close func() // stops the proxy; tests that stop it early call it, cleanup calls it again
+	admin http.Handler // the admin port's handler: /metrics, /readyz, ...
+	close func()       // stops the proxy; tests that stop it early call it, cleanup calls it again
 }
 
 // dataCleanups holds, per test, the removal of the test's items and keys. It runs after every
@@ -128,13 +130,18 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	if s.tee != nil {
 		ropt.Extra = s.tee.InfoFields
 	}
+	var metrics *proxy.Metrics
+	ropt.ObserveBuy = func(d time.Duration) { metrics.ObserveBuy(d) }
 	r := router.New(s.g, log, ropt)
+	metrics = proxy.NewMetrics(r.InfoFields, s.g.SaleMetrics)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.SetAnnounce(ln.Addr().String())
 	srv = proxy.New(r, pass, log, cfg.Limits)
+	srv.UseMetrics(metrics)
+	s.admin = srv.AdminHandler(s.g.Ping)
 	srv.UseEventLoops(cfg.Redis.EventLoops)
 	if !cfg.Redis.EventLoop {
 		srv.UseEventLoops(0)

@@ -115,6 +115,7 @@ func newLoop(s *Server) (*loop, error) {
 	}, s.upstream.Standalone() == "")
 	if g := s.router.Guard(); g != nil {
 		l.core.buyer = &guardBuyer{r: s.router, g: g, timeout: g.CallTimeout()}
+		l.core.metrics = s.metrics
 	}
 	return l, nil
 }

@@ -46,7 +46,12 @@ type Server struct {
 	stopping bool
 	inflight int
 	drained  chan struct{} // closed when draining and inflight reaches 0
+
+	metrics *Metrics // nil: none
 }
+
+// UseMetrics has the server record into m; call it before Serve.
+func (s *Server) UseMetrics(m *Metrics) { s.metrics = m }
 
 // New returns a server that hands every command to r, and subscribers to up (nil: none).
 func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Limits) *Server {

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -75,7 +76,14 @@ func appendError(dst []byte, err error) []byte {
 // writeBuys runs the valid buys as one batch and writes every buy's reply in order, as
 // AppendBuyReply makes it. It returns the results buffer for reuse.
 func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, results []guard.BuyResult, w Writer) []guard.BuyResult {
+	start := time.Now()
 	results = r.guard.BuyBatch(ctx, buys, results)
+	if r.opt.ObserveBuy != nil {
+		d := time.Since(start)
+		for range buys {
+			r.opt.ObserveBuy(d)
+		}
+	}
 	next := 0
 	for _, perr := range errs {
 		if perr != nil {

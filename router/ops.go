@@ -57,6 +57,7 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "buy_soldout", Value: st.SoldOut},
 		{Name: "buy_closed", Value: st.Closed},
 		{Name: "buy_unavailable", Value: st.Unavailable},
+		{Name: "buy_busy", Value: st.Busy},
 		{Name: "buy_answered_locally", Value: st.LocalSoldOut},
 		{Name: "buy_scripts", Value: st.Scripts},
 		{Name: "wait_short", Value: st.WaitShort},
@@ -228,6 +229,16 @@ func (r *Router) cmdInfo(ctx context.Context, _ *Session, args [][]byte) (Reply,
 		section("seckill", r.proxyCounters())
 	}
 	return BulkString(b.String()), nil
+}
+
+// InfoFields are INFO seckill's fields: the proxy's connection and command counters, the
+// buy counters and the Extra ones. The metrics endpoint exports them.
+func (r *Router) InfoFields() []guard.Field {
+	fs := r.proxyStats()
+	if r.guard != nil {
+		fs = append(fs, r.proxyCounters()...)
+	}
+	return fs
 }
 
 // proxyStats are the proxy's own connection and command counters, for its INFO section.

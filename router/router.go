@@ -98,6 +98,8 @@ type Options struct {
 	Clients func() int64
 	// Extra adds lines to INFO's seckill section (the tee's counters, say); nil adds none.
 	Extra func() []guard.Field
+	// ObserveBuy takes the latency of each buy served by Serve (nil: none).
+	ObserveBuy func(time.Duration)
 	// Upstream passes every command the proxy does not serve itself through to Redis, and
 	// returns Redis's raw replies; nil answers them "unknown command".
 	Upstream *upstream.Cluster

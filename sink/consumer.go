@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -47,11 +49,25 @@ type Sink struct {
 	dlq sarama.SyncProducer
 
 	confirmed, rejected, cancelled, redelivered, deadLetters, batches, retries atomic.Int64
+
+	batchLatency prometheus.Histogram
+	lagMu        sync.Mutex
+	lag          map[topicPartition]int64 // of the partitions this sink holds
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
 }
 
 // NewSink returns a sink on db and rc, configured by cfg.
 func NewSink(cfg conf.Config, db *sql.DB, rc *redis.ClusterClient, log *zap.Logger) *Sink {
-	return &Sink{cfg: cfg, db: db, rc: rc, log: log.Named("sink")}
+	return &Sink{cfg: cfg, db: db, rc: rc, log: log.Named("sink"), lag: map[topicPartition]int64{},
+		batchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_sink_batch_duration_seconds",
+			Help:    "One batch of orders, from its first message read to its outcomes written back to Redis.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		})}
 }
 
 // Stats returns a snapshot of the counters.
@@ -118,6 +134,7 @@ func (s *Sink) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 // messages, each waiting at most sink.batch_linger to fill.
 func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := sess.Context()
+	defer s.dropLag(claim.Topic(), claim.Partition())
 	batch := make([]*sarama.ConsumerMessage, 0, s.cfg.Sink.BatchSize)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -132,6 +149,7 @@ func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Consu
 			}
 			batch = append(batch, m)
 		}
+		begun := time.Now()
 		linger.Reset(s.cfg.Sink.BatchLinger)
 	fill:
 		for len(batch) < s.cfg.Sink.BatchSize {
@@ -149,7 +167,10 @@ func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Consu
 		if err := s.handle(ctx, batch); err != nil {
 			return nil // the session ended mid-batch: nothing marked, the batch comes again
 		}
-		sess.MarkMessage(batch[len(batch)-1], "")
+		s.batchLatency.Observe(time.Since(begun).Seconds())
+		last := batch[len(batch)-1]
+		sess.MarkMessage(last, "")
+		s.setLag(last.Topic, last.Partition, claim.HighWaterMarkOffset()-last.Offset-1)
 	}
 }
 
@@ -293,4 +314,18 @@ func (s *Sink) sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// setLag records a partition's lag after a batch.
+func (s *Sink) setLag(topic string, partition int32, lag int64) {
+	s.lagMu.Lock()
+	defer s.lagMu.Unlock()
+	s.lag[topicPartition{topic, partition}] = max(0, lag)
+}
+
+// dropLag forgets a partition this sink no longer holds.
+func (s *Sink) dropLag(topic string, partition int32) {
+	s.lagMu.Lock()
+	defer s.lagMu.Unlock()
+	delete(s.lag, topicPartition{topic, partition})
 }

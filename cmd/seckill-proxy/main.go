@@ -81,9 +81,10 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	sweepCtx, stopSweeper := context.WithCancel(context.Background())
 	defer stopSweeper()
 	sweeperDone := make(chan struct{})
+	sweeper := outbox.NewSweeper(rc, tee, cfg.Outbox, instance, log)
 	go func() {
 		defer close(sweeperDone)
-		outbox.NewSweeper(rc, tee, cfg.Outbox, instance, log).Run(sweepCtx)
+		sweeper.Run(sweepCtx)
 	}()
 	passthrough := upstream.FromConf(rc, cfg.Redis)
 	defer passthrough.Close()
@@ -95,6 +96,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		}
 	}()
 	var srv *proxy.Server
+	var metrics *proxy.Metrics
 	r := router.New(g, log, router.Options{
 		Upstream:      passthrough,
 		Password:      cfg.Password,
@@ -105,8 +107,10 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		MaxArgBytes:   cfg.Limits.MaxArgBytes,
 		AdminAllow:    cfg.Redis.AdminAllow,
 		Clients:       func() int64 { return srv.Clients() },
-		Extra:         tee.InfoFields,
+		Extra:         func() []guard.Field { return append(tee.InfoFields(), sweeper.InfoFields()...) },
+		ObserveBuy:    func(d time.Duration) { metrics.ObserveBuy(d) },
 	})
+	metrics = proxy.NewMetrics(r.InfoFields, g.SaleMetrics)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -117,6 +121,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		r.SetAnnounce(ln.Addr().String())
 	}
 	srv = proxy.New(r, passthrough, log, cfg.Limits)
+	srv.UseMetrics(metrics)
 	srv.UseEventLoops(cfg.Redis.EventLoops)
 	if !cfg.Redis.EventLoop {
 		srv.UseEventLoops(0)
@@ -124,7 +129,15 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.AdminListen != "" {
-		admin := &http.Server{Addr: cfg.AdminListen, Handler: srv.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		admin := &http.Server{Addr: cfg.AdminListen, Handler: srv.AdminHandler(func(ctx context.Context) error {
+			if err := g.Ping(ctx); err != nil {
+				return err
+			}
+			if cfg.Buy.ReplyAfter == conf.ReplyAfterKafka && !tee.Healthy() {
+				return errors.New("kafka is not taking orders (buy.reply_after: kafka)")
+			}
+			return nil
+		}), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("admin HTTP server stopped", zap.Error(err))

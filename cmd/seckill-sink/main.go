@@ -5,8 +5,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -39,5 +42,15 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	redis.SetLogger(connect.RedisLogger(log))
 	rc := connect.Redis(cfg.Redis)
 	defer rc.Close()
-	return sink.NewSink(cfg, db, rc, log).Run(ctx)
+	snk := sink.NewSink(cfg, db, rc, log)
+	if cfg.Sink.AdminListen != "" {
+		admin := &http.Server{Addr: cfg.Sink.AdminListen, Handler: snk.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin HTTP server stopped", zap.Error(err))
+			}
+		}()
+		defer func() { _ = admin.Close() }()
+	}
+	return snk.Run(ctx)
 }

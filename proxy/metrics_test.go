@@ -1,0 +1,155 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape gets h's /metrics and parses it.
+func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return fams
+}
+
+// value is the sample of name whose labels include want, or -1.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// TestMetricsAndProbes: a small sale through the proxy and the sink; the proxy's /metrics
+// counts the buys by outcome as the guard does, per sale too, with the sale's stock and
+// outbox; the BUY histogram has one sample per buy; the sink's /metrics counts the orders it
+// stored and its partitions' lag; the probes answer; and every metric the Grafana dashboard
+// queries is one of these.
+func TestMetricsAndProbes(t *testing.T) {
+	cfg := newConfig(t, nil)
+	s := startProxy(t, cfg, true)
+	snk := runSink(t, cfg)
+	c := s.client(t, 1)
+	ctx := context.Background()
+	sku := newSKU("metrics")
+	s.sale(t, c, sku, 3)
+	for _, uid := range []string{"a", "b", "c", "d", "a"} {
+		_ = c.Do(ctx, "seckill.buy", sku, uid).Err()
+	}
+	s.waitConfirmed(t, sku, 3, 30*time.Second)
+
+	fams := scrape(t, s.admin)
+	st := s.g.Stats()
+	for outcome, want := range map[string]int64{"order": st.Successes, "soldout": st.SoldOut, "duplicate": st.Duplicates} {
+		if got := value(fams, "seckill_proxy_buys_total", map[string]string{"outcome": outcome}); got != float64(want) {
+			t.Errorf("seckill_proxy_buys_total{outcome=%q} = %v, want %d", outcome, got, want)
+		}
+	}
+	for outcome, want := range map[string]float64{"order": 3, "soldout": 1, "duplicate": 1} {
+		if got := value(fams, "seckill_proxy_sale_buys_total", map[string]string{"sku": sku, "outcome": outcome}); got != want {
+			t.Errorf("seckill_proxy_sale_buys_total{sku, outcome=%q} = %v, want %v", outcome, got, want)
+		}
+	}
+	if got := value(fams, "seckill_proxy_sale_stock", map[string]string{"sku": sku}); got != 0 {
+		t.Errorf("seckill_proxy_sale_stock = %v, want 0", got)
+	}
+	if got := value(fams, "seckill_proxy_sale_outbox_entries", map[string]string{"sku": sku}); got < 0 {
+		t.Errorf("no seckill_proxy_sale_outbox_entries for the sale")
+	}
+	if got, want := value(fams, "seckill_proxy_buy_duration_seconds", nil), float64(st.Buys); got != want {
+		t.Errorf("BUY latency samples %v, want one per buy (%v)", got, want)
+	}
+
+	sinkFams := scrape(t, snk.AdminHandler())
+	if got := value(sinkFams, "seckill_sink_orders_total", map[string]string{"outcome": "confirmed"}); got < 3 {
+		t.Errorf("seckill_sink_orders_total{outcome=confirmed} = %v, want at least 3", got)
+	}
+	if got := value(sinkFams, "seckill_sink_consumer_lag", nil); got < 0 {
+		t.Errorf("no seckill_sink_consumer_lag series")
+	}
+	if got := value(sinkFams, "seckill_sink_batch_duration_seconds", nil); got < 1 {
+		t.Errorf("seckill_sink_batch_duration_seconds has %v samples", got)
+	}
+
+	for _, h := range []http.Handler{s.admin, snk.AdminHandler()} {
+		for _, path := range []string{"/livez", "/readyz"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if rec.Code != http.StatusOK {
+				t.Errorf("%s: %d %s", path, rec.Code, rec.Body)
+			}
+		}
+	}
+
+	// The dashboard's queries name only metrics that exist.
+	raw, err := os.ReadFile("../deploy/grafana/seckill.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	names := regexp.MustCompile(`\b(seckill_[a-z_]+|process_[a-z_]+|go_[a-z_]+)`)
+	queried := 0
+	for _, p := range dash.Panels {
+		for _, q := range p.Targets {
+			for _, n := range names.FindAllString(q.Expr, -1) {
+				queried++
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
+				if fams[base] == nil && sinkFams[base] == nil {
+					t.Errorf("panel %q queries %s, which neither binary exports", p.Title, n)
+				}
+			}
+		}
+	}
+	if queried < 10 {
+		t.Errorf("the dashboard queries only %d metrics", queried)
+	}
+}

@@ -1,0 +1,77 @@
+package sink
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// The sink's metrics, served at /metrics on sink.admin_listen: its counters, read at scrape
+// time; the batch latency histogram; and the consumer lag of each partition it holds (the
+// partition's high-water mark less the next offset it will read, as of its last batch).
+
+var (
+	ordersDesc      = prometheus.NewDesc("seckill_sink_orders_total", "Orders the sink handled, by outcome: confirmed, rejected (MySQL's stock did not cover it, or a duplicate buyer), cancelled (a release), redelivered (already stored; nothing changed).", []string{"outcome"}, nil)
+	batchesDesc     = prometheus.NewDesc("seckill_sink_batches_total", "MySQL transactions committed.", nil, nil)
+	retriesDesc     = prometheus.NewDesc("seckill_sink_retries_total", "Attempts that failed and were retried (MySQL, Kafka, Redis).", nil, nil)
+	deadLettersDesc = prometheus.NewDesc("seckill_sink_dead_letters_total", "Messages no one could read, sent to the dead-letter topic.", nil, nil)
+	lagDesc         = prometheus.NewDesc("seckill_sink_consumer_lag", "Messages of a partition this sink holds that it has not read yet.", []string{"topic", "partition"}, nil)
+)
+
+// Metrics is the sink's registry, with a collector on s.
+func (s *Sink) Metrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		s.batchLatency, sinkCollector{s})
+	return reg
+}
+
+type sinkCollector struct{ s *Sink }
+
+func (sinkCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{ordersDesc, batchesDesc, retriesDesc, deadLettersDesc, lagDesc} {
+		ch <- d
+	}
+}
+
+func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	for _, o := range []struct {
+		outcome string
+		n       int64
+	}{{"confirmed", st.Confirmed}, {"rejected", st.Rejected}, {"cancelled", st.Cancelled}, {"redelivered", st.Redelivered}} {
+		ch <- prometheus.MustNewConstMetric(ordersDesc, prometheus.CounterValue, float64(o.n), o.outcome)
+	}
+	ch <- prometheus.MustNewConstMetric(batchesDesc, prometheus.CounterValue, float64(st.Batches))
+	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries))
+	ch <- prometheus.MustNewConstMetric(deadLettersDesc, prometheus.CounterValue, float64(st.DeadLetters))
+	c.s.lagMu.Lock()
+	defer c.s.lagMu.Unlock()
+	for p, lag := range c.s.lag {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag), p.topic, strconv.Itoa(int(p.partition)))
+	}
+}
+
+// AdminHandler serves /metrics, /livez (the process serves HTTP) and /readyz (MySQL answers a
+// ping within a second).
+func (s *Sink) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	reg := s.Metrics()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := s.db.PingContext(ctx); err != nil {
+			http.Error(w, "mysql: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
