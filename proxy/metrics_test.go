@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"regexp"
+	"seckill-proxy/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,9 @@ func TestMetricsAndProbes(t *testing.T) {
 		}
 	}
 
+	promtoolCheck(t, s.admin)
+	promtoolCheck(t, snk.AdminHandler())
+
 	// The dashboard's queries name only metrics that exist.
 	raw, err := os.ReadFile("../deploy/grafana/seckill.json")
 	if err != nil {
@@ -151,5 +156,25 @@ func TestMetricsAndProbes(t *testing.T) {
 	}
 	if queried < 10 {
 		t.Errorf("the dashboard queries only %d metrics", queried)
+	}
+}
+
+// promtoolCheck runs `promtool check metrics` (Debian's prometheus package, which the dev
+// stack installs) on h's /metrics: Prometheus's own lint of names, types, help and units.
+func promtoolCheck(t *testing.T, h http.Handler) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		if testenv.Required() {
+			t.Fatal("promtool not found: scripts/devstack.sh up installs it (Debian's prometheus package)")
+		}
+		t.Skip("promtool not found")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = rec.Body
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }

@@ -73,6 +73,7 @@ install_missing() {
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
   command -v mariadb >/dev/null || pkgs+=(mariadb-client)
   command -v ss >/dev/null || pkgs+=(iproute2)
+  command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints
   if ((${#pkgs[@]})); then
     log "installing ${pkgs[*]} with apt-get (first run only)"
     export DEBIAN_FRONTEND=noninteractive
