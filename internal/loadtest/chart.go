@@ -6,10 +6,13 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // WriteChart writes a self-contained SVG: p99 latency over time, and the reply mix over time
-// as stacked bars, one per timeline sample. It needs no script or network to open.
+// as stacked bars, one per timeline sample, each with labelled axes and ticks (time in
+// seconds, latency in ms, replies per second), and a legend of every reply kind. It needs no
+// script or network to open.
 func WriteChart(w io.Writer, title string, r Result) error {
 	const width, height, pad, top = 900, 520, 50, 40
 	plotH := (height - top - 3*pad) / 2
@@ -29,11 +32,13 @@ func WriteChart(w io.Writer, title string, r Result) error {
 		}
 		maxCount = max(maxCount, sum)
 	}
-	order := make([]string, 0, len(kinds))
+	// Every kind in the legend, in a fixed order, whether this run saw it or not.
+	order := []string{ReplyOrder, ReplySoldOut, ReplyDuplicate, ReplyClosed, ReplyLimited, ReplyBusy, ReplyUnavailable, ReplyOther}
 	for k := range kinds {
-		order = append(order, k)
+		if !slices.Contains(order, k) {
+			order = append(order, k)
+		}
 	}
-	slices.Sort(order)
 	colors := map[string]string{ReplyOrder: "#2e7d32", ReplySoldOut: "#9e9e9e", ReplyDuplicate: "#f9a825",
 		ReplyClosed: "#6a1b9a", ReplyUnavailable: "#c62828", ReplyLimited: "#ef6c00", ReplyBusy: "#5d4037", ReplyOther: "#000000"}
 	step := float64(width-2*pad) / float64(n)
@@ -51,6 +56,8 @@ func WriteChart(w io.Writer, title string, r Result) error {
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 	}
 	fmt.Fprintf(&b, `<polyline fill="none" stroke="#1565c0" stroke-width="2" points="%s"/>`+"\n", strings.Join(pts, " "))
+	yTicks(&b, pad, y0, plotH, func(f float64) string { return fmt.Sprintf("%.2f ms", f*float64(maxP99)/1000) })
+	xTicks(&b, pad, y0, step, n)
 	// Reply mix.
 	y1 := y0 + pad + plotH
 	fmt.Fprintf(&b, `<text x="%d" y="%d">replies per %v (max %d)</text>`+"\n", pad, y0+pad-8, sampleEvery, maxCount)
@@ -67,11 +74,37 @@ func WriteChart(w io.Writer, title string, r Result) error {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x, y, max(step-1, 0.5), h, colors[k])
 		}
 	}
+	perSec := float64(maxCount) / sampleEvery.Seconds()
+	yTicks(&b, pad, y1, plotH, func(f float64) string { return fmt.Sprintf("%.0f/s", f*perSec) })
+	xTicks(&b, pad, y1, step, n)
 	for i, k := range order {
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",
-			pad+i*130, height-18, colors[k], pad+i*130+14, height-9, html.EscapeString(k))
+			pad+i*100, height-18, colors[k], pad+i*100+14, height-9, html.EscapeString(k))
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// yTicks draws a plot's y axis at x, from y (its bottom) up plotH, with ticks at 0, 1/2 and 1
+// of the scale, labelled by label(fraction).
+func yTicks(b *strings.Builder, x, y, plotH int, label func(float64) string) {
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>`+"\n", x, y, x, y-plotH)
+	for _, f := range []float64{0, 0.5, 1} {
+		ty := float64(y) - f*float64(plotH)
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/><text x="%d" y="%.1f" text-anchor="end" font-size="10" class="ytick">%s</text>`+"\n",
+			x-4, ty, x, ty, x-6, ty+3, html.EscapeString(label(f)))
+	}
+}
+
+// xTicks draws ticks under a plot's x axis at y: five, labelled with the time in seconds at
+// the end of their sample.
+func xTicks(b *strings.Builder, x, y int, step float64, n int) {
+	for i := 0; i < 5; i++ {
+		s := (n - 1) * i / 4
+		tx := float64(x) + step*(float64(s)+0.5)
+		at := sampleEvery * time.Duration(s+1)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#444"/><text x="%.1f" y="%d" text-anchor="middle" font-size="10" class="xtick">%.1f s</text>`+"\n",
+			tx, y, tx, y+4, tx, y+14, at.Seconds())
+	}
 }

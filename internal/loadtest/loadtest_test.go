@@ -158,4 +158,9 @@ func TestRun(t *testing.T) {
 	if err := WriteChart(&svg, "t", r); err != nil || !strings.HasPrefix(svg.String(), "<svg") || !strings.Contains(svg.String(), "polyline") {
 		t.Fatalf("chart: %v\n%s", err, svg.String())
 	}
+	for _, want := range []string{`class="xtick"`, " s</text>", " ms</text>", "/s</text>", ">LIMITED</text>", ">UNAVAILABLE</text>", ">order</text>"} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("the chart lacks %q (axes, ticks, a legend of every reply kind)", want)
+		}
+	}
 }
