@@ -13,6 +13,6 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/seckill-pro
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/seckill-proxy /out/seckill-sink /
 USER nonroot:nonroot
-ENV SECKILL_LISTEN=0.0.0.0:6380 SECKILL_ADMIN_LISTEN=0.0.0.0:6381
-EXPOSE 6380 6381
+ENV SECKILL_LISTEN=0.0.0.0:6380 SECKILL_ADMIN_LISTEN=0.0.0.0:6381 SECKILL_SINK_ADMIN_LISTEN=0.0.0.0:6382
+EXPOSE 6380 6381 6382
 ENTRYPOINT ["/seckill-proxy"]
