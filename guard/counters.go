@@ -1,0 +1,116 @@
+package guard
+
+import (
+	"maps"
+	"seckill-proxy/guard/admit"
+	"seckill-proxy/sale"
+	"slices"
+	"sync/atomic"
+)
+
+// The guard's counters: the whole proxy's (Stats), and each SKU's, with the answers and
+// state made once per SKU that the buy path reads with no lock.
+
+// Stats are a Guard's counters since it started. Read them with Guard.Stats.
+type Stats struct {
+	// Buys is every BUY that passed argument checks.
+	Buys int64
+	// LocalSoldOut is the buys answered SOLDOUT from the local flag, with no network call.
+	LocalSoldOut int64
+	// Scripts is the buy scripts sent to Redis, retries included.
+	Scripts int64
+	// Successes, Duplicates, SoldOut, Closed and Unavailable count the buys' outcomes.
+	Successes, Duplicates, SoldOut, Closed, Unavailable int64
+	// WaitShort counts WAITs that came back with fewer replicas than asked for.
+	WaitShort int64
+	// Events counts the sale events heard from other proxies; EventsIgnored those that Redis
+	// did not bear out (or that were malformed), which changed nothing.
+	Events, EventsIgnored int64
+	// Limited counts the buys admission refused, by reason (see LimitedError); Shed the buys
+	// answered BUSY because admission.max_waiting_per_sku of their SKU's were waiting;
+	// KnownDuplicates the DUPLICATE answers from the buyers this proxy sold to.
+	LimitedRate, LimitedBuyer, LimitedDenied, Shed, KnownDuplicates int64
+	// Busy counts the buys answered BUSY: limits.max_inflight reached, or shed.
+	Busy int64
+	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
+	// got, and LeaseErrors those that failed. Denied is the deny list's length.
+	Leases, LeasedTokens, LeaseErrors, Denied int64
+}
+
+type counters struct {
+	buys, localSoldOut, scripts                               atomic.Int64
+	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
+	waitShort                                                 atomic.Int64
+	events, eventsIgnored                                     atomic.Int64
+}
+
+// Stats returns a snapshot of the counters.
+func (g *Guard) Stats() Stats {
+	c := &g.stats
+	return Stats{
+		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(),
+		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
+		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(),
+		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),
+		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
+		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
+		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
+		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
+		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(),
+	}
+}
+
+// skuCounters are one SKU's buy outcomes in this proxy, and its answers made once, so that
+// the sold-out path allocates nothing for them.
+type skuCounters struct {
+	successes, soldOut, duplicates, closed, local atomic.Int64
+	soldOutErr, closedErr                         error
+	keys                                          []string // the scripts' keys, made once
+	// flagging is set while the sold-out sale's buyers are read; buyers is the last read.
+	flagging atomic.Bool
+	buyers   atomic.Pointer[Buyers]
+	// admission's refusals of this SKU's buys
+	limitedRate, limitedBuyer, limitedDenied atomic.Int64
+	lastLimited                              atomic.Pointer[LimitedError] // the last LIMITED rate answer
+	lease                                    atomic.Pointer[admit.Lease]  // the sale's rate here; nil: none
+	known                                    knownBuyers
+}
+
+// counters returns sku's counters if this proxy has served its sale.
+func (g *Guard) counters(sku string) (*skuCounters, bool) {
+	m := g.perSKU.Load()
+	if m == nil {
+		return nil, false
+	}
+	c, ok := (*m)[sku]
+	return c, ok
+}
+
+// countersFor returns sku's counters, making them on first use. Only a SKU with a sale gets
+// them, so that buys of made-up SKUs cannot grow the map (or SECKILL.INFO's list).
+func (g *Guard) countersFor(sku string) *skuCounters {
+	if c, ok := g.counters(sku); ok {
+		return c
+	}
+	g.perSKUMu.Lock()
+	defer g.perSKUMu.Unlock()
+	if c, ok := g.counters(sku); ok {
+		return c
+	}
+	next := map[string]*skuCounters{}
+	if m := g.perSKU.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	c := &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys()}
+	next[sku] = c
+	g.perSKU.Store(&next)
+	return c
+}
+
+// skus lists the SKUs this proxy has counters for.
+func (g *Guard) skus() []string {
+	if m := g.perSKU.Load(); m != nil {
+		return slices.Collect(maps.Keys(*m))
+	}
+	return nil
+}
