@@ -4,33 +4,19 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/internal/testenv"
-	"seckill-proxy/sale"
 )
 
 // TestShedFirstComeFirstServed: with admission.max_waiting_per_sku 2, a batch of five buys of
 // one SKU sends the first two, in the order they came, and answers the other three BUSY at
 // once; the SKU's waiting count is back to zero afterwards.
 func TestShedFirstComeFirstServed(t *testing.T) {
-	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
-	t.Cleanup(func() { _ = rc.Close() })
 	ctx := context.Background()
 	sku := "shed_" + t.Name()
-	k := sale.KeysFor(sku)
-	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers, k.Outbox) })
-	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", "1", "start", "0", "end", "0", "limit", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.Set(ctx, k.Stock, 10, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rc, _ := openTestSale(t, sku, "1", 10, 1)
 	cfg := conf.Default()
 	cfg.Admission.MaxWaitingPerSKU = 2
 	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test", Admission: cfg.Admission})

@@ -22,20 +22,10 @@ import (
 // in order: a duplicate of a buyer earlier in the same call, a quantity above the limit, a
 // quantity above what is left, and a smaller one that still fits.
 func TestBuyBatchOneScript(t *testing.T) {
-	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
-	t.Cleanup(func() { _ = rc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-
 	sku := "batch_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	k := sale.KeysFor(sku)
-	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers, k.Outbox) })
-	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", "7", "start", "0", "end", "0", "limit", "3").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.Set(ctx, k.Stock, 5, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rc, k := openTestSale(t, sku, "7", 5, 3)
 	master, err := rc.MasterForKey(ctx, k.Meta)
 	if err != nil {
 		t.Fatal(err)
@@ -141,4 +131,22 @@ func TestUnknownSKUsLeaveNoTrace(t *testing.T) {
 	if got := g.Stats().Closed; got != int64(len(reqs)) {
 		t.Errorf("closed counter = %d, want %d", got, len(reqs))
 	}
+}
+
+// openTestSale writes an open sale of sku straight into Redis (version, stock, per-user limit),
+// removed when the test ends, and returns a cluster client and the sale's keys.
+func openTestSale(t *testing.T, sku, version string, stock, limit int) (*redis.ClusterClient, sale.Keys) {
+	t.Helper()
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx := context.Background()
+	k := sale.KeysFor(sku)
+	t.Cleanup(func() { rc.Del(context.Background(), k.Meta, k.Stock, k.Buyers, k.Outbox) })
+	if err := rc.HSet(ctx, k.Meta, "state", "open", "version", version, "start", "0", "end", "0", "limit", limit).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Set(ctx, k.Stock, stock, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rc, k
 }
