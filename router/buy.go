@@ -66,12 +66,7 @@ func (r *Router) Guard() *guard.Guard { return r.guard }
 func errorReply(err error) []byte { return appendError(nil, err) }
 
 // appendError appends err as WriteError writes it.
-func appendError(dst []byte, err error) []byte {
-	w := redcon.NewWriter(nil)
-	w.SetBuffer(dst)
-	WriteError(w, err)
-	return w.Buffer()
-}
+func appendError(dst []byte, err error) []byte { return redcon.AppendError(dst, errorText(err)) }
 
 // writeBuys runs the valid buys as one batch and writes every buy's reply in order, as
 // AppendBuyReply makes it. It returns the results buffer for reuse.

@@ -116,12 +116,15 @@ func Fields(kv ...any) Map {
 
 // WriteError writes err as a RESP error. An error whose text starts with an upper-case code
 // word (SOLDOUT, DUPLICATE, NOAUTH, ...) is written as it is; any other gets "ERR " in front.
-func WriteError(w Writer, err error) {
+func WriteError(w Writer, err error) { w.WriteError(errorText(err)) }
+
+// errorText is err as a one-line RESP error message, with a code ("ERR" when it has none).
+func errorText(err error) string {
 	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), "\r", " "), "\n", " ")
 	if !hasCode(msg) {
 		msg = "ERR " + msg
 	}
-	w.WriteError(msg)
+	return msg
 }
 
 func hasCode(msg string) bool {

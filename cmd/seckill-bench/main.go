@@ -23,6 +23,8 @@ func main() {
 	fs := flag.NewFlagSet("seckill-bench", flag.ExitOnError)
 	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy), legacy (the seeds' client code, EVALSHA of their stock script, through seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:6380", "the proxy's RESP address")
+	fs.StringVar(&o.SeedsAddr, "seeds-addr", "", "with -mode seeds: the address of a seeds' service that seckill-bench -serve-seeds runs apart (\"\": in this process)")
+	serveSeeds := fs.String("serve-seeds", "", "run only the seeds' service for -sku and -units on this address, in this process, until stopped (for -mode seeds -seeds-addr)")
 	fs.StringVar(&o.User, "user", "", "AUTH user (its password from SECKILL_BENCH_PASSWORD)")
 	fs.StringVar(&o.SKU, "sku", "bench_sku", "the SKU to create or reset in MySQL and sell")
 	fs.IntVar(&o.Units, "units", 2000, "units for sale")
@@ -56,6 +58,13 @@ func main() {
 	o.Services = services
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *serveSeeds != "" {
+		if err := loadtest.RunSeedsService(ctx, o, *serveSeeds); err != nil {
+			fmt.Fprintln(os.Stderr, "seckill-bench:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	rep, err := loadtest.Execute(ctx, o, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckill-bench:", err)

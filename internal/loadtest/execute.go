@@ -34,13 +34,16 @@ const (
 
 // Options are seckill-bench's flags.
 type Options struct {
-	Mode     string
-	Addr     string // the proxy
-	User     string
-	Password string
-	SKU      string
-	Units    int
-	Limit    int
+	Mode string
+	Addr string // the proxy
+	// SeedsAddr is a seeds' service that ServeSeeds runs in a process of its own (as the
+	// seeds' service ran apart from its clients); "" runs it in this process.
+	SeedsAddr string
+	User      string
+	Password  string
+	SKU       string
+	Units     int
+	Limit     int
 	// SaleRate and SaleBurst warm the sale with RATE and BURST (0: no rate).
 	SaleRate, SaleBurst int
 	Load                Load
@@ -102,33 +105,29 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			buy, pipe = LegacyBuyer(pc, o.SKU, o.Load.Qty)
 		}
 	case ModeSeeds:
-		sc, err := connect.Sarama(o.Services.Kafka)
-		if err != nil {
-			return Report{}, err
+		addr := o.SeedsAddr
+		if addr == "" {
+			seeds, err := OpenSeeds(ctx, o, rc)
+			if err != nil {
+				return Report{}, err
+			}
+			defer seeds.Close()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return Report{}, err
+			}
+			sctx, stopSeeds := context.WithCancel(ctx)
+			served := make(chan error, 1)
+			go func() { served <- seeds.Serve(sctx, ln) }()
+			defer func() {
+				stopSeeds()
+				<-served
+			}()
+			addr = ln.Addr().String()
 		}
-		producer, err := sarama.NewSyncProducer(o.Services.Kafka.Brokers, sc)
-		if err != nil {
-			return Report{}, err
-		}
-		defer producer.Close()
-		seeds, err := NewSeeds(ctx, rc, producer, o.Services.Kafka.Topic+".seeds", o.SKU, o.Units)
-		if err != nil {
-			return Report{}, err
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return Report{}, err
-		}
-		sctx, stopSeeds := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- seeds.Serve(sctx, ln) }()
-		defer func() {
-			stopSeeds()
-			<-served
-		}()
-		sc2 := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
-		defer sc2.Close()
-		buy, pipe = ProxyBuyer(sc2, o.SKU, o.Load.Qty)
+		sc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
+		defer sc.Close()
+		buy, pipe = ProxyBuyer(sc, o.SKU, o.Load.Qty)
 	default:
 		return Report{}, fmt.Errorf("mode must be %q, %q or %q, got %q", ModeProxy, ModeSeeds, ModeLegacy, o.Mode)
 	}
@@ -184,6 +183,45 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		return rep, enc.Encode(rep)
 	}
 	return rep, rep.WriteText(out)
+}
+
+// OpenSeeds sets up o.Units of o.SKU under the seeds' keys, with the seeds' Kafka producer;
+// Serve then answers buyers (rc is the cluster client it calls the seeds' script with).
+func OpenSeeds(ctx context.Context, o Options, rc *redis.ClusterClient) (*Seeds, error) {
+	sc, err := connect.Sarama(o.Services.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	producer, err := sarama.NewSyncProducer(o.Services.Kafka.Brokers, sc)
+	if err != nil {
+		return nil, err
+	}
+	seeds, err := NewSeeds(ctx, rc, producer, o.Services.Kafka.Topic+".seeds", o.SKU, o.Units)
+	if err != nil {
+		_ = producer.Close()
+		return nil, err
+	}
+	return seeds, nil
+}
+
+// RunSeedsService serves the seeds' design for o.SKU and o.Units on addr until ctx ends.
+func RunSeedsService(ctx context.Context, o Options, addr string) error {
+	rc := connect.Redis(o.Services.Redis)
+	defer rc.Close()
+	seeds, err := OpenSeeds(ctx, o, rc)
+	if err != nil {
+		return err
+	}
+	defer seeds.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	err = seeds.Serve(ctx, ln)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // showProgress shows a live bar on a terminal, or a plain line a second otherwise, until stop.

@@ -84,6 +84,9 @@ func (s *Seeds) Buy(ctx context.Context, uid string) (string, error) {
 	return id, nil
 }
 
+// Close closes the seeds' Kafka producer.
+func (s *Seeds) Close() error { return s.producer.Close() }
+
 // Serve answers SECKILL.BUY <sku> <uid> with the seeds' design on ln, over RESP, one go-redis
 // call per request as the seeds' service made them, so that it meets the same load as the
 // proxy. It returns when ln is closed.
