@@ -18,6 +18,10 @@ type CommandLine struct {
 	// PrintRedisACL asks the proxy to print the Redis ACL rule of its pass-through user and
 	// exit.
 	PrintRedisACL bool
+	// Level is the logger's level, which a reload changes (set by Main).
+	Level zap.AtomicLevel
+	// reload loads the configuration anew from the same command line and environment.
+	reload func() (Config, error)
 	// Done is set when the command line was fully served here (-check-config, -print-config,
 	// -print-defaults): the binary should exit 0.
 	Done bool
@@ -28,14 +32,8 @@ type CommandLine struct {
 // name), loads the Config from its layers and validates it. -check-config and the print
 // flags write to out and set Done.
 func ParseCommandLine(name string, args, environ []string, out io.Writer) (*CommandLine, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	BindFlags(fs)
-	check := fs.Bool("check-config", false, "validate the configuration and exit")
-	print := fs.Bool("print-config", false, "print the effective configuration (secrets masked) and exit")
-	printDefaults := fs.Bool("print-defaults", false, "print the default configuration and exit")
-	migrate := fs.Bool("migrate", false, "apply the MySQL migrations and exit")
-	printACL := fs.Bool("print-redis-acl", false, "print the Redis ACL rule of the pass-through user (redis.passthrough_username) and exit")
+	fs, f := commandFlags(name, out)
+	check, print, printDefaults, migrate, printACL := f.check, f.print, f.printDefaults, f.migrate, f.printACL
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -60,7 +58,39 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 	if *check {
 		_, err = fmt.Fprintln(out, "config OK")
 	}
-	return &CommandLine{Config: cfg, Migrate: *migrate, PrintRedisACL: *printACL, Done: *check || *print}, err
+	reload := func() (Config, error) {
+		fs, _ := commandFlags(name, io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return Config{}, err
+		}
+		cfg, err := Load(fs, environ)
+		if err != nil {
+			return Config{}, err
+		}
+		return cfg, cfg.Validate()
+	}
+	return &CommandLine{Config: cfg, Migrate: *migrate, PrintRedisACL: *printACL, Done: *check || *print,
+		Level: zap.NewAtomicLevelAt(zapcore.InfoLevel), reload: reload}, err
+}
+
+// ParseLevel reads a log.level value.
+func ParseLevel(s string) (zapcore.Level, error) { return zapcore.ParseLevel(s) }
+
+// cliFlags are the command line's flags besides the settings.
+type cliFlags struct{ check, print, printDefaults, migrate, printACL *bool }
+
+// commandFlags is the flag set of a binary named name: the settings and the cliFlags.
+func commandFlags(name string, out io.Writer) (*flag.FlagSet, cliFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	BindFlags(fs)
+	return fs, cliFlags{
+		check:         fs.Bool("check-config", false, "validate the configuration and exit"),
+		print:         fs.Bool("print-config", false, "print the effective configuration (secrets masked) and exit"),
+		printDefaults: fs.Bool("print-defaults", false, "print the default configuration and exit"),
+		migrate:       fs.Bool("migrate", false, "apply the MySQL migrations and exit"),
+		printACL:      fs.Bool("print-redis-acl", false, "print the Redis ACL rule of the pass-through user (redis.passthrough_username) and exit"),
+	}
 }
 
 func writeYAML(out io.Writer, c Config) error {
@@ -75,16 +105,23 @@ func writeYAML(out io.Writer, c Config) error {
 // NewLogger builds the zap logger that l describes: JSON lines by default, or a console
 // format for people. The caller owns it and should Sync it on exit.
 func (l Log) NewLogger() (*zap.Logger, error) {
+	log, _, err := l.newLogger()
+	return log, err
+}
+
+// newLogger is NewLogger, with the level a reload may change.
+func (l Log) newLogger() (*zap.Logger, zap.AtomicLevel, error) {
 	level, err := zapcore.ParseLevel(l.Level)
 	if err != nil {
-		return nil, &FieldError{Field: "log.level", Value: l.Level, Reason: err.Error()}
+		return nil, zap.AtomicLevel{}, &FieldError{Field: "log.level", Value: l.Level, Reason: err.Error()}
 	}
 	zc := zap.NewProductionConfig()
 	if l.Format == LogConsole {
 		zc = zap.NewDevelopmentConfig()
 	}
 	zc.Level = zap.NewAtomicLevelAt(level)
-	return zc.Build()
+	log, err := zc.Build()
+	return log, zc.Level, err
 }
 
 // Main is a binary's whole main: it parses the command line (exit 2 on a bad one, 0 once
@@ -99,7 +136,8 @@ func Main(name string, run func(*CommandLine, *zap.Logger) error) {
 	if cl.Done {
 		return
 	}
-	log, err := cl.Config.Log.NewLogger()
+	log, level, err := cl.Config.Log.newLogger()
+	cl.Level = level
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -36,10 +36,14 @@ const waitBuckets = 4096
 const leaseWorkers = 4
 
 type admission struct {
-	opt      conf.Admission
-	attempts *admit.Attempts // nil: no per-buyer limit
-	deny     admit.DenyList
-	denyVer  string // the deny list's version last read
+	opt        conf.Admission                 // as at start; the reloadable limits are below
+	attempts   atomic.Pointer[admit.Attempts] // nil: no per-buyer limit
+	maxWaiting atomic.Int64                   // admission.max_waiting_per_sku
+	maxDenied  atomic.Int64                   // admission.max_denied
+	limitsMu   sync.Mutex                     // serialises SetAdmissionLimits
+	limits     conf.Admission                 // the limits in force
+	deny       admit.DenyList
+	denyVer    string // the deny list's version last read
 
 	ratesMu sync.Mutex                              // serialises changes of rates
 	rates   atomic.Pointer[map[string]*admit.Lease] // the sales with a rate, as last learnt
@@ -63,12 +67,35 @@ type leaseCall struct {
 func newAdmission(opt conf.Admission) *admission {
 	a := &admission{opt: opt, seed: maphash.MakeSeed(),
 		leases: make(chan leaseCall, 256), kick: make(chan struct{}, 1)}
-	if opt.BuyerAttempts > 0 {
-		a.attempts = admit.NewAttempts(opt.BuyerAttempts, opt.BuyerWindow, opt.BuyerTable)
-	}
+	a.setLimits(opt)
 	empty := map[string]*admit.Lease{}
 	a.rates.Store(&empty)
 	return a
+}
+
+// ReloadableAdmission are the admission settings SetAdmissionLimits changes while serving.
+var ReloadableAdmission = []string{"admission.buyer_attempts", "admission.buyer_window",
+	"admission.buyer_table", "admission.max_waiting_per_sku", "admission.max_denied"}
+
+// SetAdmissionLimits puts opt's reloadable limits in force (a reload): the per-buyer limit
+// (a change of it starts a new, empty table of attempts), the bound on a SKU's waiting buys
+// and the deny list's bound. The other admission settings keep their values from start.
+func (g *Guard) SetAdmissionLimits(opt conf.Admission) { g.adm.setLimits(opt) }
+
+func (a *admission) setLimits(opt conf.Admission) {
+	a.limitsMu.Lock()
+	defer a.limitsMu.Unlock()
+	old := a.limits
+	if opt.BuyerAttempts != old.BuyerAttempts || opt.BuyerWindow != old.BuyerWindow || opt.BuyerTable != old.BuyerTable {
+		var at *admit.Attempts
+		if opt.BuyerAttempts > 0 {
+			at = admit.NewAttempts(opt.BuyerAttempts, opt.BuyerWindow, opt.BuyerTable)
+		}
+		a.attempts.Store(at)
+	}
+	a.maxWaiting.Store(int64(opt.MaxWaitingPerSKU))
+	a.maxDenied.Store(int64(opt.MaxDenied))
+	a.limits = opt
 }
 
 // admitBuyer is checks 1 and 2, for r's uid of hash h (admit.Hash).
@@ -79,8 +106,8 @@ func (g *Guard) admitBuyer(r *BuyRequest, h uint64, now time.Time) error {
 		g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedDenied })
 		return NewLimited(LimitedDenied, left)
 	}
-	if a.attempts != nil {
-		if ok, retry := a.attempts.AllowHash(h, now); !ok {
+	if at := a.attempts.Load(); at != nil {
+		if ok, retry := at.AllowHash(h, now); !ok {
 			a.limitedBuyer.Add(1)
 			g.countLimited(r.SKU, func(c *skuCounters) *atomic.Int64 { return &c.limitedBuyer })
 			return NewLimited(LimitedBuyer, retry)
@@ -135,7 +162,7 @@ func (g *Guard) requestLease(sku string, l *admit.Lease, call admit.LeaseCall, n
 
 // waitSlot is check 5: the counter of sku's waiting buys, taken; nil: the bound is reached.
 func (g *Guard) waitSlot(sku string) (*atomic.Int64, bool) {
-	bound := int64(g.adm.opt.MaxWaitingPerSKU)
+	bound := g.adm.maxWaiting.Load()
 	if bound <= 0 {
 		return nil, true
 	}
@@ -380,7 +407,7 @@ func (g *Guard) Deny(ctx context.Context, uid string, opt DenyOptions) (int64, e
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
 	v, err := denyScript.Run(ctx, g.rc, []string{sale.DenyKey, sale.DenyVersionKey}, "deny", uid,
-		opt.TTL.Milliseconds(), g.adm.opt.MaxDenied).Slice()
+		opt.TTL.Milliseconds(), g.adm.maxDenied.Load()).Slice()
 	if err != nil {
 		return 0, unavailable(err)
 	}

@@ -39,3 +39,36 @@ func TestShedFirstComeFirstServed(t *testing.T) {
 		t.Errorf("after the batch, the waiting count did not come back down: %+v", res)
 	}
 }
+
+// TestSetAdmissionLimits: a reload's limits take effect for the next buys: a wider bound on
+// waiting buys lets a batch through that the first bound shed, and a per-buyer limit set
+// from none refuses a buyer's second attempt.
+func TestSetAdmissionLimits(t *testing.T) {
+	ctx := context.Background()
+	sku := "reload_" + t.Name()
+	rc, _ := openTestSale(t, sku, "1", 100, 5)
+	cfg := conf.Default()
+	cfg.Admission.MaxWaitingPerSKU = 1
+	cfg.Admission.BuyerAttempts = 0
+	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test", Admission: cfg.Admission})
+	t.Cleanup(g.Close)
+	reqs := []BuyRequest{{SKU: sku, UID: "a", Qty: 1}, {SKU: sku, UID: "b", Qty: 1}}
+	if res := g.BuyBatch(ctx, reqs, nil); !errors.Is(res[1].Err, ErrBusy) {
+		t.Fatalf("with a bound of 1, the second buy of a batch: %+v, want BUSY", res[1])
+	}
+	next := cfg.Admission
+	next.MaxWaitingPerSKU = 10
+	next.BuyerAttempts = 1
+	g.SetAdmissionLimits(next)
+	res := g.BuyBatch(ctx, []BuyRequest{{SKU: sku, UID: "c", Qty: 1}, {SKU: sku, UID: "d", Qty: 1}}, nil)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Errorf("buy %d after the bound was raised: %v", i, r.Err)
+		}
+	}
+	res = g.BuyBatch(ctx, []BuyRequest{{SKU: sku, UID: "c", Qty: 1}}, res)
+	var lim *LimitedError
+	if !errors.As(res[0].Err, &lim) || lim.Reason != LimitedBuyer {
+		t.Errorf("a second attempt of c after the per-buyer limit was set: %v, want LIMITED buyer", res[0].Err)
+	}
+}

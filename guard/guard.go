@@ -172,7 +172,7 @@ func (g *Guard) BuyBatch(ctx context.Context, reqs []BuyRequest, res []BuyResult
 	for _, a := range todo {
 		slot, ok := g.waitSlot(a.req.SKU)
 		if !ok {
-			res[a.i].Err = errShed(a.req.SKU, g.adm.opt.MaxWaitingPerSKU)
+			res[a.i].Err = errShed(a.req.SKU, int(g.adm.maxWaiting.Load()))
 			continue
 		}
 		a.waitSlot = slot

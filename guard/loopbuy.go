@@ -102,7 +102,7 @@ func (g *Guard) Start(r *BuyRequest) (*Attempt, error) {
 	}
 	slot, ok := g.waitSlot(r.SKU)
 	if !ok {
-		return nil, errShed(r.SKU, g.adm.opt.MaxWaitingPerSKU)
+		return nil, errShed(r.SKU, int(g.adm.maxWaiting.Load()))
 	}
 	if !g.inflight.TryAcquire(1) {
 		if slot != nil {

@@ -318,6 +318,25 @@ func (t *Tee) Close() error {
 	return nil
 }
 
+// ErrCloseTimeout is CloseWithin's error when Kafka did not take the orders in time.
+var ErrCloseTimeout = errors.New("the tee did not flush to Kafka in time; its orders stay in their outboxes for a sweeper to republish")
+
+// CloseWithin is Close, waiting at most d: past it, it returns ErrCloseTimeout and leaves the
+// producer to finish or fail on its own. No order is lost either way: an order leaves its
+// sale's outbox only once Kafka has acknowledged it.
+func (t *Tee) CloseWithin(d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- t.Close() }()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return ErrCloseTimeout
+	}
+}
+
 func (t *Tee) failOrder(msg *sarama.ProducerMessage, err error) {
 	t.failed.Add(1)
 	if pend, ok := msg.Metadata.(*pending); ok && pend.done != nil {

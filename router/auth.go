@@ -27,6 +27,25 @@ const (
 var errTooManyAuthFailures = respError("ERR too many failed AUTH attempts on this connection; closing it")
 
 // authStats count failed AUTHs for INFO, and hold the log's rate.
+// credentials are the default user's password and the named users.
+type credentials struct {
+	password string
+	users    map[string]conf.User
+}
+
+// open: with no password and no users, every client is the default user without AUTH.
+func (c *credentials) open() bool { return c.password == "" && len(c.users) == 0 }
+
+// SetCredentials replaces the password and the users (a reload). Connections logged in
+// already keep their login; every AUTH from now on is checked against the new ones.
+func (r *Router) SetCredentials(password string, users []conf.User) {
+	c := &credentials{password: password, users: make(map[string]conf.User, len(users))}
+	for _, u := range users {
+		c.users[u.Name] = u
+	}
+	r.creds.Store(c)
+}
+
 type authStats struct {
 	failures, closed atomic.Int64
 	logged           atomic.Int64 // failures counted in the last log line
@@ -36,7 +55,8 @@ type authStats struct {
 // cmdAuth checks a password in constant time. A failed AUTH keeps the earlier login, as in
 // Redis. Passwords are never logged.
 func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
-	if len(args) == 2 && r.opt.Password == "" && len(r.users) == 0 {
+	creds := r.creds.Load()
+	if len(args) == 2 && creds.open() {
 		return nil, respError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
 	name, pass := "default", args[1]
@@ -45,8 +65,8 @@ func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply,
 	}
 	want, admin := "", false
 	if name == "default" {
-		want, admin = r.opt.Password, true
-	} else if u, ok := r.users[name]; ok {
+		want, admin = creds.password, true
+	} else if u, ok := creds.users[name]; ok {
 		want, admin = u.Password, u.Role == conf.RoleAdmin
 	}
 	// Compare even for an unknown user, so that timing does not tell which users exist.

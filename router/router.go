@@ -127,7 +127,7 @@ type Router struct {
 	guard  *guard.Guard
 	log    *zap.Logger
 	opt    Options
-	users  map[string]conf.User
+	creds  atomic.Pointer[credentials] // SetCredentials changes them while serving
 	nextID atomic.Int64
 	// sessions are the connections open now, by ID, for CLIENT LIST and CLIENT KILL.
 	sessions sync.Map
@@ -142,14 +142,12 @@ type Router struct {
 
 // New builds the command table once.
 func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
-	r := &Router{guard: g, log: log, opt: opt, users: map[string]conf.User{}, started: time.Now()}
+	r := &Router{guard: g, log: log, opt: opt, started: time.Now()}
+	r.SetCredentials(opt.Password, opt.Users)
 	if opt.Legacy && g != nil {
 		r.legacy = newLegacyScripts(opt.LegacyScripts)
 	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
-	for _, u := range opt.Users {
-		r.users[u.Name] = u
-	}
 	r.table = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ping", arity: -1, maxArgs: 2, flags: flagQueued, handler: cmdPing},
@@ -192,7 +190,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 // NewSession returns the state of a new connection. With no password and no users, it is
 // the default user with every right; otherwise it must AUTH first.
 func (r *Router) NewSession() *Session {
-	open := r.opt.Password == "" && len(r.users) == 0
+	open := r.creds.Load().open()
 	s := &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default", Proto: 2}
 	s.view.created = time.Now()
 	s.view.user = s.User

@@ -34,6 +34,9 @@ import (
 // shutdownGrace bounds how long a SIGTERM waits for calls in flight.
 const shutdownGrace = 10 * time.Second
 
+// teeCloseGrace bounds how long a SIGTERM then waits for Kafka to take the orders teed.
+const teeCloseGrace = 5 * time.Second
+
 func main() { conf.Main("seckill-proxy", run) }
 
 func run(cl *conf.CommandLine, log *zap.Logger) error {
@@ -128,8 +131,18 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	reloader := cl.Reloader(log)
+	reloader.Reloadable = map[string]bool{"password": true, "users": true}
+	for _, key := range guard.ReloadableAdmission {
+		reloader.Reloadable[key] = true
+	}
+	reloader.Apply = func(next conf.Config) {
+		r.SetCredentials(next.Password, next.Users)
+		g.SetAdmissionLimits(next.Admission)
+	}
+	reloader.OnSIGHUP(ctx)
 	if cfg.AdminListen != "" {
-		admin := &http.Server{Addr: cfg.AdminListen, Handler: srv.AdminHandler(func(ctx context.Context) error {
+		admin := &http.Server{Addr: cfg.AdminListen, Handler: reloader.Admin(srv.AdminHandler(func(ctx context.Context) error {
 			if err := g.Ping(ctx); err != nil {
 				return err
 			}
@@ -137,7 +150,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 				return errors.New("kafka is not taking orders (buy.reply_after: kafka)")
 			}
 			return nil
-		}), ReadHeaderTimeout: 5 * time.Second}
+		})), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("admin HTTP server stopped", zap.Error(err))
@@ -165,7 +178,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	stopSweeper()
 	<-sweeperDone
 	// The buys in flight are answered; now flush what the producer holds.
-	if err := tee.Close(); err != nil && shutdownErr == nil {
+	if err := tee.CloseWithin(teeCloseGrace); err != nil && shutdownErr == nil {
 		shutdownErr = err
 	}
 	if shutdownErr != nil {

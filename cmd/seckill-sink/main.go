@@ -43,8 +43,11 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	rc := connect.Redis(cfg.Redis)
 	defer rc.Close()
 	snk := sink.NewSink(cfg, db, rc, log)
+	// SIGHUP or POST /reload reloads log.level; the sink's other settings take a restart.
+	reloader := cl.Reloader(log)
+	reloader.OnSIGHUP(ctx)
 	if cfg.Sink.AdminListen != "" {
-		admin := &http.Server{Addr: cfg.Sink.AdminListen, Handler: snk.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		admin := &http.Server{Addr: cfg.Sink.AdminListen, Handler: reloader.Admin(snk.AdminHandler()), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("admin HTTP server stopped", zap.Error(err))
