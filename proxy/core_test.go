@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 
+	"seckill-proxy/guard"
 	"seckill-proxy/internal/resp"
 	"seckill-proxy/router"
 	"seckill-proxy/upstream"
@@ -378,5 +381,62 @@ func expectedReplies(in []byte) (want, tail string) {
 			return b.String(), ""
 		}
 		b.Write(echo(cmd.Args))
+	}
+}
+
+// TestCoreMetrics: the core counts pass-through commands by name and their errors, a command
+// answered at its deadline as an error under the timeout reason, a MOVED followed, and the
+// connections it opened.
+func TestCoreMetrics(t *testing.T) {
+	h := newCoreHarness(t, true)
+	h.k.metrics = NewMetrics(func() []guard.Field { return nil }, nil)
+	p := h.k.metrics.pass
+	c := h.client(true)
+	h.send(c, cmdsOf("EVAL slow"))
+	h.connect()
+	h.k.now = h.k.now.Add(600 * time.Millisecond)
+	h.send(c, cmdsOf("get a1"))
+	h.k.now = h.k.now.Add(500 * time.Millisecond)
+	h.k.expire()
+	h.answer("a", nil)
+	h.flush()
+	h.send(c, cmdsOf("SET a2 v"))
+	h.answer("a", func(args [][]byte) []byte { return []byte("-MOVED 123 127.0.0.1:9\r\n") })
+	for _, j := range h.env.redirects {
+		h.k.redirected(j, []byte("+OK\r\n"))
+	}
+	h.flush()
+	for name, want := range map[string][2]int64{"eval": {1, 1}, "get": {1, 0}, "set": {1, 0}} {
+		s := p.stat([]byte(name))
+		if got := [2]int64{s.calls.Load(), s.errors.Load()}; got != want {
+			t.Errorf("%s: calls and errors %v, want %v", name, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(p.unavailable.WithLabelValues(unavailTimeout)); got != 1 {
+		t.Errorf("unavailable{reason=timeout} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(p.moved); got != 1 {
+		t.Errorf("redirects{kind=moved} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(p.connects); got != 1 {
+		t.Errorf("connects = %v, want 1", got)
+	}
+}
+
+// TestCommandKey: command names are counted in lower case; anything that is not a command's
+// name, or longer than one, is "other".
+func TestCommandKey(t *testing.T) {
+	for in, want := range map[string]string{"GET": "get", "client|list": "client|list", "x y": "other",
+		strings.Repeat("a", 33): "other", "SeckILL.Buy": "seckill.buy", "": ""} {
+		if got := string(commandKey(nil, []byte(in))); got != want {
+			t.Errorf("commandKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+	p := newPassMetrics(prometheus.NewRegistry())
+	for i := range maxPassNames + 10 {
+		p.stat([]byte(fmt.Sprintf("cmd%d", i)))
+	}
+	if n := len(*p.names.Load()); n != maxPassNames+1 {
+		t.Errorf("%d names after %d distinct ones, want %d (and other)", n, maxPassNames+10, maxPassNames)
 	}
 }

@@ -54,6 +54,9 @@ type inflight struct {
 	call    *buyCall
 	wait    *buyWait
 	discard bool
+	// stat counts it in /metrics (nil: no metrics), sent when it went.
+	stat *passStat
+	sent time.Time
 }
 
 // redirectJob is a command whose reply was MOVED or ASK, to be sent where it says.
@@ -95,7 +98,12 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 	c.seqNext++
 	k.env.counted(1)
 	if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
-		k.complete(c, seq, upstream.Unavailable(up.lastErr), true)
+		reply := upstream.Unavailable(up.lastErr)
+		if k.metrics != nil {
+			k.metrics.pass.done(k.metrics.pass.stat(cmd.Args[0]), reply, 0)
+			k.metrics.pass.unavailable.WithLabelValues(unavailConnect).Inc()
+		}
+		k.complete(c, seq, reply, true)
 		return
 	}
 	if !k.track(1) {
@@ -125,6 +133,9 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 		}
 	}
 	in := inflight{c: c, seq: seq, deadline: k.now.Add(k.lim.timeout)}
+	if k.metrics != nil {
+		in.stat, in.sent = k.metrics.pass.stat(cmd.Args[0]), k.now
+	}
 	if k.cluster {
 		in.raw = bytes.Clone(up.out[start:])
 		in.slot = slot
@@ -144,6 +155,9 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 // upConnected: the shell has a socket for up's node.
 func (k *core) upConnected(up *node) {
 	up.dialing, up.connected, up.lastRead = false, true, k.now
+	if k.metrics != nil {
+		k.metrics.pass.connects.Inc()
+	}
 }
 
 // upRead takes what up's node answered, in up.in: the shell read it there.
@@ -153,7 +167,7 @@ func (k *core) upRead(up *node) {
 	for up.head < len(up.queue) {
 		n, err := up.scan.Scan(up.in[off:])
 		if err != nil {
-			k.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
+			k.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol), unavailProtocol)
 			return
 		}
 		if n == 0 {
@@ -169,7 +183,7 @@ func (k *core) upRead(up *node) {
 		off += n
 	}
 	if off < len(up.in) && up.head == len(up.queue) {
-		k.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol))
+		k.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, upstream.ErrProtocol), unavailProtocol)
 		return
 	}
 	if off > 0 { // a reply in part stays at the front; one not begun costs nothing
@@ -209,6 +223,9 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 		return
 	}
 	if in.raw != nil && upstream.IsRedirect(reply) && !in.answered {
+		if k.metrics != nil {
+			k.metrics.pass.redirect(reply)
+		}
 		k.redirects = append(k.redirects, redirectJob{in: in, reply: bytes.Clone(reply), resp3: up.resp3})
 		if !k.redirecting {
 			k.nextRedirects()
@@ -220,6 +237,13 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 
 // done ends one command in flight: its client gets reply, unless it was told already.
 func (k *core) done(in inflight, reply []byte, owned bool) {
+	if in.stat != nil {
+		if in.answered {
+			k.metrics.pass.done(in.stat, timedOutReply, k.now.Sub(in.sent))
+		} else {
+			k.metrics.pass.done(in.stat, reply, k.now.Sub(in.sent))
+		}
+	}
 	in.c.passOut--
 	if !in.answered {
 		k.complete(in.c, in.seq, reply, owned)
@@ -276,7 +300,7 @@ func (up *node) settle() {
 
 // upFailed drops the connection to up's node and answers every command in flight there with
 // err. The shell closes the socket (connected is false then).
-func (k *core) upFailed(up *node, err error) {
+func (k *core) upFailed(up *node, err error, reason string) {
 	k.ownerDown(up)
 	up.connected, up.dialing = false, false
 	up.in, up.out, up.scan = up.in[:0], up.out[:0], resp.ReplyScanner{}
@@ -295,6 +319,9 @@ func (k *core) upFailed(up *node, err error) {
 				}
 			}
 		case !in.discard:
+			if k.metrics != nil && !in.answered {
+				k.metrics.pass.unavailable.WithLabelValues(reason).Inc()
+			}
 			k.done(in, reply, false)
 		}
 	}
@@ -305,7 +332,7 @@ func (k *core) upFailed(up *node, err error) {
 // a moment before the next try.
 func (k *core) dialFailed(up *node, err error) {
 	up.lastErr, up.retryAt = err, k.now.Add(k.lim.redialGap)
-	k.upFailed(up, err)
+	k.upFailed(up, err, unavailConnect)
 }
 
 // ownerDown: the proxy lost, or cannot open, its connection to a master it buys on; the slot
@@ -335,11 +362,14 @@ func (k *core) expire() (dropped []*node) {
 			case in.call != nil:
 				k.expireCall(in.call)
 			case in.c != nil:
+				if k.metrics != nil {
+					k.metrics.pass.unavailable.WithLabelValues(unavailTimeout).Inc()
+				}
 				k.complete(in.c, in.seq, upstream.Unavailable(fmt.Errorf("redis %s: %w", up.addr, os.ErrDeadlineExceeded)), true)
 			}
 		}
 		if up.head < len(up.queue) && up.connected && k.now.Sub(up.lastRead) >= 2*k.lim.timeout {
-			k.upFailed(up, fmt.Errorf("redis %s: no answer for %v: %w", up.addr, 2*k.lim.timeout, io.ErrNoProgress))
+			k.upFailed(up, fmt.Errorf("redis %s: no answer for %v: %w", up.addr, 2*k.lim.timeout, io.ErrNoProgress), unavailNoAnswer)
 			dropped = append(dropped, up)
 		}
 	}
@@ -378,6 +408,9 @@ func commandOf(raw []byte) ([][]byte, error) {
 	}
 	return cmd.Args, nil
 }
+
+// timedOutReply stands, in the metrics, for the reply of a command answered with a timeout.
+var timedOutReply = []byte("-UNAVAILABLE timeout\r\n")
 
 // upstreamUnavailable is the reply to a command that could not reach Redis because of err.
 func upstreamUnavailable(err error) []byte { return upstream.Unavailable(err) }

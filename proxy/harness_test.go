@@ -132,6 +132,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	}
 	var metrics *proxy.Metrics
 	ropt.ObserveBuy = func(d time.Duration) { metrics.ObserveBuy(d) }
+	ropt.ObservePass = func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) }
 	r := router.New(s.g, log, ropt)
 	metrics = proxy.NewMetrics(r.InfoFields, s.g.SaleMetrics)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -260,7 +260,7 @@ func (l *loop) upEvent(up *node, ev uint32) {
 		err = io.EOF
 	}
 	if err != nil {
-		l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err))
+		l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err), unavailLost)
 		l.closeUp(up)
 		return
 	}
@@ -287,7 +287,7 @@ func (l *loop) writeUp(up *node) {
 	if len(up.out) > 0 {
 		n, err := rawWrite(up.fd, up.out)
 		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
-			l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err))
+			l.core.upFailed(up, fmt.Errorf("redis %s: %w", up.addr, err), unavailLost)
 			l.closeUp(up)
 			return
 		}
@@ -300,7 +300,7 @@ func (l *loop) writeUp(up *node) {
 	if want != up.ev {
 		up.ev = want
 		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, up.fd, &unix.EpollEvent{Events: want, Fd: int32(up.fd)}); err != nil {
-			l.core.upFailed(up, fmt.Errorf("redis %s: epoll: %w", up.addr, err))
+			l.core.upFailed(up, fmt.Errorf("redis %s: epoll: %w", up.addr, err), unavailLost)
 			l.closeUp(up)
 		}
 	}

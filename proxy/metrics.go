@@ -20,6 +20,7 @@ import (
 type Metrics struct {
 	reg        *prometheus.Registry
 	buyLatency prometheus.Histogram
+	pass       *passMetrics
 	fields     func() []guard.Field
 	sales      func(ctx context.Context, most int) []guard.SaleMetrics
 }
@@ -82,7 +83,16 @@ func NewMetrics(fields func() []guard.Field, sales func(ctx context.Context, mos
 		})}
 	m.reg.MustRegister(m.buyLatency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&fieldCollector{m: m})
+	m.pass = newPassMetrics(m.reg)
 	return m
+}
+
+// ObservePass records a pass-through command served off the event loop (the router's
+// Options.ObservePass).
+func (m *Metrics) ObservePass(args [][]byte, reply []byte, d time.Duration) {
+	if m != nil {
+		m.pass.offLoop(args, reply, d)
+	}
 }
 
 // ObserveBuy records one buy's latency.

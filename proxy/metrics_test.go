@@ -3,12 +3,12 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
-	"seckill-proxy/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +16,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/internal/testenv"
 )
 
 // scrape gets h's /metrics and parses it.
@@ -81,7 +84,33 @@ func TestMetricsAndProbes(t *testing.T) {
 	}
 	s.waitConfirmed(t, sku, 3, 30*time.Second)
 
+	// Pass-through: 4 GETs and an INCR of a string, which Redis answers with an error.
+	for i := range 4 {
+		if err := c.Get(ctx, fmt.Sprintf("metrics:key:%d", i)).Err(); err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Set(ctx, "metrics:str", "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Incr(ctx, "metrics:str").Err(); err == nil {
+		t.Fatal("INCR of a string did not fail")
+	}
+
 	fams := scrape(t, s.admin)
+	for cmd, want := range map[string][2]float64{"get": {4, 0}, "set": {1, 0}, "incr": {1, 1}} {
+		calls := value(fams, "seckill_proxy_passthrough_commands_total", map[string]string{"command": cmd})
+		errs := value(fams, "seckill_proxy_passthrough_errors_total", map[string]string{"command": cmd})
+		if calls != want[0] || errs != want[1] {
+			t.Errorf("%s: %v commands, %v errors; want %v and %v", cmd, calls, errs, want[0], want[1])
+		}
+	}
+	if got := value(fams, "seckill_proxy_passthrough_duration_seconds", nil); got < 6 {
+		t.Errorf("pass-through latency samples %v, want at least 6", got)
+	}
+	if got := value(fams, "seckill_proxy_upstream_unavailable_total", map[string]string{"reason": "timeout"}); got != 0 {
+		t.Errorf("seckill_proxy_upstream_unavailable_total{reason=timeout} = %v, want 0", got)
+	}
 	st := s.g.Stats()
 	for outcome, want := range map[string]int64{"order": st.Successes, "soldout": st.SoldOut, "duplicate": st.Duplicates} {
 		if got := value(fams, "seckill_proxy_buys_total", map[string]string{"outcome": outcome}); got != float64(want) {

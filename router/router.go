@@ -100,6 +100,9 @@ type Options struct {
 	Extra func() []guard.Field
 	// ObserveBuy takes the latency of each buy served by Serve (nil: none).
 	ObserveBuy func(time.Duration)
+	// ObservePass takes each pass-through command Serve sent upstream with its reply, and how
+	// long the batch it went in took (nil: none).
+	ObservePass func(args [][]byte, reply []byte, d time.Duration)
 	// Upstream passes every command the proxy does not serve itself through to Redis, and
 	// returns Redis's raw replies; nil answers them "unknown command".
 	Upstream *upstream.Cluster
@@ -226,7 +229,15 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		if len(pass) == 0 {
 			return
 		}
-		for _, reply := range r.opt.Upstream.For(s.Proto).Do(ctx, pass) {
+		start := time.Now()
+		replies := r.opt.Upstream.For(s.Proto).Do(ctx, pass)
+		if r.opt.ObservePass != nil {
+			d := time.Since(start)
+			for i, reply := range replies {
+				r.opt.ObservePass(pass[i], reply, d)
+			}
+		}
+		for _, reply := range replies {
 			w.WriteRaw(reply)
 		}
 		pass = pass[:0]

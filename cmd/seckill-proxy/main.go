@@ -112,6 +112,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		Clients:       func() int64 { return srv.Clients() },
 		Extra:         func() []guard.Field { return append(tee.InfoFields(), sweeper.InfoFields()...) },
 		ObserveBuy:    func(d time.Duration) { metrics.ObserveBuy(d) },
+		ObservePass:   func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) },
 	})
 	metrics = proxy.NewMetrics(r.InfoFields, g.SaleMetrics)
 	ln, err := net.Listen("tcp", cfg.Listen)
