@@ -9,6 +9,7 @@ import (
 
 // AdminHandler serves the admin HTTP port:
 //   - /metrics: the metrics (see Metrics), when the server has them;
+//   - /sale and /sale.json: the live sale page and its data (see salepage.go), with them;
 //   - /livez: 200 while the process serves HTTP;
 //   - /readyz: 200 when ready (nil: always) answers nil within a second, and the server is not
 //     draining; 503 with the reason otherwise;
@@ -18,6 +19,8 @@ func (s *Server) AdminHandler(ready func(context.Context) error) http.Handler {
 	mux := http.NewServeMux()
 	if s.metrics != nil {
 		mux.Handle("/metrics", s.metrics.Handler())
+		mux.HandleFunc("/sale", salePage)
+		mux.HandleFunc("/sale.json", s.metrics.saleJSON)
 	}
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {

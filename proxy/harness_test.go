@@ -135,6 +135,16 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	ropt.ObservePass = func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) }
 	r := router.New(s.g, log, ropt)
 	metrics = proxy.NewMetrics(r.InfoFields, s.g.SaleMetrics)
+	sampleCtx, stopSampler := context.WithCancel(context.Background())
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		metrics.RunSampler(sampleCtx, 200*time.Millisecond)
+	}()
+	t.Cleanup(func() {
+		stopSampler()
+		<-sampled
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

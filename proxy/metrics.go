@@ -21,6 +21,7 @@ type Metrics struct {
 	reg        *prometheus.Registry
 	buyLatency prometheus.Histogram
 	pass       *passMetrics
+	sampler    sampler // the live sale page's samples (RunSampler)
 	fields     func() []guard.Field
 	sales      func(ctx context.Context, most int) []guard.SaleMetrics
 }

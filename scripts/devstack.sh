@@ -73,7 +73,8 @@ install_missing() {
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
   command -v mariadb >/dev/null || pkgs+=(mariadb-client)
   command -v ss >/dev/null || pkgs+=(iproute2)
-  command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints
+  command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints; prometheus scrapes them in a test
+  command -v chromium >/dev/null || pkgs+=(chromium fonts-dejavu-core) # headless, for the live sale page's test
   if ((${#pkgs[@]})); then
     log "installing ${pkgs[*]} with apt-get (first run only)"
     export DEBIAN_FRONTEND=noninteractive
