@@ -115,6 +115,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		ObservePass:   func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) },
 	})
 	metrics = proxy.NewMetrics(r.InfoFields, g.SaleMetrics)
+	go metrics.RunSampler(ctx, time.Second)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
