@@ -14,6 +14,10 @@
 #                  with the rule in scripts/redis-passthrough.acl)
 #   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
+#   Prometheus     Debian's prometheus, 127.0.0.1:9090, scraping every second the targets listed in
+#                  $STACK/prometheus/targets/{proxy,sink}-*.json (file service discovery: a test
+#                  writes its own there); make run's proxy (127.0.0.1:6381) and sink (:6382) are
+#                  listed from the start
 #
 # Everything lives under $SECKILL_STACK_DIR (default: .stack in the repo, which git ignores).
 set -euo pipefail
@@ -28,6 +32,7 @@ STANDALONE_PORT=7010
 MYSQL_PORT=3306
 KAFKA_PORT=9092
 KAFKA_CONTROLLER_PORT=9093
+PROM_PORT=9090
 HOST=127.0.0.1
 
 log() { printf 'devstack: %s\n' "$*" >&2; }
@@ -73,7 +78,8 @@ install_missing() {
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
   command -v mariadb >/dev/null || pkgs+=(mariadb-client)
   command -v ss >/dev/null || pkgs+=(iproute2)
-  command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints; prometheus scrapes them in a test
+  command -v curl >/dev/null || pkgs+=(curl)
+  command -v prometheus >/dev/null && command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints; prometheus scrapes them in a test
   command -v chromium >/dev/null || pkgs+=(chromium fonts-dejavu-core) # headless, for the live sale page's test
   if ((${#pkgs[@]})); then
     log "installing ${pkgs[*]} with apt-get (first run only)"
@@ -254,11 +260,46 @@ EOF
 
 kafka_alive() { alive "$(KAFKA_DIR)/kafka.pid" kafka.Kafka && port_open "$KAFKA_PORT"; }
 
+# ---------- Prometheus ----------
+
+PROM_DIR() { echo "$STACK/prometheus"; }
+
+prom_start() {
+  local dir; dir=$(PROM_DIR)
+  claim_port "$PROM_PORT" "$dir/prometheus.pid" prometheus
+  alive "$dir/prometheus.pid" prometheus && return 0
+  mkdir -p "$dir/targets" "$dir/data"
+  cat >"$dir/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: seckill-proxy
+    file_sd_configs:
+      - files: ['$dir/targets/proxy-*.json']
+        refresh_interval: 1s
+  - job_name: seckill-sink
+    file_sd_configs:
+      - files: ['$dir/targets/sink-*.json']
+        refresh_interval: 1s
+EOF
+  echo '[{"targets": ["127.0.0.1:6381"]}]' >"$dir/targets/proxy-default.json"
+  echo '[{"targets": ["127.0.0.1:6382"]}]' >"$dir/targets/sink-default.json"
+  setsid prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+    --storage.tsdb.retention.time=1d --web.listen-address="$HOST:$PROM_PORT" \
+    </dev/null >"$dir/prometheus.log" 2>&1 &
+  echo $! >"$dir/prometheus.pid"
+  wait_for 60 "Prometheus on $PROM_PORT" curl -fsS "http://$HOST:$PROM_PORT/-/ready" -o /dev/null
+}
+
+prom_alive() { alive "$(PROM_DIR)/prometheus.pid" prometheus && port_open "$PROM_PORT"; }
+
 # ---------- commands ----------
 
 cmd_up() {
   local t0=$SECONDS
-  if redis_alive && mysql_alive && kafka_alive && redis_ready; then
+  if redis_alive && mysql_alive && kafka_alive && prom_alive && redis_ready; then
     redis_acl
     log "already up"
     return 0
@@ -269,6 +310,7 @@ cmd_up() {
   redis_acl
   mysql_start
   kafka_start
+  prom_start
   log "up in $((SECONDS - t0))s; data and logs in $STACK"
 }
 
@@ -291,6 +333,7 @@ stop() {
 
 cmd_down() {
   local port
+  stop "$(PROM_DIR)/prometheus.pid" prometheus
   stop "$(KAFKA_DIR)/kafka.pid" kafka.Kafka
   stop "$(MYSQL_DIR)/mysqld.pid" mariadbd
   for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
@@ -320,6 +363,11 @@ cmd_status() {
     echo "kafka   $HOST:$KAFKA_PORT  up    version $KAFKA_VERSION log $(KAFKA_DIR)/server.log data $(KAFKA_DIR)/data"
   else
     echo "kafka   $HOST:$KAFKA_PORT  down"; rc=1
+  fi
+  if prom_alive; then
+    echo "prometheus $HOST:$PROM_PORT  up    log $(PROM_DIR)/prometheus.log targets $(PROM_DIR)/targets"
+  else
+    echo "prometheus $HOST:$PROM_PORT  down"; rc=1
   fi
   return $rc
 }

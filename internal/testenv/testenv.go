@@ -9,8 +9,11 @@ package testenv
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +105,37 @@ func Standalone(t testing.TB) string {
 		missing(t, "standalone Redis "+StandaloneAddr, err)
 	}
 	return StandaloneAddr
+}
+
+// PrometheusURL is the dev stack's Prometheus.
+const PrometheusURL = "http://127.0.0.1:9090"
+
+// Prometheus returns the folder where the dev stack's Prometheus discovers scrape targets
+// (files proxy-*.json and sink-*.json, in its file_sd format), once Prometheus answers.
+func Prometheus(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get(PrometheusURL + "/-/ready")
+	if err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err = errors.New(resp.Status)
+		}
+	}
+	if err != nil {
+		missing(t, "Prometheus", err)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, ".stack", "prometheus", "targets")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testenv: no go.mod above the test's folder")
+		}
+		dir = parent
+	}
 }
