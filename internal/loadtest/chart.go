@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// WriteChart writes a self-contained SVG: p99 latency over time, and the reply mix over time
-// as stacked bars, one per timeline sample, each with labelled axes and ticks (time in
-// seconds, latency in ms, replies per second), and a legend of every reply kind. It needs no
-// script or network to open.
-func WriteChart(w io.Writer, title string, r Result) error {
-	const width, height, pad, top = 900, 520, 50, 40
-	plotH := (height - top - 3*pad) / 2
+// WriteChart writes a self-contained SVG: p99 latency over time, the reply mix over time as
+// stacked bars, one per timeline sample, and the stock left over time (units less qty per
+// order so far), each with labelled axes and ticks (time in seconds, latency in ms, replies
+// per second, units), and a legend of every reply kind. It needs no script or network to open.
+func WriteChart(w io.Writer, title string, r Result, units, qty int) error {
+	const width, height, pad, top = 900, 740, 50, 40
+	plotH := (height - top - 4*pad) / 3
 	n := len(r.Timeline)
 	if n == 0 {
 		return ErrNoRequests
@@ -77,6 +77,21 @@ func WriteChart(w io.Writer, title string, r Result) error {
 	perSec := float64(maxCount) / sampleEvery.Seconds()
 	yTicks(&b, pad, y1, plotH, func(f float64) string { return fmt.Sprintf("%.0f/s", f*perSec) })
 	xTicks(&b, pad, y1, step, n)
+	// Stock left.
+	y2 := y1 + pad + plotH
+	fmt.Fprintf(&b, `<text x="%d" y="%d">stock left (of %d units)</text>`+"\n", pad, y1+pad-8, units)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>`+"\n", pad, y2, width-pad, y2)
+	pts = append(pts[:0], fmt.Sprintf("%d,%d", pad, y2-plotH)) // the sale starts full
+	left := int64(units)
+	for i, s := range r.Timeline {
+		left = max(0, left-s.Replies[ReplyOrder]*int64(qty))
+		x := float64(pad) + step*(float64(i)+0.5)
+		y := float64(y2) - float64(left)/float64(max(units, 1))*float64(plotH)
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+	}
+	fmt.Fprintf(&b, `<polyline fill="none" stroke="#2e7d32" stroke-width="2" points="%s"/>`+"\n", strings.Join(pts, " "))
+	yTicks(&b, pad, y2, plotH, func(f float64) string { return fmt.Sprintf("%.0f", f*float64(units)) })
+	xTicks(&b, pad, y2, step, n)
 	for i, k := range order {
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",
 			pad+i*100, height-18, colors[k], pad+i*100+14, height-9, html.EscapeString(k))

@@ -169,7 +169,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		if err != nil {
 			return rep, err
 		}
-		err = WriteChart(f, fmt.Sprintf("seckill-bench %s: %d buyers, %d units, %d connections", o.Mode, o.Load.Buyers, o.Units, o.Load.Conns), res)
+		err = WriteChart(f, fmt.Sprintf("seckill-bench %s: %d buyers, %d units, %d connections", o.Mode, o.Load.Buyers, o.Units, o.Load.Conns), res, o.Units, o.Load.Qty)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -155,10 +155,11 @@ func TestRun(t *testing.T) {
 		t.Fatalf("requests %d, progress %d, replies %v, orders %d", r.Requests, progressed.Load(), r.Replies, len(r.Orders))
 	}
 	var svg bytes.Buffer
-	if err := WriteChart(&svg, "t", r); err != nil || !strings.HasPrefix(svg.String(), "<svg") || !strings.Contains(svg.String(), "polyline") {
+	if err := WriteChart(&svg, "t", r, 10, 1); err != nil || !strings.HasPrefix(svg.String(), "<svg") || !strings.Contains(svg.String(), "polyline") {
 		t.Fatalf("chart: %v\n%s", err, svg.String())
 	}
-	for _, want := range []string{`class="xtick"`, " s</text>", " ms</text>", "/s</text>", ">LIMITED</text>", ">UNAVAILABLE</text>", ">order</text>"} {
+	for _, want := range []string{`class="xtick"`, " s</text>", " ms</text>", "/s</text>", ">LIMITED</text>", ">UNAVAILABLE</text>", ">order</text>",
+		"stock left (of 10 units)", ">10</text>", ">5</text>"} {
 		if !strings.Contains(svg.String(), want) {
 			t.Errorf("the chart lacks %q (axes, ticks, a legend of every reply kind)", want)
 		}
