@@ -3,7 +3,7 @@ SHELL := /bin/bash
 STACK := scripts/devstack.sh
 GO_PACKAGES := ./...
 
-.PHONY: run demo bench test vet build stack-up stack-down stack-status clean
+.PHONY: run demo bench chaos test vet build stack-up stack-down stack-status clean
 
 # run: bring up the dev stack, start the sink in the background and the proxy in the
 # foreground; Ctrl-C stops both.
@@ -22,12 +22,19 @@ demo:
 bench:
 	scripts/bench.sh
 
+# chaos: every fault of scripts/chaos.sh, three runs each, during real sales; the table goes
+# to RELIABILITY.md.
+chaos:
+	CHAOS_OUT=RELIABILITY.md scripts/chaos.sh 3
+
 # test: the dev stack, go vet, then every test with the race detector against real services,
 # and the proxy's tests once more with every client on a goroutine of its own (no event loop,
-# as off Linux). -p 1: packages share one cluster, and the failover test kills one of its masters.
+# as off Linux), then the short chaos profile (one run of three faults). -p 1: packages share
+# one cluster, and the failover test kills one of its masters.
 test: stack-up vet
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -p 1 -timeout 30m $(GO_PACKAGES)
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 SECKILL_REDIS_EVENT_LOOP=false go test -race -count=1 -timeout 20m ./proxy
+	scripts/chaos.sh 1 proxy-kill kafka-stop master-kill
 
 # vet also builds for macOS, where there is no epoll: the goroutine server must build off Linux.
 vet:

@@ -22,7 +22,8 @@ func main() {
 	var o loadtest.Options
 	fs := flag.NewFlagSet("seckill-bench", flag.ExitOnError)
 	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy), legacy (the seeds' client code, EVALSHA of their stock script, through seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
-	fs.StringVar(&o.Addr, "addr", "127.0.0.1:6380", "the proxy's RESP address")
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:6380", "the proxy's RESP address; several, comma-separated, share the connections in turn")
+	fs.BoolVar(&o.Faults, "faults", false, "a fault ran during the sale: check only what holds under faults, and count the replies lost and the orders MySQL rejected")
 	fs.StringVar(&o.SeedsAddr, "seeds-addr", "", "with -mode seeds: the address of a seeds' service that seckill-bench -serve-seeds runs apart (\"\": in this process)")
 	serveSeeds := fs.String("serve-seeds", "", "run only the seeds' service for -sku and -units on this address, in this process, until stopped (for -mode seeds -seeds-addr)")
 	fs.StringVar(&o.User, "user", "", "AUTH user (its password from SECKILL_BENCH_PASSWORD)")

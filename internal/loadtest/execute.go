@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,7 +36,7 @@ const (
 // Options are seckill-bench's flags.
 type Options struct {
 	Mode string
-	Addr string // the proxy
+	Addr string // the proxy; several, comma-separated, share the connections in turn
 	// SeedsAddr is a seeds' service that ServeSeeds runs in a process of its own (as the
 	// seeds' service ran apart from its clients); "" runs it in this process.
 	SeedsAddr string
@@ -50,7 +51,9 @@ type Options struct {
 	JSON                bool
 	Chart               string // SVG file to write, or ""
 	Check               bool
-	Drain               time.Duration // the most to wait for the sink
+	// Faults checks with EvaluateUnderFaults: a fault ran during the sale.
+	Faults bool
+	Drain  time.Duration // the most to wait for the sink
 	// Services are the stack's addresses (SECKILL_* variables, as the binaries read them).
 	Services conf.Config
 }
@@ -92,17 +95,37 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		if _, err := schema.Migrate(ctx, db, zap.NewNop()); err != nil {
 			return Report{}, err
 		}
-		pc := redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.User, Password: o.Password,
-			PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
-		defer pc.Close()
-		version, err := Setup(ctx, db, pc, o.SKU, o.Units, o.Limit, o.warmRate()...)
+		addrs := strings.Split(o.Addr, ",")
+		var buys []Buyer
+		var pipes []func(context.Context, []string) []result
+		var first *redis.Client
+		for _, addr := range addrs {
+			pc := redis.NewClient(&redis.Options{Addr: strings.TrimSpace(addr), Username: o.User, Password: o.Password,
+				PoolSize: max(1, o.Load.Conns/len(addrs)), MinIdleConns: max(1, o.Load.Conns/len(addrs)), ReadTimeout: 10 * time.Second, Protocol: 2})
+			defer pc.Close()
+			if first == nil {
+				first = pc
+			}
+			b, p := ProxyBuyer(pc, o.SKU, o.Load.Qty)
+			if o.Mode == ModeLegacy {
+				b, p = LegacyBuyer(pc, o.SKU, o.Load.Qty)
+			}
+			buys, pipes = append(buys, b), append(pipes, p)
+		}
+		version, err := Setup(ctx, db, first, o.SKU, o.Units, o.Limit, o.warmRate()...)
 		if err != nil {
 			return Report{}, err
 		}
 		sale = Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}
-		buy, pipe = ProxyBuyer(pc, o.SKU, o.Load.Qty)
-		if o.Mode == ModeLegacy {
-			buy, pipe = LegacyBuyer(pc, o.SKU, o.Load.Qty)
+		buy, pipe = buys[0], pipes[0]
+		if len(addrs) > 1 {
+			var turn atomic.Uint64
+			buy = func(ctx context.Context, uid string) (string, error) {
+				return buys[turn.Add(1)%uint64(len(buys))](ctx, uid)
+			}
+			pipe = func(ctx context.Context, uids []string) []result {
+				return pipes[turn.Add(1)%uint64(len(pipes))](ctx, uids)
+			}
 		}
 	case ModeSeeds:
 		addr := o.SeedsAddr
@@ -147,7 +170,14 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	if (o.Mode == ModeProxy || o.Mode == ModeLegacy) && o.Check {
 		fmt.Fprintf(progress, "waiting for the sink to store %d orders...\n", len(res.Orders))
 		dctx, cancel := context.WithTimeout(ctx, o.Drain)
-		drain, err := Drain(dctx, db, sale, len(res.Orders), res.LastBuy)
+		target := len(res.Orders)
+		if o.Faults {
+			// Every unit Redis sold, reply lost or not, is to reach MySQL.
+			if n, err := rc.HLen(ctx, keyspace.KeysFor(o.SKU).Buyers).Result(); err == nil {
+				target = max(target, int(n))
+			}
+		}
+		drain, err := Drain(dctx, db, sale, target, res.LastBuy)
 		cancel()
 		if err != nil {
 			rep.AddChecks([]Check{{Name: "drain", Detail: err.Error()}}, 0)
@@ -161,7 +191,13 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			if err != nil {
 				return rep, err
 			}
-			rep.AddChecks(Evaluate(st), drain)
+			if o.Faults {
+				rep.AddChecks(EvaluateUnderFaults(st), drain)
+				rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
+				rep.Rejected = st.Rejected
+			} else {
+				rep.AddChecks(Evaluate(st), drain)
+			}
 		}
 	}
 	if o.Chart != "" {

@@ -165,3 +165,41 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluateUnderFaults: what a fault may cost (a lost reply, an order MySQL rejected) passes;
+// each invariant broken fails its check.
+func TestEvaluateUnderFaults(t *testing.T) {
+	faulty := good()
+	faulty.Successes = 1990                        // ten replies lost to a killed proxy
+	faulty.Rejected, faulty.RedisBuyers = 50, 2050 // an operator's SET of 50 more units
+	for _, c := range EvaluateUnderFaults(faulty) {
+		if !c.OK {
+			t.Errorf("%s failed on what a fault may cost: %s", c.Name, c.Detail)
+		}
+	}
+	for check, break_ := range map[string]func(s *State){
+		"I1 no oversell":                         func(s *State) { s.ConfirmedUnits, s.MySQLStock = 2053, -53 },
+		"I2 every order handed out is in MySQL":  func(s *State) { s.MissingOrders = []string{"x"} },
+		"I3 no duplicate buyer":                  func(s *State) { s.DupBuyers = 1 },
+		"every unit sold in Redis reached MySQL": func(s *State) { s.RedisBuyers = 2001 },
+		"outbox drained":                         func(s *State) { s.Outbox = 1 },
+	} {
+		s := good()
+		break_(&s)
+		for _, c := range EvaluateUnderFaults(s) {
+			if c.Name == check && c.OK {
+				t.Errorf("%s passed on a broken state %+v", check, s)
+			}
+		}
+	}
+}
+
+// The error window spans the samples with an error reply.
+func TestErrorWindow(t *testing.T) {
+	r := Result{Requests: 1, Replies: map[string]int64{ReplyOrder: 1}, Timeline: []Sample{
+		{Replies: map[string]int64{ReplyOrder: 5}}, {Replies: map[string]int64{ReplyUnavailable: 1}},
+		{Replies: map[string]int64{ReplySoldOut: 5}}, {Replies: map[string]int64{ReplyOther: 2}}, {Replies: map[string]int64{ReplySoldOut: 1}}}}
+	if got := NewReport(ModeProxy, "s", 1, Load{Conns: 1, Pipeline: 1}, r).ErrorWindowMs; got != 300 {
+		t.Errorf("error window %v ms, want 300 (samples 2 to 4 of 100 ms)", got)
+	}
+}

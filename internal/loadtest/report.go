@@ -23,8 +23,15 @@ type Report struct {
 	Replies    map[string]int64 `json:"replies"`
 	FirstError string           `json:"first_error,omitempty"`
 	DrainMs    float64          `json:"drain_ms,omitempty"`
-	Checks     []Check          `json:"checks,omitempty"`
-	Passed     bool             `json:"passed"`
+	// ErrorWindowMs spans the timeline's samples with an error reply (not an order, sold out,
+	// duplicate or limited): from the first to the end of the last; 0 without any.
+	ErrorWindowMs float64 `json:"error_window_ms"`
+	// LostReplies are orders in MySQL whose buyer was told nothing (a fault cut the reply);
+	// Rejected, the orders MySQL refused (checked with -faults).
+	LostReplies int64   `json:"lost_replies"`
+	Rejected    int64   `json:"rejected"`
+	Checks      []Check `json:"checks,omitempty"`
+	Passed      bool    `json:"passed"`
 }
 
 // Percentiles of latency, in microseconds.
@@ -45,6 +52,20 @@ func NewReport(mode, sku string, units int, l Load, r Result) Report {
 		Replies:    r.Replies,
 		FirstError: r.FirstError,
 		Passed:     r.Requests > 0,
+	}
+	first, last := -1, -1
+	for i, s := range r.Timeline {
+		for k, n := range s.Replies {
+			if n > 0 && !slices.Contains([]string{ReplyOrder, ReplySoldOut, ReplyDuplicate, ReplyLimited}, k) {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+	}
+	if first >= 0 {
+		rep.ErrorWindowMs = float64((time.Duration(last-first+1) * sampleEvery).Milliseconds())
 	}
 	if r.Latency != nil && r.Latency.TotalCount() > 0 {
 		h := r.Latency

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# chaos.sh (make chaos): faults injected during real sales, then the invariants checked.
+#
+#   scripts/chaos.sh [runs] [fault ...]
+#       runs: how many runs of each fault (default 3); faults: a subset of the list below
+#       (default: all of them)
+#
+# Each run starts a fresh sale of 2,000 units with two proxies and two sinks (one consumer
+# group), drives it with seckill-bench through both proxies, injects the fault at a random
+# moment while units are still being sold, heals it, waits for the sink to drain, and runs
+# seckill-bench's checks in their fault-tolerant form (-faults): I1 no oversell, I2 every
+# order a buyer was told of is in MySQL, I3 no duplicate buyer, every unit sold in Redis
+# reached MySQL, the outbox drained. A reply lost to the fault (an order in MySQL whose buyer
+# was told nothing) is counted, not a failure.
+#
+# Faults:
+#   proxy-kill      one proxy killed -9, restarted 1 s later
+#   sink-kill       one sink killed -9, restarted 1 s later
+#   kafka-stop      Kafka stopped for 5 s (scripts/devstack.sh stop kafka), then started
+#   mysql-stop      MariaDB stopped for 5 s, then started
+#   master-kill     the Redis master that owns the SKU killed -9; the cluster fails over; the
+#                   node is started again and rejoins as a replica
+#   operator-set    an operator's SET of the SKU's stock on Redis directly, 50 units above it
+#   kafka-and-proxy Kafka stopped and a proxy killed -9 at once, both healed
+#
+# Settings (environment): CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
+# second, 500: the units sell over about four seconds), CHAOS_OUT (the Markdown table,
+# default .stack/chaos/chaos.md). Logs of every run are under .stack/chaos/<run>/.
+# Exits 1 if any run fails a check.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+RUNS=${1:-3}
+shift || true
+ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set kafka-and-proxy)
+FAULTS=("$@")
+((${#FAULTS[@]})) || FAULTS=("${ALL_FAULTS[@]}")
+BUYERS=${CHAOS_BUYERS:-4000}
+CONNS=${CHAOS_CONNS:-20}
+RATE=${CHAOS_RATE:-500}
+WORK=$ROOT/.stack/chaos
+OUT=${CHAOS_OUT:-$WORK/chaos.md}
+PORTS=(6411 6412)
+mkdir -p "$WORK"
+
+for f in "${FAULTS[@]}"; do
+  [[ " ${ALL_FAULTS[*]} " == *" $f "* ]] || { echo "chaos: unknown fault $f (one of: ${ALL_FAULTS[*]})" >&2; exit 2; }
+done
+
+scripts/devstack.sh up >&2
+eval "$(scripts/devstack.sh env)"
+go build -o bin/ ./cmd/...
+
+log() { printf 'chaos: %s\n' "$*" >&2; }
+
+declare -A PIDS
+start_proxy() { # start_proxy N
+  local n=$1
+  SECKILL_LISTEN=127.0.0.1:${PORTS[$n]} SECKILL_ADMIN_LISTEN= ./bin/seckill-proxy >>"$DIR/proxy$n.log" 2>&1 &
+  PIDS[proxy$n]=$!
+  for _ in $(seq 100); do redis-cli -p "${PORTS[$n]}" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  log "proxy $n did not start; see $DIR/proxy$n.log"
+  return 1
+}
+start_sink() { # start_sink N
+  local n=$1
+  SECKILL_SINK_ADMIN_LISTEN= ./bin/seckill-sink >>"$DIR/sink$n.log" 2>&1 &
+  PIDS[sink$n]=$!
+}
+stop_all() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  PIDS=()
+}
+trap 'stop_all; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
+
+# owner_port SKU: the port of the master that owns SKU's slot.
+owner_port() {
+  local slot
+  slot=$(redis-cli -p 7000 cluster keyslot "seckill:{$1}:stock")
+  redis-cli -p 7000 cluster nodes | awk -v slot="$slot" '$3 ~ /master/ && $3 !~ /fail/ {
+    for (i = 9; i <= NF; i++) { n = split($i, r, "-"); lo = r[1]; hi = (n > 1 ? r[2] : r[1]);
+      if (slot >= lo && slot <= hi) { split($2, a, "[:@]"); print a[2]; exit } } }'
+}
+
+inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
+  local port pid cur
+  case $1 in
+    proxy-kill)
+      kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
+      sleep 1; start_proxy 0 ;;
+    sink-kill)
+      kill -9 "${PIDS[sink0]}"; wait "${PIDS[sink0]}" 2>/dev/null || true
+      sleep 1; start_sink 0 ;;
+    kafka-stop)
+      scripts/devstack.sh stop kafka >&2; sleep 5; scripts/devstack.sh up >&2 ;;
+    mysql-stop)
+      scripts/devstack.sh stop mysql >&2; sleep 5; scripts/devstack.sh up >&2 ;;
+    master-kill)
+      port=$(owner_port "$2")
+      pid=$(<".stack/redis/$port/redis.pid")
+      log "killing the master on $port (pid $pid)"
+      kill -9 "$pid"
+      sleep 3
+      scripts/devstack.sh up >&2 ;;
+    operator-set)
+      cur=$(redis-cli -c -p 7000 get "seckill:{$2}:stock")
+      redis-cli -c -p 7000 set "seckill:{$2}:stock" $((cur + 50)) >/dev/null
+      log "stock set from $cur to $((cur + 50)) on Redis directly" ;;
+    kafka-and-proxy)
+      scripts/devstack.sh stop kafka >&2
+      kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
+      sleep 1; start_proxy 0
+      sleep 4; scripts/devstack.sh up >&2 ;;
+  esac
+}
+
+rows=()
+failed=0
+for fault in "${FAULTS[@]}"; do
+  for run in $(seq "$RUNS"); do
+    id=${fault}_${run}_$(date +%s)
+    DIR=$WORK/$id
+    mkdir -p "$DIR"
+    sku=chaos_${fault//-/_}_${run}_$(date +%s%N)
+    export SECKILL_KAFKA_TOPIC=chaos.$id SECKILL_KAFKA_DEAD_LETTER_TOPIC=chaos.$id.dlq SECKILL_KAFKA_GROUP=chaos-$id
+    export SECKILL_LOG_LEVEL=warn
+    start_proxy 0 && start_proxy 1
+    start_sink 0; start_sink 1
+    log "$fault, run $run: sale $sku"
+    ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 \
+      -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
+    bench=$!
+    # A random moment while units are still being sold (they sell over about 2000/RATE s).
+    delay=$(awk -v r="$RANDOM" -v span="$((2000 * 1000 / RATE))" 'BEGIN { printf "%.2f", (300 + r % (span * 6 / 10)) / 1000 }')
+    sleep "$delay"
+    t0=$(date +%s%N)
+    inject "$fault" "$sku"
+    healed=$((($(date +%s%N) - t0) / 1000000))
+    rc=0
+    wait "$bench" || rc=$?
+    stop_all
+    row=$(python3 - "$DIR/bench.json" "$fault" "$run" "$delay" "$healed" "$rc" <<'PY'
+import json, sys
+path, fault, run, delay, healed, rc = sys.argv[1:]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"| {fault} | {run} | **FAIL** (no report: {e}) | {delay} | {healed} | - | - | - | - | - | - |")
+    sys.exit()
+rep = r.get("replies", {})
+ok = r.get("passed") and rc == "0"
+failed = ", ".join(c["name"] for c in r.get("checks", []) if not c["ok"])
+verdict = "pass" if ok else "**FAIL**" + (f" ({failed})" if failed else f" (rc {rc})")
+print(f"| {fault} | {run} | {verdict} | {delay} | {healed} | {r.get('error_window_ms', 0):.0f} | {r.get('drain_ms', 0):.0f} | "
+      f"{rep.get('UNAVAILABLE', 0)} | {rep.get('other', 0)} | {r.get('lost_replies', 0)} | {r.get('rejected', 0)} |")
+PY
+)
+    echo "$row" >&2
+    rows+=("$row")
+    [[ $row == *FAIL* ]] && failed=1
+  done
+done
+
+{
+  echo "# Reliability: faults during real sales"
+  echo
+  echo "Measured by \`scripts/chaos.sh $RUNS ${FAULTS[*]}\` on $(date -u '+%Y-%m-%d %H:%M UTC'), on a machine with"
+  echo "$(nproc) cores that also runs the dev stack. Each run: a sale of 2,000 units, $BUYERS requests over"
+  echo "$CONNS connections at $RATE requests per second through two proxies, two sinks in one group; the"
+  echo "fault at a random moment while units sell, healed, then the drain and seckill-bench's checks under"
+  echo "faults (I1 no oversell, I2 every order handed out is in MySQL, I3 no duplicate buyer, every unit"
+  echo "Redis sold reached MySQL, the outbox drained). Columns: when the fault came after the load"
+  echo "started; how long it lasted until healed; the error window (from the first 100 ms sample with an"
+  echo "error reply to the end of the last); the drain (from the last buy until MySQL held every order);"
+  echo "buyers answered \`-UNAVAILABLE\`; other errors (a connection the killed proxy dropped); orders"
+  echo "in MySQL whose buyer was told nothing; orders MySQL rejected (units Redis sold that MySQL did"
+  echo "not have). What each fault does is in scripts/chaos.sh."
+  echo
+  echo "| fault | run | checks | injected at (s) | fault lasted (ms) | error window (ms) | drain (ms) | UNAVAILABLE | other errors | replies lost | rejected |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+} >"$OUT"
+cat "$OUT"
+exit "$failed"
