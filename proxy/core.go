@@ -118,8 +118,11 @@ type core struct {
 	// attempts that sold, teed at its end (teeSold).
 	buys []*pendingBuy
 	sold []buyAttempt
-	// metrics takes each buy's latency (nil: none).
-	metrics *Metrics
+	// metrics takes each buy's latency (nil: none); passNames and passLat are the core's own
+	// pass-through counters' lookup and latency count (passStat).
+	metrics   *Metrics
+	passNames map[string]*passStat
+	passLat   *passLatency
 }
 
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {

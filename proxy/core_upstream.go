@@ -100,7 +100,7 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 	if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
 		reply := upstream.Unavailable(up.lastErr)
 		if k.metrics != nil {
-			k.metrics.pass.done(k.metrics.pass.stat(cmd.Args[0]), reply, 0)
+			k.passStat(cmd.Args[0]).done(k.passLat, reply, 0)
 			k.metrics.pass.unavailable.WithLabelValues(unavailConnect).Inc()
 		}
 		k.complete(c, seq, reply, true)
@@ -134,7 +134,7 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 	}
 	in := inflight{c: c, seq: seq, deadline: k.now.Add(k.lim.timeout)}
 	if k.metrics != nil {
-		in.stat, in.sent = k.metrics.pass.stat(cmd.Args[0]), k.now
+		in.stat, in.sent = k.passStat(cmd.Args[0]), k.now
 	}
 	if k.cluster {
 		in.raw = bytes.Clone(up.out[start:])
@@ -150,6 +150,25 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 	}
 	up.queue = append(up.queue, in)
 	c.passOut++
+}
+
+// passStat is the counters of the command named name: the core keeps them by the name as the
+// clients send it, so that a command costs one map lookup (bounded: past it, the shared map's).
+func (k *core) passStat(name []byte) *passStat {
+	if s, ok := k.passNames[string(name)]; ok {
+		return s
+	}
+	if k.passLat == nil {
+		k.passLat = k.metrics.pass.newLatency()
+	}
+	s := k.metrics.pass.stat(name)
+	if k.passNames == nil {
+		k.passNames = map[string]*passStat{}
+	}
+	if len(k.passNames) < 2*maxPassNames {
+		k.passNames[string(name)] = s
+	}
+	return s
 }
 
 // upConnected: the shell has a socket for up's node.
@@ -239,10 +258,9 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 func (k *core) done(in inflight, reply []byte, owned bool) {
 	if in.stat != nil {
 		if in.answered {
-			k.metrics.pass.done(in.stat, timedOutReply, k.now.Sub(in.sent))
-		} else {
-			k.metrics.pass.done(in.stat, reply, k.now.Sub(in.sent))
+			reply = timedOutReply
 		}
+		in.stat.done(k.passLat, reply, k.now.Sub(in.sent))
 	}
 	in.c.passOut--
 	if !in.answered {

@@ -15,9 +15,10 @@ import (
 // map that is copied on the rare insert, so that the hot path takes no lock; the names are
 // bounded (maxPassNames, then "other"), since a client chooses them.
 type passMetrics struct {
-	names   atomic.Pointer[map[string]*passStat]
-	mu      sync.Mutex // serialises inserts into names
-	latency prometheus.Histogram
+	names  atomic.Pointer[map[string]*passStat]
+	mu     sync.Mutex     // serialises inserts into names
+	lats   []*passLatency // one per event loop, and shared for the rest; guarded by mu
+	shared *passLatency
 
 	connects    prometheus.Counter
 	redirects   *prometheus.CounterVec
@@ -41,18 +42,14 @@ const (
 	unavailOffLoop  = "off_loop"  // a command served off the event loop (transactions, blocking commands, event_loop: false)
 )
 
-var passDesc = struct{ calls, errors *prometheus.Desc }{
-	calls:  prometheus.NewDesc("seckill_proxy_passthrough_commands_total", "Pass-through commands answered, by command (lower-case; \"other\" past 256 names).", []string{"command"}, nil),
-	errors: prometheus.NewDesc("seckill_proxy_passthrough_errors_total", "Pass-through commands answered with an error reply (Redis's or the proxy's), by command.", []string{"command"}, nil),
+var passDesc = struct{ calls, errors, latency *prometheus.Desc }{
+	latency: prometheus.NewDesc("seckill_proxy_passthrough_duration_seconds", "Time from sending a pass-through command to Redis to its reply (on an event loop, at its turns).", nil, nil),
+	calls:   prometheus.NewDesc("seckill_proxy_passthrough_commands_total", "Pass-through commands answered, by command (lower-case; \"other\" past 256 names).", []string{"command"}, nil),
+	errors:  prometheus.NewDesc("seckill_proxy_passthrough_errors_total", "Pass-through commands answered with an error reply (Redis's or the proxy's), by command.", []string{"command"}, nil),
 }
 
 func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 	p := &passMetrics{
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "seckill_proxy_passthrough_duration_seconds",
-			Help:    "Time from sending a pass-through command to Redis to its reply (at the event loop's turn).",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}),
 		connects: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_proxy_upstream_connects_total",
 			Help: "Connections the event loops opened to Redis nodes (a count that grows after the first ones means reconnects)."}),
 		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_proxy_upstream_redirects_total",
@@ -66,8 +63,45 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 	}
 	empty := map[string]*passStat{}
 	p.names.Store(&empty)
-	reg.MustRegister(p.latency, p.connects, p.redirects, p.unavailable, passCollector{p})
+	p.shared = p.newLatency()
+	reg.MustRegister(p.connects, p.redirects, p.unavailable, passCollector{p})
 	return p
+}
+
+// passBuckets are the pass-through latency histogram's upper bounds, in seconds.
+var passBuckets = [...]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// passBounds are passBuckets as durations.
+var passBounds = func() (out [len(passBuckets)]time.Duration) {
+	for i, b := range passBuckets {
+		out[i] = time.Duration(b * float64(time.Second))
+	}
+	return out
+}()
+
+// passLatency counts latencies by bucket with plain atomic adds: an event loop has one of its
+// own, so that its adds meet no other core's, and the collector sums them at scrape.
+type passLatency struct {
+	counts [len(passBuckets) + 1]atomic.Uint64 // the last: above every bound
+	sum    atomic.Int64                        // nanoseconds
+}
+
+func (l *passLatency) observe(d time.Duration) {
+	i := 0
+	for i < len(passBounds) && d > passBounds[i] {
+		i++
+	}
+	l.counts[i].Add(1)
+	l.sum.Add(int64(d))
+}
+
+// newLatency is a latency count of its own, for one event loop.
+func (p *passMetrics) newLatency() *passLatency {
+	l := &passLatency{}
+	p.mu.Lock()
+	p.lats = append(p.lats, l)
+	p.mu.Unlock()
+	return l
 }
 
 // stat is the counters of the command named name (any case).
@@ -119,13 +153,13 @@ func commandKey(dst, name []byte) []byte {
 	return dst
 }
 
-// done counts one command answered with reply, d after it was sent.
-func (p *passMetrics) done(s *passStat, reply []byte, d time.Duration) {
+// done counts one command answered with reply, d after it was sent, in s and l.
+func (s *passStat) done(l *passLatency, reply []byte, d time.Duration) {
 	s.calls.Add(1)
 	if len(reply) > 0 && reply[0] == '-' {
 		s.errors.Add(1)
 	}
-	p.latency.Observe(d.Seconds())
+	l.observe(d)
 }
 
 // offLoop counts a pass-through command served off the event loop (through the router, on
@@ -134,7 +168,7 @@ func (p *passMetrics) offLoop(args [][]byte, reply []byte, d time.Duration) {
 	if len(args) == 0 {
 		return
 	}
-	p.done(p.stat(args[0]), reply, d)
+	p.stat(args[0]).done(p.shared, reply, d)
 	if bytes.HasPrefix(reply, []byte("-UNAVAILABLE")) {
 		p.unavailable.WithLabelValues(unavailOffLoop).Inc()
 	}
@@ -154,6 +188,7 @@ type passCollector struct{ p *passMetrics }
 func (c passCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- passDesc.calls
 	ch <- passDesc.errors
+	ch <- passDesc.latency
 }
 
 func (c passCollector) Collect(ch chan<- prometheus.Metric) {
@@ -161,4 +196,21 @@ func (c passCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(passDesc.calls, prometheus.CounterValue, float64(s.calls.Load()), name)
 		ch <- prometheus.MustNewConstMetric(passDesc.errors, prometheus.CounterValue, float64(s.errors.Load()), name)
 	}
+	var counts [len(passBuckets) + 1]uint64
+	var sum int64
+	c.p.mu.Lock()
+	for _, l := range c.p.lats {
+		for i := range counts {
+			counts[i] += l.counts[i].Load()
+		}
+		sum += l.sum.Load()
+	}
+	c.p.mu.Unlock()
+	buckets := make(map[float64]uint64, len(passBuckets))
+	var cum uint64
+	for i, b := range passBuckets {
+		cum += counts[i]
+		buckets[b] = cum
+	}
+	ch <- prometheus.MustNewConstHistogram(passDesc.latency, cum+counts[len(passBuckets)], time.Duration(sum).Seconds(), buckets)
 }
