@@ -109,9 +109,11 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       redis-cli -c -p 7000 set "seckill:{$2}:stock" $((cur + 50)) >/dev/null
       log "stock set from $cur to $((cur + 50)) on Redis directly" ;;
     kafka-and-proxy)
-      scripts/devstack.sh stop kafka >&2
+      scripts/devstack.sh stop kafka >&2 &
+      pid=$!
       kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
       sleep 1; start_proxy 0
+      wait "$pid"
       sleep 4; scripts/devstack.sh up >&2 ;;
   esac
 }

@@ -122,18 +122,24 @@ func Setup(ctx context.Context, db *sql.DB, proxy redis.UniversalClient, sku str
 }
 
 // Drain waits until MySQL holds an outcome for every order handed out, and returns how long
-// after lastBuy that was.
+// after lastBuy that was. MySQL may be down for a while (a fault): a failed query is tried
+// again until ctx ends.
 func Drain(ctx context.Context, db *sql.DB, s Sale, orders int, lastBuy time.Time) (time.Duration, error) {
+	var lastErr error
+	n := 0
 	for {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version).Scan(&n); err != nil {
-			return 0, err
-		}
-		if n >= orders {
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version).Scan(&n)
+		if err == nil && n >= orders {
 			return time.Since(lastBuy), nil
+		}
+		if err != nil {
+			lastErr = err
 		}
 		select {
 		case <-ctx.Done():
+			if lastErr != nil {
+				return 0, fmt.Errorf("the sink stored %d of %d orders before the drain timeout (last MySQL error: %w)", n, orders, lastErr)
+			}
 			return 0, fmt.Errorf("the sink stored %d of %d orders before the drain timeout", n, orders)
 		case <-time.After(20 * time.Millisecond):
 		}
