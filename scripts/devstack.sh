@@ -14,7 +14,7 @@
 #                  with the rule in scripts/redis-passthrough.acl)
 #   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
-#   Prometheus     Debian's prometheus, 127.0.0.1:9090, scraping every second the targets listed in
+#   Prometheus     Debian's prometheus, 127.0.0.1:19090, scraping every second the targets listed in
 #                  $STACK/prometheus/targets/{proxy,sink}-*.json (file service discovery: a test
 #                  writes its own there); make run's proxy (127.0.0.1:6381) and sink (:6382) are
 #                  listed from the start
@@ -32,7 +32,7 @@ STANDALONE_PORT=7010
 MYSQL_PORT=3306
 KAFKA_PORT=9092
 KAFKA_CONTROLLER_PORT=9093
-PROM_PORT=9090
+PROM_PORT=19090
 HOST=127.0.0.1
 
 log() { printf 'devstack: %s\n' "$*" >&2; }

@@ -108,7 +108,7 @@ func Standalone(t testing.TB) string {
 }
 
 // PrometheusURL is the dev stack's Prometheus.
-const PrometheusURL = "http://127.0.0.1:9090"
+const PrometheusURL = "http://127.0.0.1:19090"
 
 // Prometheus returns the folder where the dev stack's Prometheus discovers scrape targets
 // (files proxy-*.json and sink-*.json, in its file_sd format), once Prometheus answers.
