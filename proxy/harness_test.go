@@ -33,14 +33,29 @@ import (
 // stack is a proxy started in-process on 127.0.0.1:0 against the real cluster, Kafka and
 // MariaDB, as cmd/seckill-proxy builds it.
 type stack struct {
-	cfg   conf.Config
-	rc    *redis.ClusterClient
-	db    *sql.DB
-	g     *guard.Guard
-	tee   *outbox.Tee
-	addr  string
-	admin http.Handler // the admin port's handler: /metrics, /readyz, ...
-	close func()       // stops the proxy; tests that stop it early call it, cleanup calls it again
+	cfg     conf.Config
+	rc      *redis.ClusterClient
+	db      *sql.DB
+	g       *guard.Guard
+	tee     *outbox.Tee
+	addr    string
+	admin   http.Handler   // the admin port's handler: /metrics, /readyz, ...
+	metrics *proxy.Metrics // its metrics; the live sale page's sampler runs only if runSampler is called
+	close   func()         // stops the proxy; tests that stop it early call it, cleanup calls it again
+}
+
+// runSampler runs the live sale page's sampler every interval until the test ends.
+func (s *stack) runSampler(t *testing.T, interval time.Duration) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.metrics.RunSampler(ctx, interval)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
 }
 
 // dataCleanups holds, per test, the removal of the test's items and keys. It runs after every
@@ -135,16 +150,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	ropt.ObservePass = func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) }
 	r := router.New(s.g, log, ropt)
 	metrics = proxy.NewMetrics(r.InfoFields, s.g.SaleMetrics)
-	sampleCtx, stopSampler := context.WithCancel(context.Background())
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		metrics.RunSampler(sampleCtx, 200*time.Millisecond)
-	}()
-	t.Cleanup(func() {
-		stopSampler()
-		<-sampled
-	})
+	s.metrics = metrics
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,7 @@ func TestSalePage(t *testing.T) {
 	bin := chromium(t)
 	cfg := newConfig(t, nil)
 	s := startProxy(t, cfg, true)
+	s.runSampler(t, 200*time.Millisecond)
 	admin := httptest.NewServer(s.admin)
 	t.Cleanup(admin.Close)
 	ctx := context.Background()
