@@ -197,6 +197,11 @@ type Kafka struct {
 	// linger.ms): 0 sends at once. A few milliseconds cut the broker's CPU per order several
 	// times over under load; with buy.reply_after=kafka it adds up to that much to a buy.
 	Linger time.Duration `koanf:"linger"`
+	// SessionTimeout is the sink's consumer group session (Kafka's session.timeout.ms): a sink
+	// killed without leaving holds its partitions this long before the group hands them to
+	// another sink, which bounds the drain's delay after such a crash. Heartbeats go every
+	// third of it.
+	SessionTimeout time.Duration `koanf:"session_timeout"`
 	// Partitions and ReplicationFactor are used when the sink creates a missing topic.
 	// Production wants a replication factor of 3; the dev stack has one broker.
 	Partitions        int `koanf:"partitions"`
@@ -320,6 +325,7 @@ func Default() Config {
 			Version:           "3.6.0",
 			DialTimeout:       3 * time.Second,
 			Linger:            5 * time.Millisecond,
+			SessionTimeout:    10 * time.Second,
 			Partitions:        6,
 			ReplicationFactor: 1,
 		},

@@ -222,6 +222,8 @@ func TestValidate(t *testing.T) {
 		{"kafka.dial_timeout", func(c *Config) { c.Kafka.DialTimeout = 0 }},
 		{"kafka.linger", func(c *Config) { c.Kafka.Linger = -time.Millisecond }},
 		{"kafka.linger", func(c *Config) { c.Kafka.Linger = 2 * time.Second }},
+		{"kafka.session_timeout", func(c *Config) { c.Kafka.SessionTimeout = 5 * time.Second }},
+		{"kafka.session_timeout", func(c *Config) { c.Kafka.SessionTimeout = time.Hour }},
 		{"kafka.partitions", func(c *Config) { c.Kafka.Partitions = 0 }},
 		{"kafka.replication_factor", func(c *Config) { c.Kafka.ReplicationFactor = 0 }},
 		{"mysql.dsn", func(c *Config) { c.MySQL.DSN = "" }},

@@ -80,6 +80,8 @@ func (c *Config) Validate() error {
 	}
 	v.positive("kafka.dial_timeout", c.Kafka.DialTimeout)
 	v.between("kafka.linger", c.Kafka.Linger, 0, time.Second)
+	// Kafka's brokers accept sessions within group.min/max.session.timeout.ms (6 s, 30 min).
+	v.between("kafka.session_timeout", c.Kafka.SessionTimeout, 6*time.Second, 30*time.Minute)
 	v.atLeast("kafka.partitions", c.Kafka.Partitions, 1)
 	v.atLeast("kafka.replication_factor", c.Kafka.ReplicationFactor, 1)
 

@@ -33,6 +33,8 @@ func Sarama(c conf.Kafka) (*sarama.Config, error) {
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	sc.Consumer.Offsets.AutoCommit.Enable = true
 	sc.Consumer.Return.Errors = true
+	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
+	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("sarama config: %w", err)
 	}
