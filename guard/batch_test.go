@@ -24,30 +24,42 @@ import (
 func TestBuyBatchOneScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sku := "batch_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	rc, k := openTestSale(t, sku, "7", 5, 3)
-	master, err := rc.MasterForKey(ctx, k.Meta)
-	if err != nil {
-		t.Fatal(err)
+	// The count of script calls is the master's, server-wide: a script that another client
+	// happens to run in the same few milliseconds adds to it. A batch that really takes more
+	// than one call does so every time, so the sale is tried afresh, at most three times.
+	var (
+		sku  string
+		rc   *redis.ClusterClient
+		k    sale.Keys
+		res  []BuyResult
+		reqs []BuyRequest
+	)
+	calls := 0
+	for attempt := 0; attempt < 3 && calls != 1; attempt++ {
+		sku = "batch_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		rc, k = openTestSale(t, sku, "7", 5, 3)
+		master, err := rc.MasterForKey(ctx, k.Meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := buyScript.Load(ctx, master).Err(); err != nil {
+			t.Fatal(err)
+		}
+		cfg := conf.Default()
+		g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test"})
+		t.Cleanup(g.Close)
+		reqs = []BuyRequest{
+			{SKU: sku, UID: "a", Qty: 2},
+			{SKU: sku, UID: "b", Qty: 4}, // above the limit of 3
+			{SKU: sku, UID: "a", Qty: 1}, // a bought earlier in this very call
+			{SKU: sku, UID: "c", Qty: 3}, // 3 left: sold
+			{SKU: sku, UID: "d", Qty: 1}, // 0 left
+		}
+		before := evalCalls(ctx, t, master)
+		res = g.BuyBatch(ctx, reqs, nil)
+		calls = evalCalls(ctx, t, master) - before
 	}
-	if err := buyScript.Load(ctx, master).Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	cfg := conf.Default()
-	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test"})
-	t.Cleanup(g.Close)
-
-	reqs := []BuyRequest{
-		{SKU: sku, UID: "a", Qty: 2},
-		{SKU: sku, UID: "b", Qty: 4}, // above the limit of 3
-		{SKU: sku, UID: "a", Qty: 1}, // a bought earlier in this very call
-		{SKU: sku, UID: "c", Qty: 3}, // 3 left: sold
-		{SKU: sku, UID: "d", Qty: 1}, // 0 left
-	}
-	before := evalCalls(ctx, t, master)
-	res := g.BuyBatch(ctx, reqs, nil)
-	if calls := evalCalls(ctx, t, master) - before; calls != 1 {
+	if calls != 1 {
 		t.Errorf("the batch took %d script calls, want 1", calls)
 	}
 
