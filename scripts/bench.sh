@@ -50,10 +50,15 @@ for round in 1 2 3; do
   ./bin/seckill-bench -mode seeds -sku bench_seeds_in "${SALE[@]}" -check=false -json >"$WORK/seedsin.$round.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" >&2; exit 1; }
 done
 
+# build_proxy REV NAME: the proxy of revision REV, built into $WORK/NAME-bin/.
+build_proxy() {
+  rm -rf "$WORK/$2-src" && mkdir -p "$WORK/$2-src"
+  git archive "$1" | tar -x -C "$WORK/$2-src"
+  (cd "$WORK/$2-src" && go build -o "$WORK/$2-bin/" ./cmd/seckill-proxy)
+}
+
 echo "== (h) the proxy's CPU per request, this tree against $BASE" >&2
-rm -rf "$WORK/base-src" && mkdir -p "$WORK/base-src"
-git archive "$BASE" | tar -x -C "$WORK/base-src"
-(cd "$WORK/base-src" && go build -o "$WORK/base-bin/" ./cmd/seckill-proxy)
+build_proxy "$BASE" base
 scripts/bench-cpu.sh 100000 "$WORK/base-bin/seckill-proxy" 1 3 >"$WORK/cpu-base.md"
 scripts/bench-cpu.sh 100000 ./bin/seckill-proxy 1 3 >"$WORK/cpu.md"
 scripts/bench-cpu.sh 100000 ./bin/seckill-proxy 2 3 >"$WORK/cpu-2loops.md"
@@ -61,9 +66,7 @@ scripts/bench-cpu.sh 100000 ./bin/seckill-proxy 2 3 >"$WORK/cpu-2loops.md"
 git show "$BASE:BENCHMARKS.md" >"$WORK/base-benchmarks.md"
 
 echo "== (k) the metrics' cost: this tree against $MBASE" >&2
-rm -rf "$WORK/mbase-src" && mkdir -p "$WORK/mbase-src"
-git archive "$MBASE" | tar -x -C "$WORK/mbase-src"
-(cd "$WORK/mbase-src" && go build -o "$WORK/mbase-bin/" ./cmd/seckill-proxy)
+build_proxy "$MBASE" mbase
 scripts/bench-cpu.sh 100000 "$WORK/mbase-bin/seckill-proxy" 1 3 >"$WORK/cpu-mbase.md"
 scripts/bench-cpu.sh 100000 ./bin/seckill-proxy 1 3 >"$WORK/cpu-metrics.md"
 
