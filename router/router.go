@@ -229,7 +229,10 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 		if len(pass) == 0 {
 			return
 		}
-		start := time.Now()
+		var start time.Time
+		if r.opt.ObservePass != nil {
+			start = time.Now()
+		}
 		replies := r.opt.Upstream.For(s.Proto).Do(ctx, pass)
 		if r.opt.ObservePass != nil {
 			d := time.Since(start)
