@@ -73,9 +73,6 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 		Level: zap.NewAtomicLevelAt(zapcore.InfoLevel), reload: reload}, err
 }
 
-// ParseLevel reads a log.level value.
-func ParseLevel(s string) (zapcore.Level, error) { return zapcore.ParseLevel(s) }
-
 // cliFlags are the command line's flags besides the settings.
 type cliFlags struct{ check, print, printDefaults, migrate, printACL *bool }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/knadh/koanf/providers/structs"
 	"github.com/knadh/koanf/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Changed lists the settings (by path, sorted) whose values differ between a and b.
@@ -75,7 +76,7 @@ func (r *Reloader) Reload() ([]string, error) {
 			applied = append(applied, key)
 		}
 	}
-	if level, err := ParseLevel(next.Log.Level); err == nil {
+	if level, err := zapcore.ParseLevel(next.Log.Level); err == nil { // Validate checked it
 		r.level.SetLevel(level)
 	}
 	if r.Apply != nil {
