@@ -5,10 +5,19 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
 )
+
+// newAdmissionGuard is a guard on rc with the default buy settings and adm, closed when the
+// test ends.
+func newAdmissionGuard(t *testing.T, rc *redis.ClusterClient, adm conf.Admission) *Guard {
+	g := New(rc, nil, zap.NewNop(), Options{Buy: conf.Default().Buy, MaxInflight: 100, Instance: "test", Admission: adm})
+	t.Cleanup(g.Close)
+	return g
+}
 
 // TestShedFirstComeFirstServed: with admission.max_waiting_per_sku 2, a batch of five buys of
 // one SKU sends the first two, in the order they came, and answers the other three BUSY at
@@ -19,8 +28,7 @@ func TestShedFirstComeFirstServed(t *testing.T) {
 	rc, _ := openTestSale(t, sku, "1", 10, 1)
 	cfg := conf.Default()
 	cfg.Admission.MaxWaitingPerSKU = 2
-	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test", Admission: cfg.Admission})
-	t.Cleanup(g.Close)
+	g := newAdmissionGuard(t, rc, cfg.Admission)
 	reqs := []BuyRequest{{SKU: sku, UID: "a", Qty: 1}, {SKU: sku, UID: "b", Qty: 1}, {SKU: sku, UID: "c", Qty: 1},
 		{SKU: sku, UID: "d", Qty: 1}, {SKU: sku, UID: "e", Qty: 1}}
 	res := g.BuyBatch(ctx, reqs, nil)
@@ -50,8 +58,7 @@ func TestSetAdmissionLimits(t *testing.T) {
 	cfg := conf.Default()
 	cfg.Admission.MaxWaitingPerSKU = 1
 	cfg.Admission.BuyerAttempts = 0
-	g := New(rc, nil, zap.NewNop(), Options{Buy: cfg.Buy, MaxInflight: 100, Instance: "test", Admission: cfg.Admission})
-	t.Cleanup(g.Close)
+	g := newAdmissionGuard(t, rc, cfg.Admission)
 	reqs := []BuyRequest{{SKU: sku, UID: "a", Qty: 1}, {SKU: sku, UID: "b", Qty: 1}}
 	if res := g.BuyBatch(ctx, reqs, nil); !errors.Is(res[1].Err, ErrBusy) {
 		t.Fatalf("with a bound of 1, the second buy of a batch: %+v, want BUSY", res[1])
