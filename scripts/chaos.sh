@@ -143,13 +143,15 @@ for fault in "${FAULTS[@]}"; do
     rc=0
     wait "$bench" || rc=$?
     stop_all
-    row=$(python3 - "$DIR/bench.json" "$fault" "$run" "$delay" "$healed" "$rc" <<'PY'
+    row=$(python3 - "$DIR/bench.json" "$DIR/bench.err" "$fault" "$run" "$delay" "$healed" "$rc" <<'PY'
 import json, sys
-path, fault, run, delay, healed, rc = sys.argv[1:]
+path, errpath, fault, run, delay, healed, rc = sys.argv[1:]
 try:
     r = json.load(open(path))
 except Exception as e:
-    print(f"| {fault} | {run} | **FAIL** (no report: {e}) | {delay} | {healed} | - | - | - | - | - | - |")
+    last = (open(errpath, errors="replace").read().strip().splitlines() or ["nothing on stderr"])[-1]
+    last = last.replace("|", "/")[:300]
+    print(f"| {fault} | {run} | **FAIL** (no report, rc {rc}: {last}) | {delay} | {healed} | - | - | - | - | - | - |")
     sys.exit()
 rep = r.get("replies", {})
 ok = r.get("passed") and rc == "0"
@@ -160,6 +162,10 @@ print(f"| {fault} | {run} | {verdict} | {delay} | {healed} | {r.get('error_windo
 PY
 )
     echo "$row" >&2
+    if [[ $row == *FAIL* ]]; then
+      log "seckill-bench's last words ($DIR/bench.err):"
+      tail -n 5 "$DIR/bench.err" >&2
+    fi
     rows+=("$row")
     [[ $row == *FAIL* ]] && failed=1
   done

@@ -146,6 +146,23 @@ func Drain(ctx context.Context, db *sql.DB, s Sale, orders int, lastBuy time.Tim
 	}
 }
 
+// GatherWithin is Gather, tried again every 200 ms for up to d while it fails: after a fault
+// (a failover, MariaDB restarting) the services can take a moment to answer reads again.
+func GatherWithin(ctx context.Context, d time.Duration, db *sql.DB, rc redis.UniversalClient, s Sale, orders []string) (State, error) {
+	deadline := time.Now().Add(d)
+	for {
+		st, err := Gather(ctx, db, rc, s, orders)
+		if err == nil || time.Now().After(deadline) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // Gather reads the state of s after the drain.
 func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, orders []string) (State, error) {
 	st := State{Units: int64(s.Units), Successes: int64(len(orders)), Qty: int64(s.Qty)}

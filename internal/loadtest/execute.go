@@ -187,11 +187,10 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			for deadline := time.Now().Add(5 * time.Second); rc.XLen(ctx, k.Outbox).Val() > 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
-			st, err := Gather(ctx, db, rc, sale, res.Orders)
+			st, err := GatherWithin(ctx, 30*time.Second, db, rc, sale, res.Orders)
 			if err != nil {
-				return rep, err
-			}
-			if o.Faults {
+				rep.AddChecks([]Check{{Name: "state", Detail: "reading the sale's state: " + err.Error()}}, drain)
+			} else if o.Faults {
 				rep.AddChecks(EvaluateUnderFaults(st), drain)
 				rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
 				rep.Rejected = st.Rejected
