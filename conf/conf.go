@@ -180,6 +180,12 @@ type Redis struct {
 	// command slower than this still runs in Redis, and nobody else's command fails for it). A
 	// node that answers nothing for this long while commands wait is reconnected.
 	CommandTimeout time.Duration `koanf:"command_timeout"`
+	// AddressMap rewrites where nodes are dialled: entries "announced=dialled", both
+	// host:port. A node the cluster announces as the first address (in CLUSTER SLOTS, MOVED,
+	// ASK) is dialled at the second, for every connection the proxy and the sink make: for a
+	// cluster behind NAT or port forwarding, or a fault injector such as toxiproxy in front of
+	// each node. Addresses not listed are dialled as announced.
+	AddressMap []string `koanf:"address_map"`
 }
 
 // Kafka configures the Sarama producer (the tee) and consumer group (the sink).
@@ -202,6 +208,9 @@ type Kafka struct {
 	// another sink, which bounds the drain's delay after such a crash. Heartbeats go every
 	// third of it.
 	SessionTimeout time.Duration `koanf:"session_timeout"`
+	// AddressMap rewrites where brokers are dialled, as redis.address_map does for Redis
+	// nodes: a broker that metadata announces as "announced" is dialled at "dialled".
+	AddressMap []string `koanf:"address_map"`
 	// Partitions and ReplicationFactor are used when the sink creates a missing topic.
 	// Production wants a replication factor of 3; the dev stack has one broker.
 	Partitions        int `koanf:"partitions"`
@@ -315,6 +324,7 @@ func Default() Config {
 			EventLoop:           true,
 			EventLoops:          1,
 			CommandTimeout:      5 * time.Second,
+			AddressMap:          []string{},
 		},
 		Kafka: Kafka{
 			Brokers:           []string{"127.0.0.1:9092"},
@@ -326,6 +336,7 @@ func Default() Config {
 			DialTimeout:       3 * time.Second,
 			Linger:            5 * time.Millisecond,
 			SessionTimeout:    10 * time.Second,
+			AddressMap:        []string{},
 			Partitions:        6,
 			ReplicationFactor: 1,
 		},
@@ -413,4 +424,18 @@ type LegacyReplies struct {
 	SoldOut   int64 `koanf:"sold_out"`
 	Duplicate int64 `koanf:"duplicate"`
 	NoSale    int64 `koanf:"no_sale"`
+}
+
+// AddressMap returns the "announced=dialled" entries of pairs as a map, nil if there are
+// none. Validate has checked their form.
+func AddressMap(pairs []string) map[string]string {
+	if len(pairs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		from, to, _ := strings.Cut(p, "=")
+		m[strings.TrimSpace(from)] = strings.TrimSpace(to)
+	}
+	return m
 }

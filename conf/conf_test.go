@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -211,6 +212,12 @@ func TestValidate(t *testing.T) {
 		{"redis.state_reload_interval", func(c *Config) { c.Redis.StateReloadInterval = time.Hour }},
 		{"redis.max_redirects", func(c *Config) { c.Redis.MaxRedirects = 0 }},
 		{"redis.passthrough_conns", func(c *Config) { c.Redis.PassthroughConns = 0 }},
+		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000"} }},
+		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000=toxiproxy"} }},
+		{"redis.address_map", func(c *Config) {
+			c.Redis.AddressMap = []string{"127.0.0.1:7000=127.0.0.1:27000", "127.0.0.1:7000=127.0.0.1:27001"}
+		}},
+		{"kafka.address_map", func(c *Config) { c.Kafka.AddressMap = []string{"=127.0.0.1:29092"} }},
 		{"kafka.brokers", func(c *Config) { c.Kafka.Brokers = []string{"kafka"} }},
 		{"kafka.topic", func(c *Config) { c.Kafka.Topic = "" }},
 		{"kafka.dead_letter_topic", func(c *Config) { c.Kafka.DeadLetterTopic = "" }},
@@ -357,5 +364,22 @@ func TestParseCommandLine(t *testing.T) {
 	}
 	if _, err := ParseCommandLine("x", []string{"stray"}, nil, &out); err == nil {
 		t.Fatal("a stray argument was accepted")
+	}
+}
+
+// TestAddressMap: redis.address_map from the environment, comma-separated with spaces, maps
+// each announced address to the one to dial.
+func TestAddressMap(t *testing.T) {
+	c, err := Load(nil, []string{"SECKILL_REDIS_ADDRESS_MAP=127.0.0.1:7000=127.0.0.1:27000, 127.0.0.1:7001 = 127.0.0.1:27001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := AddressMap(c.Redis.AddressMap)
+	want := map[string]string{"127.0.0.1:7000": "127.0.0.1:27000", "127.0.0.1:7001": "127.0.0.1:27001"}
+	if !maps.Equal(got, want) {
+		t.Errorf("AddressMap = %v, want %v", got, want)
+	}
+	if m := AddressMap(c.Kafka.AddressMap); m != nil {
+		t.Errorf("kafka.address_map unset: %v, want nil", m)
 	}
 }

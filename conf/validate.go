@@ -45,6 +45,7 @@ func (c *Config) Validate() error {
 
 	v.oneOf("redis.mode", c.Redis.Mode, ModeCluster, ModeStandalone)
 	v.addrs("redis.addrs", c.Redis.Addrs)
+	v.addressMap("redis.address_map", c.Redis.AddressMap)
 	if c.Redis.Mode == ModeStandalone && len(c.Redis.Addrs) != 1 {
 		v.fail("redis.addrs", c.Redis.Addrs, "standalone mode takes exactly one address")
 	}
@@ -66,6 +67,7 @@ func (c *Config) Validate() error {
 	v.positive("redis.command_timeout", c.Redis.CommandTimeout)
 
 	v.addrs("kafka.brokers", c.Kafka.Brokers)
+	v.addressMap("kafka.address_map", c.Kafka.AddressMap)
 	v.nonEmpty("kafka.topic", c.Kafka.Topic)
 	v.nonEmpty("kafka.dead_letter_topic", c.Kafka.DeadLetterTopic)
 	if c.Kafka.Topic != "" && c.Kafka.Topic == c.Kafka.DeadLetterTopic {
@@ -235,6 +237,26 @@ func (v *validator) addrs(field string, addrs []string) {
 			continue
 		}
 		v.hostPort(field, a, false)
+	}
+}
+
+// addressMap checks "announced=dialled" entries: two host:port addresses each, and no
+// announced address twice.
+func (v *validator) addressMap(field string, pairs []string) {
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		from, to, ok := strings.Cut(p, "=")
+		from, to = strings.TrimSpace(from), strings.TrimSpace(to)
+		if !ok || from == "" || to == "" {
+			v.fail(field, p, `want "announced=dialled", two host:port addresses`)
+			continue
+		}
+		v.hostPort(field, from, false)
+		v.hostPort(field, to, false)
+		if seen[from] {
+			v.fail(field, p, from+" is mapped twice")
+		}
+		seen[from] = true
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -82,6 +83,22 @@ func TestPrometheusScrapesASale(t *testing.T) {
 		up := promQuery(t, fmt.Sprintf(`up{run=%q}`, run), "job")
 		return up["seckill-proxy"] == 1 && up["seckill-sink"] == 1
 	})
+	var ready string
+	eventually(t, 30*time.Second, "the sink to be ready: in a group session that holds every partition", func() bool {
+		resp, err := http.Get(sinkAdmin.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ready = string(body)
+		return resp.StatusCode == http.StatusOK && ready == fmt.Sprintf("ok: %d partitions\n", cfg.Kafka.Partitions)
+	})
+	eventually(t, 30*time.Second, "Prometheus to have the sink's partitions", func() bool {
+		got := promQuery(t, fmt.Sprintf(`seckill_sink_partitions_claimed{run=%q}`, run), "job")
+		return got["seckill-sink"] == float64(cfg.Kafka.Partitions)
+	})
+	t.Logf("the sink's /readyz: %q", ready)
 
 	ctx := context.Background()
 	c := s.client(t, 20)

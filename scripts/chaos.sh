@@ -24,7 +24,8 @@
 #   kafka-and-proxy Kafka stopped and a proxy killed -9 at once, both healed
 #
 # Settings (environment): CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
-# second, 500: the units sell over about four seconds), CHAOS_OUT (the Markdown table,
+# second, 500: the units sell over about four seconds), CHAOS_LOG_LEVEL (the proxies' and
+# sinks' log level, warn), CHAOS_OUT (the Markdown table,
 # default .stack/chaos/chaos.md). Logs of every run are under .stack/chaos/<run>/.
 # Exits 1 if any run fails a check.
 set -euo pipefail
@@ -41,6 +42,7 @@ RATE=${CHAOS_RATE:-500}
 WORK=$ROOT/.stack/chaos
 OUT=${CHAOS_OUT:-$WORK/chaos.md}
 PORTS=(6411 6412)
+SINK_ADMIN_PORTS=(6421 6422)
 mkdir -p "$WORK"
 
 for f in "${FAULTS[@]}"; do
@@ -64,8 +66,21 @@ start_proxy() { # start_proxy N
 }
 start_sink() { # start_sink N
   local n=$1
-  SECKILL_SINK_ADMIN_LISTEN= ./bin/seckill-sink >>"$DIR/sink$n.log" 2>&1 &
+  SECKILL_SINK_ADMIN_LISTEN=127.0.0.1:${SINK_ADMIN_PORTS[$n]} ./bin/seckill-sink >>"$DIR/sink$n.log" 2>&1 &
   PIDS[sink$n]=$!
+}
+# await_sinks: until both sinks are in a consumer group session (their /readyz), so that a
+# sale starts on a settled group even when the previous run left Kafka slow to answer.
+await_sinks() {
+  local n
+  for n in 0 1; do
+    for _ in $(seq 1200); do
+      curl -fsS "http://127.0.0.1:${SINK_ADMIN_PORTS[$n]}/readyz" >/dev/null 2>&1 && continue 2
+      sleep 0.1
+    done
+    log "sink $n is not ready after 120 s; see $DIR/sink$n.log"
+    return 1
+  done
 }
 stop_all() {
   local p
@@ -127,9 +142,10 @@ for fault in "${FAULTS[@]}"; do
     mkdir -p "$DIR"
     sku=chaos_${fault//-/_}_${run}_$(date +%s%N)
     export SECKILL_KAFKA_TOPIC=chaos.$id SECKILL_KAFKA_DEAD_LETTER_TOPIC=chaos.$id.dlq SECKILL_KAFKA_GROUP=chaos-$id
-    export SECKILL_LOG_LEVEL=warn
+    export SECKILL_LOG_LEVEL=${CHAOS_LOG_LEVEL:-warn}
     start_proxy 0 && start_proxy 1
     start_sink 0; start_sink 1
+    await_sinks || true
     log "$fault, run $run: sale $sku"
     ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 \
       -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &

@@ -49,6 +49,8 @@ type Sink struct {
 	dlq sarama.SyncProducer
 
 	confirmed, rejected, cancelled, redelivered, deadLetters, batches, retries atomic.Int64
+	// claimed is the number of partitions of the current group session, -1 outside one.
+	claimed atomic.Int64
 
 	batchLatency prometheus.Histogram
 	lagMu        sync.Mutex
@@ -62,12 +64,14 @@ type topicPartition struct {
 
 // NewSink returns a sink on db and rc, configured by cfg.
 func NewSink(cfg conf.Config, db *sql.DB, rc *redis.ClusterClient, log *zap.Logger) *Sink {
-	return &Sink{cfg: cfg, db: db, rc: rc, log: log.Named("sink"), lag: map[topicPartition]int64{},
+	s := &Sink{cfg: cfg, db: db, rc: rc, log: log.Named("sink"), lag: map[topicPartition]int64{},
 		batchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_sink_batch_duration_seconds",
 			Help:    "One batch of orders, from its first message read to its outcomes written back to Redis.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		})}
+	s.claimed.Store(-1)
+	return s
 }
 
 // Stats returns a snapshot of the counters.
@@ -124,11 +128,31 @@ func (s *Sink) Run(ctx context.Context) error {
 	return err
 }
 
-// Setup implements sarama.ConsumerGroupHandler.
-func (s *Sink) Setup(sarama.ConsumerGroupSession) error { return nil }
+// Setup implements sarama.ConsumerGroupHandler: it records and logs the session's partitions.
+func (s *Sink) Setup(sess sarama.ConsumerGroupSession) error {
+	n := 0
+	for _, ps := range sess.Claims() {
+		n += len(ps)
+	}
+	s.claimed.Store(int64(n))
+	s.log.Info("joined a group session", zap.Int32("generation", sess.GenerationID()), zap.String("member", sess.MemberID()),
+		zap.Any("claims", sess.Claims()))
+	return nil
+}
 
 // Cleanup implements sarama.ConsumerGroupHandler.
-func (s *Sink) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (s *Sink) Cleanup(sess sarama.ConsumerGroupSession) error {
+	s.claimed.Store(-1)
+	s.log.Info("group session ended", zap.Int32("generation", sess.GenerationID()))
+	return nil
+}
+
+// Claimed reports the number of partitions this sink holds, and whether it is in a group
+// session at all (it is not while it joins or rebalances).
+func (s *Sink) Claimed() (int, bool) {
+	n := s.claimed.Load()
+	return int(max(n, 0)), n >= 0
+}
 
 // ConsumeClaim implements sarama.ConsumerGroupHandler: batches of up to sink.batch_size
 // messages, each waiting at most sink.batch_linger to fill.

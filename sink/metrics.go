@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -20,6 +21,7 @@ var (
 	batchesDesc     = prometheus.NewDesc("seckill_sink_batches_total", "MySQL transactions committed.", nil, nil)
 	retriesDesc     = prometheus.NewDesc("seckill_sink_retries_total", "Attempts that failed and were retried (MySQL, Kafka, Redis).", nil, nil)
 	deadLettersDesc = prometheus.NewDesc("seckill_sink_dead_letters_total", "Messages no one could read, sent to the dead-letter topic.", nil, nil)
+	claimedDesc     = prometheus.NewDesc("seckill_sink_partitions_claimed", "Partitions this sink holds in its consumer group session; -1 while it is in none (joining, rebalancing).", nil, nil)
 	lagDesc         = prometheus.NewDesc("seckill_sink_consumer_lag", "Messages of a partition this sink holds that it has not read yet.", []string{"topic", "partition"}, nil)
 )
 
@@ -34,7 +36,7 @@ func (s *Sink) Metrics() *prometheus.Registry {
 type sinkCollector struct{ s *Sink }
 
 func (sinkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ordersDesc, batchesDesc, retriesDesc, deadLettersDesc, lagDesc} {
+	for _, d := range []*prometheus.Desc{ordersDesc, batchesDesc, retriesDesc, deadLettersDesc, claimedDesc, lagDesc} {
 		ch <- d
 	}
 }
@@ -50,6 +52,7 @@ func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(batchesDesc, prometheus.CounterValue, float64(st.Batches))
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries))
 	ch <- prometheus.MustNewConstMetric(deadLettersDesc, prometheus.CounterValue, float64(st.DeadLetters))
+	ch <- prometheus.MustNewConstMetric(claimedDesc, prometheus.GaugeValue, float64(c.s.claimed.Load()))
 	c.s.lagMu.Lock()
 	defer c.s.lagMu.Unlock()
 	for p, lag := range c.s.lag {
@@ -57,21 +60,26 @@ func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// AdminHandler serves /metrics, /livez (the process serves HTTP) and /readyz (MySQL answers a
-// ping within a second).
+// AdminHandler serves /metrics, /livez (the process serves HTTP) and /readyz (the sink is in a
+// consumer group session, and MySQL answers a ping within a second).
 func (s *Sink) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	reg := s.Metrics()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		n, ok := s.Claimed()
+		if !ok {
+			http.Error(w, "kafka: not in a consumer group session (joining or rebalancing)", http.StatusServiceUnavailable)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
 		if err := s.db.PingContext(ctx); err != nil {
 			http.Error(w, "mysql: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		_, _ = fmt.Fprintf(w, "ok: %d partitions\n", n)
 	})
 	return mux
 }

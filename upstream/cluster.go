@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
 )
 
 // Options configure a Cluster.
@@ -24,6 +25,9 @@ type Options struct {
 	// this).
 	Timeout     time.Duration
 	DialTimeout time.Duration
+	// AddressMap sends a node's announced address to the address to dial (see
+	// conf.Redis.AddressMap).
+	AddressMap map[string]string
 	// Username and Password log every pass-through connection in: a Redis ACL user that may
 	// not write the sales' keys (see VerifyACL).
 	Username string
@@ -119,6 +123,10 @@ func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
 	return t
 }
 
+func (o Options) dialer() connect.Dialer {
+	return connect.Dialer{Timeout: o.DialTimeout, Map: o.AddressMap}
+}
+
 // New returns a Cluster on rc's slot map.
 func New(rc *redis.ClusterClient, opt Options) *Cluster {
 	return &Cluster{rc: rc, opt: opt, shared: &shared{}}
@@ -127,7 +135,8 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 // FromConf returns a Cluster configured by c.
 func FromConf(rc *redis.ClusterClient, c conf.Redis) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
-		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password}
+		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
+		AddressMap: conf.AddressMap(c.AddressMap)}
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
 	}
@@ -159,7 +168,7 @@ func (c *Cluster) node(addr string) *node {
 	v, ok := c.nodes.Load(addr)
 	n, _ := v.(*node)
 	if !ok {
-		n = newNode(addr, c.opt.ConnsPerNode, c.opt.DialTimeout, loginCommand(c.opt.Protocol, c.opt.Username, c.opt.Password))
+		n = newNode(addr, c.opt.ConnsPerNode, c.opt.dialer(), loginCommand(c.opt.Protocol, c.opt.Username, c.opt.Password))
 		c.nodes.Store(addr, n)
 	}
 	return n

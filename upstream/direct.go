@@ -55,7 +55,7 @@ func (c *Cluster) Dial(ctx context.Context, addr string) (net.Conn, error) {
 // may write the sales' keys: for the proxy's own calls (an event loop's buy scripts), never
 // for a client's command.
 func (c *Cluster) DialOwner(ctx context.Context, addr string) (net.Conn, error) {
-	cn, err := dialConn(ctx, addr, c.opt.DialTimeout, authCommand(c.opt.OwnerUsername, c.opt.OwnerPassword))
+	cn, err := dialConn(ctx, addr, c.opt.dialer(), authCommand(c.opt.OwnerUsername, c.opt.OwnerPassword))
 	if err != nil {
 		return nil, err
 	}

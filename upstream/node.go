@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"seckill-proxy/internal/connect"
 	"time"
 )
 
@@ -21,17 +22,16 @@ type conn struct {
 	wbuf []byte // the last write, reused
 }
 
-func newNode(addr string, lanes int, dialTimeout time.Duration, auth [][]byte) *node {
+func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte) *node {
 	n := &node{addr: addr}
-	n.dial = func(ctx context.Context) (*conn, error) { return dialConn(ctx, addr, dialTimeout, auth) }
+	n.dial = func(ctx context.Context) (*conn, error) { return dialConn(ctx, addr, dialer, auth) }
 	n.lanes = newLanes(n, lanes)
 	return n
 }
 
 // dialConn connects to addr and, with auth, logs in.
-func dialConn(ctx context.Context, addr string, dialTimeout time.Duration, auth [][]byte) (*conn, error) {
-	d := net.Dialer{Timeout: dialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+func dialConn(ctx context.Context, addr string, dialer connect.Dialer, auth [][]byte) (*conn, error) {
+	nc, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,10 @@ func Sarama(c conf.Kafka) (*sarama.Config, error) {
 	sc.ClientID = c.ClientID
 	sc.Net.DialTimeout = c.DialTimeout
 	sc.Net.MaxOpenRequests = 1
+	if m := conf.AddressMap(c.AddressMap); m != nil {
+		sc.Net.Proxy.Enable = true
+		sc.Net.Proxy.Dialer = Dialer{Timeout: c.DialTimeout, Map: m}
+	}
 	sc.Producer.Idempotent = true
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Producer.Return.Successes = true

@@ -33,6 +33,9 @@ func Redis(c conf.Redis) *redis.ClusterClient {
 		Protocol:        2,
 		DisableIdentity: true,
 	}
+	if m := conf.AddressMap(c.AddressMap); m != nil {
+		opt.Dialer = Dialer{Timeout: c.DialTimeout, Map: m}.DialContext
+	}
 	if c.Mode == conf.ModeStandalone {
 		addr := c.Addrs[0]
 		opt.ClusterSlots = func(context.Context) ([]redis.ClusterSlot, error) {
