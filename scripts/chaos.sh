@@ -23,6 +23,21 @@
 #   operator-set    an operator's SET of the SKU's stock on Redis directly, 50 units above it
 #   kafka-and-proxy Kafka stopped and a proxy killed -9 at once, both healed
 #
+# Network faults, made by toxiproxy (github.com/Shopify/toxiproxy/v2, built into .stack/bin on
+# first use) on the links the proxies have to Redis (one toxiproxy proxy per node) and to Kafka,
+# and the sinks have to MySQL. In every run the proxies and sinks reach those services through
+# toxiproxy (redis.address_map and kafka.address_map send the announced addresses there); each
+# fault lasts 5 s, then toxiproxy is reset. LINK is redis, kafka or mysql:
+#   LINK-cut        the link cut: toxiproxy's proxy disabled (connections dropped, new ones refused)
+#   LINK-slow       200 ms added to every reply (latency toxic, downstream)
+#   LINK-hang       connections accept but nothing comes back, nor goes through (timeout toxic,
+#                   timeout 0, both ways)
+#   LINK-stall      the service stops reading: requests pile up in the buffers until the fault
+#                   heals (bandwidth toxic at rate 0, upstream)
+#   LINK-reset      every connection is closed 4 KiB into its replies, most in the middle of
+#                   one, with a TCP reset on the connections made during the fault (limit_data
+#                   and reset_peer toxics, downstream)
+#
 # Settings (environment): CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
 # second, 500: the units sell over about four seconds), CHAOS_LOG_LEVEL (the proxies' and
 # sinks' log level, warn), CHAOS_OUT (the Markdown table,
@@ -34,6 +49,9 @@ cd "$ROOT"
 RUNS=${1:-3}
 shift || true
 ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set kafka-and-proxy)
+for link in redis kafka mysql; do
+  for kind in cut slow hang stall reset; do ALL_FAULTS+=("$link-$kind"); done
+done
 FAULTS=("$@")
 ((${#FAULTS[@]})) || FAULTS=("${ALL_FAULTS[@]}")
 BUYERS=${CHAOS_BUYERS:-4000}
@@ -55,10 +73,72 @@ go build -o bin/ ./cmd/...
 
 log() { printf 'chaos: %s\n' "$*" >&2; }
 
+# toxiproxy: a proxy per Redis node (port + 20000), one for Kafka and one for MySQL.
+TOXIPROXY=$ROOT/.stack/bin/toxiproxy-server
+TOXI=http://127.0.0.1:8474
+if [[ ! -x $TOXIPROXY ]]; then
+  log "building toxiproxy-server v2.5.0"
+  gobin=$(mktemp -d)
+  GOBIN=$gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
+  mkdir -p "$(dirname "$TOXIPROXY")"
+  mv "$gobin/server" "$TOXIPROXY"
+  rm -rf "$gobin"
+fi
+pkill -f "^$TOXIPROXY" 2>/dev/null || true # one a run that was killed left behind
+LOG_LEVEL=info "$TOXIPROXY" -host 127.0.0.1 -port 8474 >"$WORK/toxiproxy.log" 2>&1 &
+TOXI_PID=$!
+trap 'kill "$TOXI_PID" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do curl -fsS "$TOXI/version" >/dev/null 2>&1 && break; sleep 0.1; done
+toxi() { # toxi METHOD PATH [JSON]
+  curl -fsS -X "$1" "$TOXI$2" ${3:+-H 'Content-Type: application/json' -d "$3"} >/dev/null
+}
+REDIS_PROXIES=() REDIS_VIA=() REDIS_MAP=()
+for addr in ${SECKILL_REDIS_ADDRS//,/ }; do
+  port=${addr##*:}
+  toxi POST /proxies "{\"name\": \"redis$port\", \"listen\": \"127.0.0.1:$((port + 20000))\", \"upstream\": \"$addr\"}"
+  REDIS_PROXIES+=("redis$port") REDIS_VIA+=("127.0.0.1:$((port + 20000))") REDIS_MAP+=("$addr=127.0.0.1:$((port + 20000))")
+done
+kafka=${SECKILL_KAFKA_BROKERS%%,*}
+toxi POST /proxies "{\"name\": \"kafka\", \"listen\": \"127.0.0.1:29092\", \"upstream\": \"$kafka\"}"
+mysql=$(sed -E 's/.*@tcp\(([^)]*)\).*/\1/' <<<"$SECKILL_MYSQL_DSN")
+toxi POST /proxies "{\"name\": \"mysql\", \"listen\": \"127.0.0.1:23306\", \"upstream\": \"$mysql\"}"
+# What the proxies and sinks are given: the services through toxiproxy.
+VIA_REDIS_ADDRS=$(IFS=,; echo "${REDIS_VIA[*]}")
+VIA_REDIS_MAP=$(IFS=,; echo "${REDIS_MAP[*]}")
+VIA_KAFKA_MAP="$kafka=127.0.0.1:29092"
+VIA_MYSQL_DSN=${SECKILL_MYSQL_DSN/"tcp($mysql)"/"tcp(127.0.0.1:23306)"}
+
+# net_fault LINK KIND: the fault on every toxiproxy proxy of LINK for 5 s, then healed.
+net_fault() {
+  local p proxies
+  case $1 in
+    redis) proxies=("${REDIS_PROXIES[@]}") ;;
+    *) proxies=("$1") ;;
+  esac
+  for p in "${proxies[@]}"; do
+    case $2 in
+      cut) toxi POST "/proxies/$p" '{"enabled": false}' ;;
+      slow) toxi POST "/proxies/$p/toxics" '{"name": "slow", "type": "latency", "stream": "downstream", "attributes": {"latency": 200}}' ;;
+      hang)
+        toxi POST "/proxies/$p/toxics" '{"name": "hang_down", "type": "timeout", "stream": "downstream", "attributes": {"timeout": 0}}'
+        toxi POST "/proxies/$p/toxics" '{"name": "hang_up", "type": "timeout", "stream": "upstream", "attributes": {"timeout": 0}}' ;;
+      stall) toxi POST "/proxies/$p/toxics" '{"name": "stall", "type": "bandwidth", "stream": "upstream", "attributes": {"rate": 0}}' ;;
+      reset)
+        # reset_peer at toxicity 0 changes no data; it makes toxiproxy close with a TCP reset.
+        toxi POST "/proxies/$p/toxics" '{"name": "rst", "type": "reset_peer", "stream": "downstream", "toxicity": 0, "attributes": {"timeout": 0}}'
+        toxi POST "/proxies/$p/toxics" '{"name": "reset", "type": "limit_data", "stream": "downstream", "attributes": {"bytes": 4096}}' ;;
+    esac
+  done
+  sleep 5
+  toxi POST /reset
+}
+
 declare -A PIDS
 start_proxy() { # start_proxy N
   local n=$1
-  SECKILL_LISTEN=127.0.0.1:${PORTS[$n]} SECKILL_ADMIN_LISTEN= ./bin/seckill-proxy >>"$DIR/proxy$n.log" 2>&1 &
+  SECKILL_LISTEN=127.0.0.1:${PORTS[$n]} SECKILL_ADMIN_LISTEN= SECKILL_REDIS_ADDRS=$VIA_REDIS_ADDRS \
+    SECKILL_REDIS_ADDRESS_MAP=$VIA_REDIS_MAP SECKILL_KAFKA_ADDRESS_MAP=$VIA_KAFKA_MAP \
+    ./bin/seckill-proxy >>"$DIR/proxy$n.log" 2>&1 &
   PIDS[proxy$n]=$!
   for _ in $(seq 100); do redis-cli -p "${PORTS[$n]}" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
   log "proxy $n did not start; see $DIR/proxy$n.log"
@@ -66,7 +146,8 @@ start_proxy() { # start_proxy N
 }
 start_sink() { # start_sink N
   local n=$1
-  SECKILL_SINK_ADMIN_LISTEN=127.0.0.1:${SINK_ADMIN_PORTS[$n]} ./bin/seckill-sink >>"$DIR/sink$n.log" 2>&1 &
+  SECKILL_SINK_ADMIN_LISTEN=127.0.0.1:${SINK_ADMIN_PORTS[$n]} SECKILL_MYSQL_DSN=$VIA_MYSQL_DSN \
+    ./bin/seckill-sink >>"$DIR/sink$n.log" 2>&1 &
   PIDS[sink$n]=$!
 }
 # await_sinks: until both sinks are in a consumer group session (their /readyz), so that a
@@ -88,7 +169,7 @@ stop_all() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
 }
-trap 'stop_all; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
+trap 'stop_all; kill "$TOXI_PID" 2>/dev/null || true; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
 
 # owner_port SKU: the port of the master that owns SKU's slot.
 owner_port() {
@@ -130,6 +211,7 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       sleep 1; start_proxy 0
       wait "$pid"
       sleep 4; scripts/devstack.sh up >&2 ;;
+    *-*) net_fault "${1%%-*}" "${1#*-}" ;;
   esac
 }
 
