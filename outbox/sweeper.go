@@ -62,7 +62,9 @@ func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance str
 	return &Sweeper{rc: rc, tee: tee, cfg: cfg, instance: instance, log: log.Named("sweeper")}
 }
 
-// Run sweeps every outbox each sweep interval until ctx ends.
+// Run sweeps every outbox each sweep interval until ctx ends. An entry's age is taken by
+// Redis's clock, which gave the entry its ID, so a proxy whose own clock is off neither
+// republishes entries early nor leaves them late.
 func (s *Sweeper) Run(ctx context.Context) {
 	ticker := time.NewTicker(s.cfg.SweepInterval)
 	defer ticker.Stop()
@@ -72,7 +74,14 @@ func (s *Sweeper) Run(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		if n, err := s.SweepOnce(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		now, err := s.rc.Time(ctx).Result()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("sweep skipped: no time from Redis", zap.Error(err))
+			}
+			continue
+		}
+		if n, err := s.SweepOnce(ctx, now); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweep failed", zap.Error(err))
 		} else if n > 0 {
 			s.log.Info("republished outbox entries", zap.Int("entries", n))
