@@ -234,6 +234,13 @@ func TestLoopBigRepliesSlowReader(t *testing.T) {
 // a function that starts one there (again after a kill, say); each is gone when the test ends.
 func ownRedis(t *testing.T) (addr string, startRedis func() *exec.Cmd) {
 	t.Helper()
+	return ownRedisUnder(t, nil)
+}
+
+// ownRedisUnder is ownRedis with redis-server run by the command wrap returns as it starts
+// (datefudge, say); nil runs it as is.
+func ownRedisUnder(t *testing.T, wrap func() []string) (addr string, startRedis func() *exec.Cmd) {
+	t.Helper()
 	testenv.Redis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -243,7 +250,12 @@ func ownRedis(t *testing.T) (addr string, startRedis func() *exec.Cmd) {
 	ln.Close()
 	port := addr[strings.LastIndexByte(addr, ':')+1:]
 	return addr, func() *exec.Cmd {
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		var argv []string
+		if wrap != nil {
+			argv = wrap()
+		}
+		argv = append(argv, "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		cmd := exec.Command(argv[0], argv[1:]...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -81,6 +81,7 @@ install_missing() {
   command -v curl >/dev/null || pkgs+=(curl)
   command -v prometheus >/dev/null && command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints; prometheus scrapes them in a test
   command -v chromium >/dev/null || pkgs+=(chromium fonts-dejavu-core) # headless, for the live sale page's test
+  command -v datefudge >/dev/null || pkgs+=(datefudge) # a redis-server with its clock off, for the clock test
   if ((${#pkgs[@]})); then
     log "installing ${pkgs[*]} with apt-get (first run only)"
     export DEBIAN_FRONTEND=noninteractive

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,6 +45,16 @@ func missing(t testing.TB, service string, err error) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+}
+
+// Command returns the path of the program name, which the dev stack installs.
+func Command(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, name, err)
+	}
+	return path
 }
 
 func dialAny(addrs []string) error {
