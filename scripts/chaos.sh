@@ -38,6 +38,12 @@
 #                   one, with a TCP reset on the connections made during the fault (limit_data
 #                   and reset_peer toxics, downstream)
 #
+# Clock trouble:
+#   clock-off       a proxy whose clock is 5 s ahead of Redis's, then 5 s behind: the proxy's
+#                   TestProxyClockOff, whose redis-server runs under datefudge (a Go program's
+#                   clock cannot be faked from outside; a skewed Redis is the same skew seen
+#                   from the other side). A sale window must open and end by Redis's clock.
+#
 # Settings (environment): CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
 # second, 500: the units sell over about four seconds), CHAOS_LOG_LEVEL (the proxies' and
 # sinks' log level, warn), CHAOS_OUT (the Markdown table,
@@ -52,6 +58,7 @@ ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set 
 for link in redis kafka mysql; do
   for kind in cut slow hang stall reset; do ALL_FAULTS+=("$link-$kind"); done
 done
+ALL_FAULTS+=(clock-off)
 FAULTS=("$@")
 ((${#FAULTS[@]})) || FAULTS=("${ALL_FAULTS[@]}")
 BUYERS=${CHAOS_BUYERS:-4000}
@@ -215,6 +222,19 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
   esac
 }
 
+# clock_off_run RUN: the clock-off fault's row, from TestProxyClockOff.
+clock_off_run() {
+  local rc=0 got verdict
+  SECKILL_REQUIRE_SERVICES=1 go test -count=1 -run 'TestProxyClockOff$' -v ./proxy >"$DIR/test.log" 2>&1 || rc=$?
+  got=$(sed -n 's/.*first order \([^ ]*\) after START, ended \([^ ]*\) after END.*/\1 \/ \2/p' "$DIR/test.log" | paste -sd ';' - | sed 's/;/; behind: /')
+  if ((rc == 0)); then
+    verdict="pass (first order / end after Redis's START / END, proxy ahead: $got)"
+  else
+    verdict="**FAIL** (go test exit $rc; see $DIR/test.log)"
+  fi
+  echo "| clock-off | $1 | $verdict | - | - | - | - | 0 | 0 | 0 | 0 |"
+}
+
 rows=()
 failed=0
 for fault in "${FAULTS[@]}"; do
@@ -222,6 +242,13 @@ for fault in "${FAULTS[@]}"; do
     id=${fault}_${run}_$(date +%s)
     DIR=$WORK/$id
     mkdir -p "$DIR"
+    if [[ $fault == clock-off ]]; then
+      row=$(clock_off_run "$run")
+      echo "$row" >&2
+      rows+=("$row")
+      [[ $row == *FAIL* ]] && failed=1
+      continue
+    fi
     sku=chaos_${fault//-/_}_${run}_$(date +%s%N)
     export SECKILL_KAFKA_TOPIC=chaos.$id SECKILL_KAFKA_DEAD_LETTER_TOPIC=chaos.$id.dlq SECKILL_KAFKA_GROUP=chaos-$id
     export SECKILL_LOG_LEVEL=${CHAOS_LOG_LEVEL:-warn}
