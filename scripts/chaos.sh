@@ -157,13 +157,14 @@ start_sink() { # start_sink N
     ./bin/seckill-sink >>"$DIR/sink$n.log" 2>&1 &
   PIDS[sink$n]=$!
 }
-# await_sinks: until both sinks are in a consumer group session (their /readyz), so that a
-# sale starts on a settled group even when the previous run left Kafka slow to answer.
+# await_sinks: until both sinks are in a consumer group session that gave them partitions
+# (their /readyz), so that a sale starts on a settled group even when the previous run left
+# Kafka slow to answer.
 await_sinks() {
   local n
   for n in 0 1; do
     for _ in $(seq 1200); do
-      curl -fsS "http://127.0.0.1:${SINK_ADMIN_PORTS[$n]}/readyz" >/dev/null 2>&1 && continue 2
+      [[ $(curl -fsS "http://127.0.0.1:${SINK_ADMIN_PORTS[$n]}/readyz" 2>/dev/null) == "ok: "[1-9]* ]] && continue 2
       sleep 0.1
     done
     log "sink $n is not ready after 120 s; see $DIR/sink$n.log"
