@@ -18,8 +18,8 @@
 #   sink-kill       one sink killed -9, restarted 1 s later
 #   kafka-stop      Kafka stopped for 5 s (scripts/devstack.sh stop kafka), then started
 #   mysql-stop      MariaDB stopped for 5 s, then started
-#   master-kill     the Redis master that owns the SKU killed -9; the cluster fails over; the
-#                   node is started again and rejoins as a replica
+#   master-kill     the Redis master that owns the SKU killed -9; once the cluster has failed
+#                   over, the node is started again and rejoins as a replica
 #   operator-set    an operator's SET of the SKU's stock on Redis directly, 50 units above it
 #   kafka-and-proxy Kafka stopped and a proxy killed -9 at once, both healed
 #
@@ -179,17 +179,18 @@ stop_all() {
 }
 trap 'stop_all; kill "$TOXI_PID" 2>/dev/null || true; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
 
-# owner_port SKU: the port of the master that owns SKU's slot.
+# owner_port SKU [ASK]: the port of the master that owns SKU's slot, as the node on port ASK
+# (7000) sees it.
 owner_port() {
-  local slot
-  slot=$(redis-cli -p 7000 cluster keyslot "seckill:{$1}:stock")
-  redis-cli -p 7000 cluster nodes | awk -v slot="$slot" '$3 ~ /master/ && $3 !~ /fail/ {
+  local slot ask=${2:-7000}
+  slot=$(redis-cli -p "$ask" cluster keyslot "seckill:{$1}:stock")
+  redis-cli -p "$ask" cluster nodes | awk -v slot="$slot" '$3 ~ /master/ && $3 !~ /fail/ {
     for (i = 9; i <= NF; i++) { n = split($i, r, "-"); lo = r[1]; hi = (n > 1 ? r[2] : r[1]);
       if (slot >= lo && slot <= hi) { split($2, a, "[:@]"); print a[2]; exit } } }'
 }
 
 inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
-  local port pid cur
+  local port pid cur ask
   case $1 in
     proxy-kill)
       kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
@@ -206,7 +207,17 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       pid=$(<".stack/redis/$port/redis.pid")
       log "killing the master on $port (pid $pid)"
       kill -9 "$pid"
-      sleep 3
+      # It comes back only once its replica has taken over, so that it rejoins as a replica:
+      # the dev stack's Redis keeps no data on disk, and a master back before the failover
+      # would rejoin empty, and its replica would copy that.
+      ask=7000
+      [[ $port == 7000 ]] && ask=7001
+      for _ in $(seq 300); do
+        cur=$(owner_port "$2" "$ask" 2>/dev/null || true)
+        [[ -n $cur && $cur != "$port" ]] && break
+        sleep 0.1
+      done
+      log "the replica on ${cur:-?} took over"
       scripts/devstack.sh up >&2 ;;
     operator-set)
       cur=$(redis-cli -c -p 7000 get "seckill:{$2}:stock")
