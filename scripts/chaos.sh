@@ -52,6 +52,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+ARGS=("$@")
 RUNS=${1:-3}
 shift || true
 ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set kafka-and-proxy)
@@ -311,7 +312,7 @@ done
 {
   echo "# Reliability: faults during real sales"
   echo
-  echo "Measured by \`scripts/chaos.sh $RUNS ${FAULTS[*]}\` on $(date -u '+%Y-%m-%d %H:%M UTC'), on a machine with"
+  echo "Measured by \`scripts/chaos.sh ${ARGS[*]}\` (${#FAULTS[@]} faults, $RUNS runs each) on $(date -u '+%Y-%m-%d %H:%M UTC'), on a machine with"
   echo "$(nproc) cores that also runs the dev stack. Each run: a sale of 2,000 units, $BUYERS requests over"
   echo "$CONNS connections at $RATE requests per second through two proxies, two sinks in one group; the"
   echo "fault at a random moment while units sell, healed, then the drain and seckill-bench's checks under"
