@@ -30,8 +30,7 @@ chaos:
 # test: the dev stack, go vet, then every test with the race detector against real services,
 # and the proxy's tests once more with every client on a goroutine of its own (no event loop,
 # as off Linux), then the short chaos profile (one run each of a proxy kill, a Kafka cut and a
-# master kill). -p 1: packages share
-# one cluster, and the failover test kills one of its masters.
+# master kill). -p 1: packages share one cluster, and the failover test kills one of its masters.
 test: stack-up vet
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -p 1 -timeout 30m $(GO_PACKAGES)
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 SECKILL_REDIS_EVENT_LOOP=false go test -race -count=1 -timeout 20m ./proxy
