@@ -434,8 +434,15 @@ func AddressMap(pairs []string) map[string]string {
 	}
 	m := make(map[string]string, len(pairs))
 	for _, p := range pairs {
-		from, to, _ := strings.Cut(p, "=")
-		m[strings.TrimSpace(from)] = strings.TrimSpace(to)
+		from, to, _ := splitAddressPair(p)
+		m[from] = to
 	}
 	return m
+}
+
+// splitAddressPair splits an "announced=dialled" entry, spaces trimmed; ok is false without
+// an "=".
+func splitAddressPair(p string) (from, to string, ok bool) {
+	from, to, ok = strings.Cut(p, "=")
+	return strings.TrimSpace(from), strings.TrimSpace(to), ok
 }

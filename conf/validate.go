@@ -245,8 +245,7 @@ func (v *validator) addrs(field string, addrs []string) {
 func (v *validator) addressMap(field string, pairs []string) {
 	seen := map[string]bool{}
 	for _, p := range pairs {
-		from, to, ok := strings.Cut(p, "=")
-		from, to = strings.TrimSpace(from), strings.TrimSpace(to)
+		from, to, ok := splitAddressPair(p)
 		if !ok || from == "" || to == "" {
 			v.fail(field, p, `want "announced=dialled", two host:port addresses`)
 			continue
