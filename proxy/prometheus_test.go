@@ -89,8 +89,11 @@ func TestPrometheusScrapesASale(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		body, _ := io.ReadAll(resp.Body)
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			return false
+		}
 		ready = string(body)
 		return resp.StatusCode == http.StatusOK && ready == fmt.Sprintf("ok: %d partitions\n", cfg.Kafka.Partitions)
 	})

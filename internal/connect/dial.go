@@ -18,7 +18,7 @@ func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if to, ok := d.Map[addr]; ok {
 		addr = to
 	}
-	nd := net.Dialer{Timeout: d.Timeout, KeepAlive: 5 * time.Minute}
+	nd := net.Dialer{Timeout: d.Timeout}
 	return nd.DialContext(ctx, network, addr)
 }
 
