@@ -1,0 +1,555 @@
+// Package luacanon reduces a Lua script to a canonical form, so that two scripts that differ
+// only in how they are written compare equal: comments, whitespace, line breaks, semicolons,
+// the quotes of a string, the spelling of a number, the names of locals, parentheses around a
+// condition, and whether KEYS and ARGV are read directly or through a local that only names
+// them (local key = KEYS[1], local n = tonumber(ARGV[1])).
+//
+// It works on Lua tokens, never on text, in time linear in the script. It does not run,
+// parse or check the script: a script that is not valid Lua still gets a form, and the caller
+// only compares forms. It has no state and is safe for concurrent use.
+package luacanon
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// MaxScript is the longest body Canonical looks at: no stock script is near it, and a body
+// past it costs nothing to refuse.
+const MaxScript = 64 << 10
+
+// ErrTooLong is Canonical's answer for a body over MaxScript.
+var ErrTooLong = errors.New("luacanon: script longer than MaxScript")
+
+// ErrMalformed is Canonical's answer for a body that is not Lua's tokens: an unfinished
+// string or long comment, or a byte Lua has no token for.
+var ErrMalformed = errors.New("luacanon: not a sequence of Lua tokens")
+
+type kind uint8
+
+const (
+	kName kind = iota
+	kKeyword
+	kNumber
+	kString
+	kOp
+)
+
+type token struct {
+	kind kind
+	text string
+}
+
+var keywords = map[string]bool{
+	"and": true, "break": true, "do": true, "else": true, "elseif": true, "end": true,
+	"false": true, "for": true, "function": true, "goto": true, "if": true, "in": true,
+	"local": true, "nil": true, "not": true, "or": true, "repeat": true, "return": true,
+	"then": true, "true": true, "until": true, "while": true,
+}
+
+// Canonical returns body's canonical form: its tokens, rewritten as the package comment says,
+// separated by single spaces.
+func Canonical(body string) (string, error) {
+	if len(body) > MaxScript {
+		return "", ErrTooLong
+	}
+	toks, err := lex(body)
+	if err != nil {
+		return "", err
+	}
+	toks = inlineAliases(toks)
+	toks = dropDoubleToNumber(toks)
+	toks = dropConditionParens(toks)
+	toks = renameLocals(toks)
+	var b strings.Builder
+	for i, t := range toks {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t.text)
+	}
+	return b.String(), nil
+}
+
+// lex splits body into tokens, dropping comments, whitespace and semicolons. Strings come
+// out decoded and quoted one way; numbers in one spelling.
+func lex(s string) ([]token, error) {
+	var toks []token
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == ';':
+			i++
+		case c == '-' && i+1 < len(s) && s[i+1] == '-':
+			i += 2
+			if level, ok := longBracket(s, i); ok {
+				end, ok := closeLong(s, i+level+2, level)
+				if !ok {
+					return nil, ErrMalformed
+				}
+				i = end
+				continue
+			}
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case isAlpha(c):
+			j := i + 1
+			for j < len(s) && (isAlpha(s[j]) || isDigit(s[j])) {
+				j++
+			}
+			k := kName
+			if keywords[s[i:j]] {
+				k = kKeyword
+			}
+			toks = append(toks, token{k, s[i:j]})
+			i = j
+		case isDigit(c) || (c == '.' && i+1 < len(s) && isDigit(s[i+1])):
+			j := i + 1
+			for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '.' ||
+				((s[j] == '-' || s[j] == '+') && strings.IndexByte("eEpP", s[j-1]) >= 0)) {
+				j++
+			}
+			toks = append(toks, token{kNumber, number(s[i:j])})
+			i = j
+		case c == '"' || c == '\'':
+			str, end, ok := quoted(s, i)
+			if !ok {
+				return nil, ErrMalformed
+			}
+			toks = append(toks, token{kString, luaQuote(str)})
+			i = end
+		case c == '[':
+			if level, ok := longBracket(s, i); ok {
+				start := i + level + 2
+				end, ok := closeLong(s, start, level)
+				if !ok {
+					return nil, ErrMalformed
+				}
+				body := s[start : end-level-2]
+				if strings.HasPrefix(body, "\r\n") {
+					body = body[2:]
+				} else if strings.HasPrefix(body, "\n") {
+					body = body[1:]
+				}
+				toks = append(toks, token{kString, luaQuote(body)})
+				i = end
+				continue
+			}
+			toks = append(toks, token{kOp, "["})
+			i++
+		default:
+			op := operator(s[i:])
+			if op == "" {
+				return nil, ErrMalformed
+			}
+			toks = append(toks, token{kOp, op})
+			i += len(op)
+		}
+	}
+	return toks, nil
+}
+
+func isAlpha(c byte) bool { return c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z') }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// operator is the longest Lua operator at the start of s, "" if none.
+func operator(s string) string {
+	for _, op := range []string{"...", "..", "==", "~=", "<=", ">=", "::", "<<", ">>", "//"} {
+		if strings.HasPrefix(s, op) {
+			return op
+		}
+	}
+	if strings.IndexByte("+-*/%^#&~|<>=(){}[]:,.", s[0]) >= 0 {
+		return s[:1]
+	}
+	return ""
+}
+
+// number spells a numeric literal one way: 1, 1.0, 0x1 and 1e0 all read "1".
+func number(lit string) string {
+	var f float64
+	if len(lit) > 2 && lit[0] == '0' && (lit[1]|0x20) == 'x' && !strings.ContainsAny(lit, ".pP") {
+		n, err := strconv.ParseUint(lit[2:], 16, 64)
+		if err != nil {
+			return lit
+		}
+		f = float64(n)
+	} else if g, err := strconv.ParseFloat(lit, 64); err == nil {
+		f = g
+	} else {
+		return lit
+	}
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// longBracket reports whether s[i:] opens a long bracket ([[, [=[, [==[ ...), and its level.
+func longBracket(s string, i int) (int, bool) {
+	if i >= len(s) || s[i] != '[' {
+		return 0, false
+	}
+	j := i + 1
+	for j < len(s) && s[j] == '=' {
+		j++
+	}
+	if j < len(s) && s[j] == '[' {
+		return j - i - 1, true
+	}
+	return 0, false
+}
+
+// closeLong finds the long bracket of level that closes at or after i, and returns the index
+// just past it.
+func closeLong(s string, i, level int) (int, bool) {
+	closer := "]" + strings.Repeat("=", level) + "]"
+	k := strings.Index(s[i:], closer)
+	if k < 0 {
+		return 0, false
+	}
+	return i + k + len(closer), true
+}
+
+// quoted decodes the short string that opens at s[i], and returns the index just past it.
+func quoted(s string, i int) (string, int, bool) {
+	q := s[i]
+	var b strings.Builder
+	for j := i + 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == q:
+			return b.String(), j + 1, true
+		case c == '\n':
+			return "", 0, false
+		case c != '\\':
+			b.WriteByte(c)
+			continue
+		}
+		j++
+		if j >= len(s) {
+			return "", 0, false
+		}
+		switch e := s[j]; e {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'v':
+			b.WriteByte('\v')
+		default:
+			if isDigit(e) {
+				k := j
+				for k < len(s) && k < j+3 && isDigit(s[k]) {
+					k++
+				}
+				n, _ := strconv.Atoi(s[j:k])
+				if n > 255 {
+					return "", 0, false
+				}
+				b.WriteByte(byte(n))
+				j = k - 1
+				continue
+			}
+			b.WriteByte(e) // \\, \", \', a newline, and what Lua 5.1 passes through
+		}
+	}
+	return "", 0, false
+}
+
+// luaQuote spells s as one Lua string literal, which lex reads back as s: double quotes, and
+// a decimal escape for every byte that is not printable ASCII.
+func luaQuote(s string) string {
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c >= 0x7f:
+			b = append(b, '\\', '0'+c/100, '0'+c/10%10, '0'+c%10)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(append(b, '"'))
+}
+
+// statementStart: a token that may begin the statement after an expression, so that the
+// expression before it is known to have ended.
+func statementStart(toks []token, i int) bool {
+	if i >= len(toks) {
+		return true
+	}
+	t := toks[i]
+	switch t.kind {
+	case kName:
+		return true
+	case kKeyword:
+		switch t.text {
+		case "if", "local", "return", "for", "while", "repeat", "do", "end", "else", "elseif", "until", "function", "break", "goto":
+			return true
+		}
+	}
+	return false
+}
+
+// aliasAt matches an alias expression at toks[i]: KEYS[n], ARGV[n], tonumber() of one, or a
+// local already known as an alias (or tonumber() of it). It returns the expression's length
+// in toks and what it stands for; 0 if none is there.
+func aliasAt(toks []token, i int, alias map[string][]token) (int, []token) {
+	index := func(i int) bool {
+		return i+3 < len(toks) && toks[i].kind == kName && (toks[i].text == "KEYS" || toks[i].text == "ARGV") &&
+			toks[i+1].text == "[" && toks[i+2].kind == kNumber && toks[i+3].text == "]"
+	}
+	known := func(i int) []token {
+		if i < len(toks) && toks[i].kind == kName && !isField(toks, i) {
+			return alias[toks[i].text]
+		}
+		return nil
+	}
+	toNumber := i+2 < len(toks) && toks[i].kind == kName && toks[i].text == "tonumber" && toks[i+1].text == "("
+	switch {
+	case index(i):
+		return 4, toks[i : i+4]
+	case known(i) != nil:
+		return 1, known(i)
+	case toNumber && index(i+2) && i+6 < len(toks) && toks[i+6].text == ")":
+		return 7, toks[i : i+7]
+	case toNumber && known(i+2) != nil && i+3 < len(toks) && toks[i+3].text == ")":
+		e := known(i + 2)
+		if e[0].text == "tonumber" {
+			return 4, e
+		}
+		return 4, append(append([]token{toks[i], toks[i+1]}, e...), toks[i+3])
+	}
+	return 0, nil
+}
+
+// inlineAliases replaces each local that only names KEYS[n] or ARGV[n] (or their tonumber)
+// with what it names, and drops its declaration. A local that is assigned again, or declared
+// twice, is left alone.
+func inlineAliases(toks []token) []token {
+	declared := make([]bool, len(toks)) // the names that local statements declare
+	for i := 0; i < len(toks); i++ {
+		if toks[i].kind != kKeyword || toks[i].text != "local" {
+			continue
+		}
+		for j := i + 1; j < len(toks) && toks[j].kind == kName; j += 2 {
+			declared[j] = true
+			if j+1 >= len(toks) || toks[j+1].text != "," {
+				break
+			}
+		}
+	}
+	assigned := map[string]int{} // how often a name is declared or assigned
+	for i, t := range toks {
+		if t.kind == kName && !isField(toks, i) && (declared[i] || i+1 < len(toks) && toks[i+1].kind == kOp && toks[i+1].text == "=") {
+			assigned[t.text]++
+		}
+	}
+	alias := map[string][]token{}
+	drop := make([]bool, len(toks))
+	for i := 0; i < len(toks); i++ {
+		if toks[i].text != "local" || toks[i].kind != kKeyword || i > 0 && toks[i-1].text == "local" {
+			continue
+		}
+		names, j := []string{}, i+1
+		for j < len(toks) && toks[j].kind == kName {
+			names = append(names, toks[j].text)
+			j++
+			if j < len(toks) && toks[j].text == "," {
+				j++
+				continue
+			}
+			break
+		}
+		if len(names) == 0 || j >= len(toks) || toks[j].text != "=" {
+			continue
+		}
+		j++
+		var exprs [][]token
+		ok := true
+		for k := range names {
+			n, e := aliasAt(toks, j, alias)
+			if n == 0 || assigned[names[k]] != 1 || alias[names[k]] != nil {
+				ok = false
+				break
+			}
+			exprs = append(exprs, e)
+			j += n
+			if k < len(names)-1 {
+				if j >= len(toks) || toks[j].text != "," {
+					ok = false
+					break
+				}
+				j++
+			}
+		}
+		if !ok || !statementStart(toks, j) {
+			continue
+		}
+		for k, name := range names {
+			alias[name] = exprs[k]
+		}
+		for k := i; k < j; k++ {
+			drop[k] = true
+		}
+		i = j - 1
+	}
+	if len(alias) == 0 {
+		return toks
+	}
+	out := make([]token, 0, len(toks))
+	for i, t := range toks {
+		if drop[i] {
+			continue
+		}
+		if e, ok := alias[t.text]; ok && t.kind == kName && !isField(toks, i) {
+			out = append(out, e...)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// isField: toks[i] is a name after . or :, a field or method, never a variable.
+func isField(toks []token, i int) bool {
+	return i > 0 && toks[i-1].kind == kOp && (toks[i-1].text == "." || toks[i-1].text == ":")
+}
+
+// matching returns, for each opening bracket in toks, the index of the one that closes it
+// (-1 for none, and for every other token), in one pass.
+func matching(toks []token) []int {
+	match := make([]int, len(toks))
+	var open []int
+	for i, t := range toks {
+		match[i] = -1
+		if t.kind != kOp {
+			continue
+		}
+		switch t.text {
+		case "(", "[", "{":
+			open = append(open, i)
+		case ")", "]", "}":
+			if len(open) > 0 {
+				match[open[len(open)-1]] = i
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	return match
+}
+
+// dropDoubleToNumber turns tonumber(tonumber(x)) into tonumber(x): an inlined alias that was
+// a tonumber, read through tonumber again.
+func dropDoubleToNumber(toks []token) []token {
+	match := matching(toks)
+	drop := make([]bool, len(toks))
+	for i := 0; i+3 < len(toks); i++ {
+		if toks[i].kind == kName && toks[i].text == "tonumber" && !isField(toks, i) && toks[i+1].text == "(" &&
+			toks[i+2].kind == kName && toks[i+2].text == "tonumber" && toks[i+3].text == "(" &&
+			match[i+1] >= 0 && match[i+3] >= 0 && match[i+3]+1 == match[i+1] && !drop[i] {
+			drop[i], drop[i+1], drop[match[i+1]] = true, true, true
+		}
+	}
+	return without(toks, drop)
+}
+
+// without returns toks less those marked in drop.
+func without(toks []token, drop []bool) []token {
+	out := make([]token, 0, len(toks))
+	for i, t := range toks {
+		if !drop[i] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// dropConditionParens drops parentheses that wrap a whole condition: if (c) then, elseif (c)
+// then, while (c) do.
+func dropConditionParens(toks []token) []token {
+	match := matching(toks)
+	drop := make([]bool, len(toks))
+	for i := 0; i+1 < len(toks); i++ {
+		t := toks[i]
+		if t.kind != kKeyword || (t.text != "if" && t.text != "elseif" && t.text != "while") || toks[i+1].text != "(" {
+			continue
+		}
+		want := "then"
+		if t.text == "while" {
+			want = "do"
+		}
+		if j := match[i+1]; j >= 0 && j+1 < len(toks) && toks[j+1].kind == kKeyword && toks[j+1].text == want {
+			drop[i+1], drop[j] = true, true
+		}
+	}
+	return without(toks, drop)
+}
+
+// renameLocals names each local, function parameter and loop variable after the order in
+// which it is first declared: _1, _2, ... Fields and globals keep their names.
+func renameLocals(toks []token) []token {
+	names := map[string]string{}
+	declare := func(n string) {
+		if _, ok := names[n]; !ok {
+			names[n] = "_" + strconv.Itoa(len(names)+1)
+		}
+	}
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.kind != kKeyword {
+			continue
+		}
+		switch t.text {
+		case "local", "for":
+			j := i + 1
+			if j < len(toks) && toks[j].text == "function" {
+				j++
+			}
+			for j < len(toks) && toks[j].kind == kName {
+				declare(toks[j].text)
+				j++
+				if j < len(toks) && toks[j].text == "," {
+					j++
+					continue
+				}
+				break
+			}
+		case "function":
+			j := i + 1
+			for j < len(toks) && toks[j].text != "(" {
+				j++
+			}
+			for j++; j < len(toks) && toks[j].text != ")"; j++ {
+				if toks[j].kind == kName {
+					declare(toks[j].text)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return toks
+	}
+	out := make([]token, len(toks))
+	for i, t := range toks {
+		if n, ok := names[t.text]; ok && t.kind == kName && !isField(toks, i) {
+			t.text = n
+		}
+		out[i] = t
+	}
+	return out
+}
