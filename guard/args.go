@@ -16,6 +16,10 @@ type BuyRequest struct {
 	// Ints, when set, answers the buy with integers instead of an order id or an error, as a
 	// legacy stock script would (see router's legacy scripts).
 	Ints *IntReplies
+	// Admit, when set, is who admission checks (the deny list, the buyer's attempts) in place
+	// of UID: the logged-in user of a legacy script that names no buyer, whose every call is
+	// a new made-up UID.
+	Admit string
 }
 
 // IntReplies are the integers a legacy stock script answers with.

@@ -31,7 +31,11 @@ import (
 // to Redis.
 func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	h := admit.Hash(r.UID)
-	if err := g.admitBuyer(r, h, now); err != nil {
+	ha := h
+	if r.Admit != "" {
+		ha = admit.Hash(r.Admit)
+	}
+	if err := g.admitBuyer(r, ha, now); err != nil {
 		return BuyResult{Err: err}, true
 	}
 	flagged, isClosed, buyers := g.flags.Get(r.SKU, now)

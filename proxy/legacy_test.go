@@ -69,10 +69,10 @@ func TestLegacyBuyScript(t *testing.T) {
 	}
 }
 
-// TestLegacyDeductScript: the seeds' variant without a buyer, on a standalone upstream: each
-// call buys as a new buyer; -1 for a SKU with no sale.
+// TestLegacyDeductScript: the seeds' variant without a buyer, turned on, on a standalone
+// upstream: each call buys as a new buyer; -1 for a SKU with no sale.
 func TestLegacyDeductScript(t *testing.T) {
-	s := startStandalone(t, nil)
+	s := startStandalone(t, func(c *conf.Config) { c.Buy.LegacyUIDLess = true })
 	c := s.client(t, 1)
 	ctx := context.Background()
 	sku := newSKU("deduct")

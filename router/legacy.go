@@ -16,19 +16,22 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/luacanon"
 	"seckill-proxy/sale"
 )
 
 // Legacy stock scripts: a service built on the seeds' design does not send SECKILL.BUY but
 // EVALSHA (or EVAL) of its own stock script on its own key names, which on a cluster cannot
-// run at all (its keys sit in different slots). The proxy recognises those scripts, by their
-// body with comments and whitespace normalised away or by its SHA1, and runs each call as a
-// SECKILL.BUY of the SKU named in KEYS[1], answered with the integer the script would have
-// returned. Everything a buy does is done: the proxy's own atomic script, the order id, the
-// outbox, Kafka, MySQL, the local sold-out flag.
+// run at all (its keys sit in different slots). The proxy recognises those scripts by their
+// meaning, as internal/luacanon reads it (whatever their comments, whitespace, quotes and the
+// names of their locals, and whether they read KEYS and ARGV directly or through locals), or
+// by the SHA1 of a copy it has seen, and runs each call as a SECKILL.BUY of the SKU named in
+// KEYS[1], answered with the integer the script would have returned. Everything a buy does is
+// done: the proxy's own atomic script, the order id, the outbox, Kafka, MySQL, the local
+// sold-out flag, and admission.
 
 // LegacyStockPrefix is the seeds' stock key: seckill:stock:<sku>.
-const LegacyStockPrefix = "seckill:stock:"
+const LegacyStockPrefix = sale.LegacyStockPrefix
 
 // legacyScript is one recognised stock script: where its uid and qty are (1-based ARGV
 // positions; uidArg 0: none, every call a new buyer), and its replies.
@@ -48,34 +51,45 @@ type legacyScript struct {
 var LegacyBuyScript string
 
 // LegacyDeductScript is the seeds' variant without a buyer: KEYS stock; ARGV qty. 1 success,
-// 0 sold out, -1 no such item.
+// 0 sold out, -1 no such item. Off unless buy.legacy_uidless.
 //
 //go:embed lua/seeds_deduct.lua
 var LegacyDeductScript string
 
-// legacyScripts recognises the built-in scripts, and learns the SHA1 of each copy it sees
-// (a service's copy may differ in comments and whitespace, and so in SHA1).
+// LegacyDeductLocalScript is the seeds' deduct as their services carry it: through locals,
+// and a missing stock key read as 0, so 0 (sold out) for no such item.
+//
+//go:embed lua/seeds_deduct_local.lua
+var LegacyDeductLocalScript string
+
+// legacyScripts recognises the built-in and configured scripts, and learns the SHA1 of each
+// copy it sees (a service's copy may differ in comments and whitespace, and so in SHA1), and
+// of each script loaded that it does not recognise, so that its EVALSHA on a legacy key gets
+// the refusal its EVAL would. Safe for concurrent use.
 type legacyScripts struct {
-	byNorm map[string]*legacyScript
-	mu     sync.RWMutex
-	bySHA  map[string]*legacyScript
+	byCanon map[string]*legacyScript
+	mu      sync.RWMutex
+	bySHA   map[string]*legacyScript // nil value: loaded, and not a legacy stock script
 	// prefixes are the scripts' KEYS[1] prefixes, for a quick look at every command.
 	prefixes []string
 	// learned counts the SHA1s learned from copies seen (guarded by mu).
 	learned int
 }
 
-// maxLearnedSHAs bounds the SHA1s learned from the copies clients send; past it a copy is
-// still recognised by its body, and an EVALSHA of it gets NOSCRIPT, then EVAL.
+// maxLearnedSHAs bounds the SHA1s learned from the copies clients send, and of the scripts
+// they load; past it a copy is still recognised by its body, and an EVALSHA of it gets
+// NOSCRIPT, then EVAL.
 const maxLearnedSHAs = 1024
 
-// newLegacyScripts knows the seeds' two scripts and extra (conf's buy.legacy, validated).
+// newLegacyScripts knows the seeds' scripts and extra (conf's buy.legacy, validated).
 func newLegacyScripts(extra []conf.LegacyScript) *legacyScripts {
-	l := &legacyScripts{byNorm: map[string]*legacyScript{}, bySHA: map[string]*legacyScript{}}
+	l := &legacyScripts{byCanon: map[string]*legacyScript{}, bySHA: map[string]*legacyScript{}}
 	l.add(LegacyBuyScript, "", &legacyScript{name: "seeds' buy", keys: 2, uidArg: 1, qtyArg: 2, prefix: LegacyStockPrefix,
 		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: 0}})
 	l.add(LegacyDeductScript, "", &legacyScript{name: "seeds' deduct", keys: 1, qtyArg: 1, prefix: LegacyStockPrefix,
 		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: -1}})
+	l.add(LegacyDeductLocalScript, "", &legacyScript{name: "seeds' deduct", keys: 1, qtyArg: 1, prefix: LegacyStockPrefix,
+		replies: guard.IntReplies{Success: 1, SoldOut: 0, Duplicate: -1, NoSale: 0}})
 	for _, c := range extra {
 		prefix, suffix, _ := strings.Cut(c.StockKey, "{sku}")
 		name := c.Name
@@ -88,10 +102,13 @@ func newLegacyScripts(extra []conf.LegacyScript) *legacyScripts {
 	return l
 }
 
-// add knows ls by body (when given) and by sha (given, or the body's).
+// add knows ls by body (when given) and by sha (given, or the body's). A body that is not
+// Lua's tokens (conf validates configured ones) is known by its SHA1 alone.
 func (l *legacyScripts) add(body, sha string, ls *legacyScript) {
 	if body != "" {
-		l.byNorm[normaliseLua(body)] = ls
+		if c, err := luacanon.Canonical(body); err == nil {
+			l.byCanon[c] = ls
+		}
 		sha = sha1Hex(body)
 	}
 	l.bySHA[strings.ToLower(sha)] = ls
@@ -105,80 +122,40 @@ func sha1Hex(body string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// byBody recognises a body, and remembers its SHA1 for the EVALSHAs that follow.
+// byBody recognises a body, and remembers its SHA1, recognised or not, for the EVALSHAs that
+// follow.
 func (l *legacyScripts) byBody(body []byte) *legacyScript {
 	sha := sha1Hex(string(body))
-	if ls := l.bySHAOf(sha); ls != nil {
+	if ls, seen := l.bySHAOf(sha); seen {
 		return ls
 	}
-	ls := l.byNorm[normaliseLua(string(body))]
-	if ls != nil {
-		l.mu.Lock()
-		if l.learned < maxLearnedSHAs { // a client may send endless variants: memory stays bounded
-			l.bySHA[sha] = ls
-			l.learned++
-		}
-		l.mu.Unlock()
+	var ls *legacyScript
+	if c, err := luacanon.Canonical(string(body)); err == nil {
+		ls = l.byCanon[c]
 	}
+	l.mu.Lock()
+	if _, seen := l.bySHA[sha]; !seen && l.learned < maxLearnedSHAs { // endless variants: memory stays bounded
+		l.bySHA[sha] = ls
+		l.learned++
+	}
+	l.mu.Unlock()
 	return ls
 }
 
-func (l *legacyScripts) bySHAOf(sha string) *legacyScript {
+// bySHAOf is the script whose SHA1 is sha; seen says whether the SHA1 is known at all (a
+// script loaded, or run, that is not a legacy stock script: seen, and ls nil).
+func (l *legacyScripts) bySHAOf(sha string) (ls *legacyScript, seen bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.bySHA[strings.ToLower(sha)]
-}
-
-// normaliseLua is body without its comments, every run of whitespace one space.
-func normaliseLua(body string) string {
-	var b strings.Builder
-	space := false
-	var quote byte
-	for i := 0; i < len(body); i++ {
-		ch := body[i]
-		switch {
-		case quote != 0:
-			b.WriteByte(ch)
-			if ch == '\\' && i+1 < len(body) {
-				i++
-				b.WriteByte(body[i])
-			} else if ch == quote {
-				quote = 0
-			}
-			continue
-		case ch == '"' || ch == '\'':
-			quote = ch
-		case ch == '-' && strings.HasPrefix(body[i:], "--"):
-			if strings.HasPrefix(body[i:], "--[[") {
-				end := strings.Index(body[i:], "]]")
-				if end < 0 {
-					i = len(body)
-				} else {
-					i += end + 1
-				}
-			} else if nl := strings.IndexByte(body[i:], '\n'); nl < 0 {
-				i = len(body)
-			} else {
-				i += nl - 1
-			}
-			space = true
-			continue
-		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v' || ch == ';':
-			space = true
-			continue
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteByte(ch)
-	}
-	return b.String()
+	ls, seen = l.bySHA[strings.ToLower(sha)]
+	return ls, seen
 }
 
 var (
-	errLegacyUnknown = errors.New("NOPERM a script on " + LegacyStockPrefix + "<sku> that seckill-proxy does not recognise as a legacy stock script (buy.legacy_scripts) is refused: the stock belongs to SECKILL.WARM")
+	errLegacyUnknown = errors.New("NOPERM a script on " + LegacyStockPrefix + "<sku> that seckill-proxy does not recognise as a legacy stock script (buy.legacy) is refused: the stock belongs to SECKILL.WARM")
 	errLegacyNoSHA   = errors.New("NOSCRIPT No matching script. Please use EVAL.")
+	errLegacyUIDLess = errors.New("NOPERM the seeds' deduct script names no buyer, so one order per buyer, LIMIT, the deny list and the buyer's attempts could not hold: it is off (buy.legacy_uidless); send the seeds' buy script or SECKILL.BUY")
+	errLegacyInMulti = errors.New("NOPERM a legacy stock script, or a command on the seeds' keys, is refused inside MULTI by seckill-proxy: a buy runs outside transactions; EXEC will answer EXECABORT")
 )
 
 // isLegacyCall says whether args may be a legacy stock script's call: EVAL or EVALSHA whose
@@ -198,21 +175,28 @@ func (l *legacyScripts) isLegacyCall(args [][]byte) bool {
 	return false
 }
 
-// legacyBuy reads a legacy stock script's call as a buy. ok false: args is not one (it goes
-// on as any other command). err set: it is one, and is refused with err.
-func (r *Router) legacyBuy(args [][]byte) (req guard.BuyRequest, err error, ok bool) {
+// legacyBuy reads a legacy stock script's call as a buy, by user. ok false: args is not one
+// (it goes on as any other command). err set: it is one, and is refused with err. A script
+// with no buyer (buy.legacy_uidless) buys as a new buyer each call, admitted as user.
+func (r *Router) legacyBuy(args [][]byte, user string) (req guard.BuyRequest, err error, ok bool) {
 	if r.legacy == nil || !r.legacy.isLegacyCall(args) {
 		return req, nil, false
 	}
 	var ls *legacyScript
 	if strings.EqualFold(string(args[0]), "evalsha") {
-		if ls = r.legacy.bySHAOf(string(args[1])); ls == nil {
+		var seen bool
+		if ls, seen = r.legacy.bySHAOf(string(args[1])); !seen {
 			// Unknown here (a copy loaded through another proxy, or before a restart): the
 			// client sends its body again, by which it is recognised.
 			return req, errLegacyNoSHA, true
+		} else if ls == nil {
+			return req, errLegacyUnknown, true
 		}
 	} else if ls = r.legacy.byBody(args[1]); ls == nil {
 		return req, errLegacyUnknown, true
+	}
+	if ls.uidArg == 0 && !r.opt.LegacyUIDLess {
+		return req, errLegacyUIDLess, true
 	}
 	n, okN := sale.ParseCount(args[2])
 	if !okN || int(n) != ls.keys || len(args) < 3+ls.keys+max(ls.uidArg, ls.qtyArg) {
@@ -236,7 +220,11 @@ func (r *Router) legacyBuy(args [][]byte) (req guard.BuyRequest, err error, ok b
 	if !okQ || qty > sale.MaxLimit {
 		return req, errors.New("ERR the legacy stock script's quantity must be an integer from 1 up"), true
 	}
-	return guard.BuyRequest{SKU: sk, UID: u, Qty: qty, Ints: &ls.replies}, nil, true
+	req = guard.BuyRequest{SKU: sk, UID: u, Qty: qty, Ints: &ls.replies}
+	if ls.uidArg == 0 {
+		req.Admit = user
+	}
+	return req, nil, true
 }
 
 // learnLegacy remembers the SHA1 of a SCRIPT LOAD's body that is a legacy stock script, so
@@ -270,7 +258,8 @@ func intReply(ints *guard.IntReplies, res guard.BuyResult) (int64, bool) {
 // may (logged in, a role that buys), whatever the policy says of scripts.
 var buyCheckArgs = [][]byte{[]byte("seckill.buy"), []byte("sku"), []byte("uid")}
 
-// checkedLegacyBuy is legacyBuy after the checks a SECKILL.BUY gets.
+// checkedLegacyBuy is legacyBuy after the checks a SECKILL.BUY gets, and, for a script with
+// no buyer, the connection's cap (buy.legacy_uidless_per_conn).
 func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyRequest, err error, ok bool) {
 	if r.legacy == nil || !r.legacy.isLegacyCall(args) || (s.tx != nil && s.tx.Active()) {
 		return req, nil, false
@@ -278,14 +267,28 @@ func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyReque
 	if _, err := r.check(s, buyCheckArgs); err != nil {
 		return req, err, true
 	}
-	return r.legacyBuy(args)
+	req, err, ok = r.legacyBuy(args, s.User)
+	if err == nil && req.Admit != "" {
+		if s.uidLessCalls >= r.opt.LegacyUIDLessPerConn {
+			return req, guard.NewLimited(guard.LimitedBuyer, -1), true
+		}
+		s.uidLessCalls++
+	}
+	return req, err, ok
+}
+
+// inMultiLegacy says whether args, queued inside MULTI, would be a legacy stock script or a
+// command on the seeds' keys: neither runs in a transaction (a buy is not a Redis command),
+// so the transaction is refused as a whole.
+func (r *Router) inMultiLegacy(args [][]byte) bool {
+	return r.legacy != nil && (r.legacy.isLegacyCall(args) || r.isLegacyKeyCommand(args))
 }
 
 // The seeds' other keys of a sale, answered from the sale itself.
 const (
-	legacySoldOutPrefix = "seckill:soldout:"
-	legacyBuyersPrefix  = "seckill:buyers:"
-	legacyUsersPrefix   = "seckill:users:"
+	legacySoldOutPrefix = sale.LegacySoldOutPrefix
+	legacyBuyersPrefix  = sale.LegacyBuyersPrefix
+	legacyUsersPrefix   = sale.LegacyUsersPrefix
 )
 
 // errLegacyStockWrite refuses a write of the seeds' stock key: the very write that sold 2,053

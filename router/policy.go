@@ -50,7 +50,8 @@ var publishing = map[string]bool{"publish": true, "spublish": true}
 
 // ProtectedKeysError answers a write to a sale's key.
 const ProtectedKeysError = "NOPERM a sale's keys (" + sale.SaleKeyPrefix + "<sku>}:*, " + sale.SalesKey +
-	") change only through SECKILL commands"
+	", and the seeds' " + sale.LegacyStockPrefix + "*, " + sale.LegacyBuyersPrefix + "*, " + sale.LegacyUsersPrefix + "*, " +
+	sale.LegacySoldOutPrefix + "*) change only through SECKILL commands; a stock only through SECKILL.WARM"
 
 // ProtectedChannelError answers a PUBLISH on the sales' events channel.
 const ProtectedChannelError = "NOPERM " + sale.EventsChannel + " carries seckill-proxy's own messages"
@@ -82,6 +83,9 @@ func (r *Router) pass(s *Session, args [][]byte) error {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			return err
 		}
+	}
+	if r.isLegacyKeyCommand(args) {
+		return nil // not passed through: Serve answers it from the sale (legacy.go)
 	}
 	if r.opt.Upstream == nil {
 		if namesProtected(args[1:]) {

@@ -25,10 +25,36 @@ const (
 // changed. A message is only a hint: a proxy re-reads the sale from Redis before it acts.
 const EventsChannel = KeyPrefix + "events"
 
-// Protected reports whether key belongs to the sales: only seckill-proxy's own calls (the
-// SECKILL commands and the sink) may write it. Reads are anyone's.
+// The seeds' keys of a sale (seckill:stock:<sku> next to seckill:buyers:<sku>): a legacy
+// service still names them, and the proxy answers for them from the sale (router's legacy
+// scripts). No client may write them: a number written into the seeds' stock key is how
+// 2,053 phones were sold of 2,000.
+const (
+	LegacyStockPrefix   = KeyPrefix + "stock:"
+	LegacySoldOutPrefix = KeyPrefix + "soldout:"
+	LegacyBuyersPrefix  = KeyPrefix + "buyers:"
+	LegacyUsersPrefix   = KeyPrefix + "users:"
+)
+
+// LegacyPrefixes are the seeds' key prefixes.
+var LegacyPrefixes = []string{LegacyStockPrefix, LegacySoldOutPrefix, LegacyBuyersPrefix, LegacyUsersPrefix}
+
+// Protected reports whether key belongs to the sales, the seeds' keys included: only
+// seckill-proxy's own calls (the SECKILL commands and the sink) may write it. Reads are
+// anyone's.
 func Protected(key []byte) bool {
-	return bytes.HasPrefix(key, []byte(SaleKeyPrefix)) || string(key) == SalesKey
+	if !bytes.HasPrefix(key, []byte(KeyPrefix)) {
+		return false
+	}
+	if bytes.HasPrefix(key, []byte(SaleKeyPrefix)) || string(key) == SalesKey {
+		return true
+	}
+	for _, p := range LegacyPrefixes {
+		if bytes.HasPrefix(key, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ProtectedChannel reports whether channel is one only seckill-proxy may publish on.
@@ -37,6 +63,7 @@ func ProtectedChannel(channel []byte) bool { return string(channel) == EventsCha
 // protectedKeys and protectedChannels are Protected and ProtectedChannel as literals: a
 // prefix (every name that starts with it) or an exact name.
 var (
-	protectedKeys     = []literal{{SaleKeyPrefix, true}, {SalesKey, false}}
+	protectedKeys = []literal{{SaleKeyPrefix, true}, {SalesKey, false},
+		{LegacyStockPrefix, true}, {LegacySoldOutPrefix, true}, {LegacyBuyersPrefix, true}, {LegacyUsersPrefix, true}}
 	protectedChannels = []literal{{EventsChannel, false}}
 )

@@ -28,6 +28,7 @@ var aclProbes = []struct {
 	{[]any{"SET", sale.SaleKeyPrefix + "acl-probe}:stock", "1"}, false},
 	{[]any{"HSET", sale.SaleKeyPrefix + "acl-probe}:meta", "state", "open"}, false},
 	{[]any{"SADD", sale.SalesKey, "acl-probe"}, false},
+	{[]any{"SET", sale.LegacyStockPrefix + "acl-probe", "1"}, false},
 	{[]any{"PUBLISH", sale.EventsChannel, "close acl-probe x"}, false},
 	{[]any{"FLUSHALL"}, false},
 	{[]any{"ACL", "SETUSER", "acl-probe"}, false},
