@@ -56,6 +56,11 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 		return nil, err
 	}
 	if *check {
+		for _, w := range cfg.Warnings() {
+			if _, err := fmt.Fprintln(out, "warning: "+w); err != nil {
+				return nil, err
+			}
+		}
 		_, err = fmt.Fprintln(out, "config OK")
 	}
 	reload := func() (Config, error) {

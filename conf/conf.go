@@ -43,6 +43,13 @@ type Config struct {
 	Announce string `koanf:"announce"`
 	// AdminListen is the admin HTTP address (metrics, health). Empty disables it.
 	AdminListen string `koanf:"admin_listen"`
+	// AdminToken is the credential of the admin HTTP ports' guarded paths (/reload, pprof,
+	// the live sale page): "Authorization: Bearer <token>". Empty: those paths are served to
+	// loopback peers only. Probes and /metrics are open either way.
+	AdminToken string `koanf:"admin_token"`
+	// ProtectedMode, as Redis's protected-mode: with no password and no users, clients from
+	// outside loopback are refused with -DENIED. Off, such a proxy is open to its network.
+	ProtectedMode bool `koanf:"protected_mode"`
 	// Password, when set, is the default user's password (AUTH <password>): that user may
 	// run every command, as with Redis's requirepass.
 	Password string `koanf:"password"`
@@ -295,18 +302,25 @@ type Buy struct {
 	// seckill:stock:<sku>) and runs each call as a SECKILL.BUY answered with the script's
 	// integer; an unrecognised script on such a key is refused.
 	LegacyScripts bool `koanf:"legacy_scripts"`
-	// Legacy are more legacy stock scripts to recognise besides the seeds' two (YAML only).
+	// Legacy are more legacy stock scripts to recognise besides the seeds' (YAML only).
 	Legacy []LegacyScript `koanf:"legacy"`
+	// LegacyUIDLess runs legacy scripts that name no buyer (the seeds' deduct, a uid_arg of
+	// 0) as buys, each call a new buyer: one order per buyer and LIMIT cannot hold for them.
+	// The deny list and the buyer's attempts then apply to the logged-in user, and a
+	// connection makes at most LegacyUIDLessPerConn such calls. Off, they are refused.
+	LegacyUIDLess        bool `koanf:"legacy_uidless"`
+	LegacyUIDLessPerConn int  `koanf:"legacy_uidless_per_conn"`
 }
 
 // Default returns the configuration that the dev stack (scripts/devstack.sh) needs no
 // changes to, apart from the addresses its env command prints.
 func Default() Config {
 	return Config{
-		Listen:      "127.0.0.1:6380",
-		AdminListen: "127.0.0.1:6381",
-		Users:       []User{},
-		Log:         Log{Format: LogJSON, Level: "info"},
+		Listen:        "127.0.0.1:6380",
+		AdminListen:   "127.0.0.1:6381",
+		ProtectedMode: true,
+		Users:         []User{},
+		Log:           Log{Format: LogJSON, Level: "info"},
 		Redis: Redis{
 			Mode:                ModeCluster,
 			PassthroughUsername: DefaultPassthroughUser,
@@ -377,15 +391,16 @@ func Default() Config {
 			AdminListen: "127.0.0.1:6382",
 		},
 		Buy: Buy{
-			ReplyAfter:         ReplyAfterLua,
-			CallTimeout:        time.Second,
-			WaitReplicas:       0,
-			WaitTimeout:        10 * time.Millisecond,
-			SoldOutReprobe:     2 * time.Second,
-			SoldOutBuyers:      100000,
-			PipelinesPerMaster: 1,
-			LegacyScripts:      true,
-			Legacy:             []LegacyScript{},
+			ReplyAfter:           ReplyAfterLua,
+			CallTimeout:          time.Second,
+			WaitReplicas:         0,
+			WaitTimeout:          10 * time.Millisecond,
+			SoldOutReprobe:       2 * time.Second,
+			SoldOutBuyers:        100000,
+			PipelinesPerMaster:   1,
+			LegacyScripts:        true,
+			Legacy:               []LegacyScript{},
+			LegacyUIDLessPerConn: 1000,
 		},
 	}
 }

@@ -29,7 +29,7 @@ const EnvRequireServices = EnvPrefix + "REQUIRE_SERVICES"
 
 // secretKeys are settings that are never flags (a flag shows in ps) and are masked when
 // printed.
-var secretKeys = map[string]bool{"password": true, "users": true, "redis.password": true,
+var secretKeys = map[string]bool{"password": true, "users": true, "admin_token": true, "redis.password": true,
 	"redis.passthrough_password": true, "mysql.dsn": true}
 
 // Keys lists every setting's path, sorted.
@@ -160,6 +160,9 @@ func stringToUsers(from, to reflect.Type, data any) (any, error) {
 func (c Config) Masked() Config {
 	if c.Password != "" {
 		c.Password = "***"
+	}
+	if c.AdminToken != "" {
+		c.AdminToken = "***"
 	}
 	if c.Redis.Password != "" {
 		c.Redis.Password = "***"

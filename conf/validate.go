@@ -130,6 +130,7 @@ func (c *Config) Validate() error {
 	}
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
+	v.atLeast("buy.legacy_uidless_per_conn", c.Buy.LegacyUIDLessPerConn, 1)
 	for i, l := range c.Buy.Legacy {
 		field := "buy.legacy[" + strconv.Itoa(i) + "]"
 		if (l.Body == "") == (l.SHA1 == "") {
@@ -280,4 +281,39 @@ func isSHA1(s string) bool {
 		}
 	}
 	return true
+}
+
+// Warnings lists what a valid configuration leaves open: a proxy that serves every client as
+// an admin, and admin ports reachable from the network without a token.
+func (c Config) Warnings() []string {
+	var w []string
+	open := c.Password == "" && len(c.Users) == 0
+	if open && !loopbackOnly(c.Listen) {
+		if c.ProtectedMode {
+			w = append(w, "no password and no users: clients from outside loopback on "+c.Listen+" are refused (protected_mode); set users (SECKILL_USERS) or password")
+		} else {
+			w = append(w, "no password, no users and protected_mode off: every client that reaches "+c.Listen+" is an admin (WARM, CLOSE, RELEASE, DENY)")
+		}
+	}
+	if c.AdminToken == "" {
+		for _, a := range []struct{ key, addr string }{{"admin_listen", c.AdminListen}, {"sink.admin_listen", c.Sink.AdminListen}} {
+			if a.addr != "" && !loopbackOnly(a.addr) {
+				w = append(w, a.key+" "+a.addr+" is reachable from the network without admin_token: /reload, pprof and the sale page answer loopback peers only")
+			}
+		}
+	}
+	return w
+}
+
+// loopbackOnly: addr listens on a loopback address only.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

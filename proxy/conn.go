@@ -239,8 +239,7 @@ func (s *Server) serveGoroutines(ln net.Listener) error {
 		if nc == nil {
 			continue
 		}
-		sess := s.router.NewSession()
-		sess.Remote = nc.RemoteAddr().String()
+		sess := s.router.NewSession(nc.RemoteAddr().String())
 		sess.SetConn(nc.LocalAddr().String(), -1, func() { _ = nc.Close() })
 		s.conns.Add(1)
 		go s.serveConn(nc, sess, nil)

@@ -86,7 +86,7 @@ func newCoreHarness(t *testing.T, cluster bool) *coreHarness {
 
 func (h *coreHarness) client(authed bool) *client {
 	r := router.New(nil, zap.NewNop(), router.Options{Password: map[bool]string{true: "", false: "pw"}[authed]})
-	c := h.k.newClient(context.Background(), len(h.got)+1, r.NewSession(), "test")
+	c := h.k.newClient(context.Background(), len(h.got)+1, r.NewSession("127.0.0.1:1"), "test")
 	h.got[c] = &bytes.Buffer{}
 	return c
 }

@@ -66,8 +66,7 @@ func (l *loop) register(fd int, remote, local string) {
 		l.s.clients.Add(-1)
 		return
 	}
-	sess := l.s.router.NewSession()
-	sess.Remote = remote
+	sess := l.s.router.NewSession(remote)
 	c := l.core.newClient(l.s.ctx, fd, sess, remote)
 	sess.SetConn(local, fd, func() {
 		l.post(func() {

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"crypto/subtle"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -47,9 +48,11 @@ func (r *Router) SetCredentials(password string, users []conf.User) {
 }
 
 type authStats struct {
-	failures, closed atomic.Int64
-	logged           atomic.Int64 // failures counted in the last log line
-	log              rate.Sometimes
+	failures, closed, revoked  atomic.Int64
+	limitedSource, limitedUser atomic.Int64 // AUTHs refused unchecked (authlimit.go)
+	sources, users             *failureLimits
+	logged                     atomic.Int64 // failures counted in the last log line
+	log                        rate.Sometimes
 }
 
 // cmdAuth checks a password in constant time. A failed AUTH keeps the earlier login, as in
@@ -63,6 +66,10 @@ func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply,
 	if len(args) == 3 {
 		name, pass = string(args[1]), args[2]
 	}
+	now := time.Now()
+	if err := r.authLimited(s, name, now); err != nil {
+		return nil, err
+	}
 	want, admin := "", false
 	if name == "default" {
 		want, admin = creds.password, true
@@ -72,9 +79,17 @@ func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply,
 	// Compare even for an unknown user, so that timing does not tell which users exist.
 	match := subtle.ConstantTimeCompare(pass, []byte(want)) == 1
 	if !match || want == "" {
+		r.auth.sources.fail(sourceOf(s.Remote), now)
+		if want != "" || name == "default" {
+			r.auth.users.fail(name, now) // known users only: unknown names cannot fill the table
+		}
 		return nil, r.authFailed(ctx, s, name)
 	}
 	s.Authed, s.User, s.Admin, s.authFailures = true, name, admin, 0
+	s.creds, s.login = creds, conf.User{Name: name, Password: want, Role: conf.RoleApp}
+	if admin {
+		s.login.Role = conf.RoleAdmin
+	}
 	s.view.mu.Lock()
 	s.view.user = name
 	s.view.mu.Unlock()
@@ -106,4 +121,63 @@ func (r *Router) authFailed(ctx context.Context, s *Session, user string) error 
 		}
 	}
 	return respError("WRONGPASS invalid username-password pair or user is disabled.")
+}
+
+var (
+	errProtectedMode = respError("DENIED seckill-proxy is running in protected mode: it has no password and no users, so it serves loopback clients only. Set users (SECKILL_USERS) or password, or turn protected_mode off if every client that can reach it may be an admin")
+	errRevoked       = respError("NOAUTH this connection's user was removed, or its password or role changed, by a reload; the connection is closed: reconnect and AUTH again")
+)
+
+// stale: the session must be looked at again before a command runs (see recheck).
+func (s *Session) stale(r *Router) bool {
+	return s.denied || s.revoked || s.creds != r.creds.Load()
+}
+
+// recheck holds s's login against the credentials now in force: a login whose user is gone,
+// or whose password or role changed, is revoked, as Redis's ACL DELUSER disconnects a user's
+// clients. A client that had not logged in is left to AUTH; one that was open (no
+// credentials) is revoked once there are credentials, and allowed once there are none.
+func (r *Router) recheck(s *Session) {
+	cur := r.creds.Load()
+	s.creds = cur
+	if !s.Authed {
+		if cur.open() && !s.denied {
+			s.Authed, s.Admin, s.User = true, true, "default"
+			s.login = conf.User{Name: "default", Role: conf.RoleAdmin}
+			s.denied = r.opt.ProtectedMode && !onLoopback(s.Remote)
+		}
+		return
+	}
+	var now conf.User
+	switch {
+	case cur.open():
+		now = conf.User{Name: "default", Role: conf.RoleAdmin}
+	case s.login.Name == "default" && cur.password != "":
+		now = conf.User{Name: "default", Password: cur.password, Role: conf.RoleAdmin}
+	default:
+		u, ok := cur.users[s.login.Name]
+		if !ok {
+			s.revoked = true
+			return
+		}
+		now = conf.User{Name: u.Name, Password: u.Password, Role: conf.RoleApp}
+		if u.Role == conf.RoleAdmin {
+			now.Role = conf.RoleAdmin
+		}
+	}
+	if now != s.login {
+		s.revoked = true
+		r.auth.revoked.Add(1)
+	}
+}
+
+// onLoopback: remote ("host:port") is a loopback address, or not an IP address at all (a
+// Unix socket, a test's pipe).
+func onLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || ip.IsLoopback()
 }

@@ -14,8 +14,8 @@ import (
 // loop (with ParseBuy and the guard's loop API), rather than through Serve: one of sess's,
 // not inside MULTI.
 func (r *Router) IsBuy(s *Session, args [][]byte) bool {
-	if r.guard == nil || len(args) == 0 || (s.tx != nil && s.tx.Active()) {
-		return false
+	if r.guard == nil || len(args) == 0 || (s.tx != nil && s.tx.Active()) || s.stale(r) {
+		return false // a stale session goes through Serve, which closes it if it must
 	}
 	c := r.lookup(args[0])
 	return (c != nil && c.flags&flagBuy != 0) || (r.legacy != nil && r.legacy.isLegacyCall(args))

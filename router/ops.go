@@ -224,6 +224,9 @@ func (r *Router) cmdInfo(ctx context.Context, _ *Session, args [][]byte) (Reply,
 		{Name: "total_commands_processed", Value: r.commands.Load()},
 		{Name: "auth_failures", Value: r.auth.failures.Load()},
 		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load()},
+		{Name: "auth_limited_source", Value: r.auth.limitedSource.Load()},
+		{Name: "auth_limited_user", Value: r.auth.limitedUser.Load()},
+		{Name: "auth_revoked_sessions", Value: r.auth.revoked.Load()},
 	})
 	if r.guard != nil {
 		section("seckill", r.proxyCounters())
@@ -255,6 +258,9 @@ func (r *Router) proxyStats() []guard.Field {
 		{Name: "proxy_total_commands_processed", Value: r.commands.Load()},
 		{Name: "auth_failures", Value: r.auth.failures.Load()},
 		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load()},
+		{Name: "auth_limited_source", Value: r.auth.limitedSource.Load()},
+		{Name: "auth_limited_user", Value: r.auth.limitedUser.Load()},
+		{Name: "auth_revoked_sessions", Value: r.auth.revoked.Load()},
 	}
 }
 

@@ -69,6 +69,15 @@ type Session struct {
 	Remote string
 	// authFailures counts the AUTHs that failed in a row.
 	authFailures int
+	// uidLessCalls counts the calls of legacy scripts with no buyer (buy.legacy_uidless).
+	uidLessCalls int64
+	// creds are the credentials the login was checked against, and login the entry it
+	// matched: a reload that removes or changes it revokes the session (see recheck).
+	creds *credentials
+	login conf.User
+	// denied: protected mode refused the client (no credentials, not on loopback); revoked:
+	// a reload took its login away. Both answer every command with an error and close.
+	denied, revoked bool
 
 	// tx is the connection's MULTI/WATCH state, made on first use.
 	tx *upstream.Tx
@@ -113,10 +122,17 @@ type Options struct {
 	Legacy bool
 	// LegacyScripts are more scripts to recognise (conf's buy.legacy).
 	LegacyScripts []conf.LegacyScript
+	// LegacyUIDLess runs legacy scripts that name no buyer (the seeds' deduct) as buys, each
+	// call a new buyer, admitted as the logged-in user, at most LegacyUIDLessPerConn calls a
+	// connection; off, they are refused.
+	LegacyUIDLess        bool
+	LegacyUIDLessPerConn int64
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
 	// AdminAllow names refused commands that an admin user may run all the same.
 	AdminAllow []string
+	// ProtectedMode refuses clients from outside loopback while there are no credentials.
+	ProtectedMode bool
 }
 
 // errPassThrough marks a command for the upstream. (An error value made once: returning a
@@ -151,6 +167,8 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		r.legacy = newLegacyScripts(opt.LegacyScripts)
 	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
+	r.auth.sources = newFailureLimits(authSourceEvery, authSourceBurst)
+	r.auth.users = newFailureLimits(authUserEvery, authUserBurst)
 	r.table = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ping", arity: -1, maxArgs: 2, flags: flagQueued, handler: cmdPing},
@@ -192,9 +210,17 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 
 // NewSession returns the state of a new connection. With no password and no users, it is
 // the default user with every right; otherwise it must AUTH first.
-func (r *Router) NewSession() *Session {
-	open := r.creds.Load().open()
-	s := &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default", Proto: 2}
+//
+// With protected_mode and no credentials, a client whose remote address is not on loopback is
+// refused: every command answers -DENIED and the connection closes.
+func (r *Router) NewSession(remote string) *Session {
+	creds := r.creds.Load()
+	open := creds.open()
+	s := &Session{ID: r.nextID.Add(1), Authed: open, Admin: open, User: "default", Proto: 2, Remote: remote, creds: creds}
+	if open {
+		s.login = conf.User{Name: "default", Role: conf.RoleAdmin}
+		s.denied = r.opt.ProtectedMode && !onLoopback(remote)
+	}
 	s.view.created = time.Now()
 	s.view.user = s.User
 	s.Active(s.view.created)
@@ -248,6 +274,13 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	r.commands.Add(int64(len(cmds)))
 	s.Active(time.Now())
 	for i, args := range cmds {
+		if s.tx != nil && s.tx.Active() && r.inMultiLegacy(args) {
+			flush()
+			flushPass()
+			s.tx.Abort()
+			WriteError(w, errLegacyInMulti)
+			continue
+		}
 		if req, lerr, ok := r.checkedLegacyBuy(s, args); ok {
 			flushPass()
 			if lerr == nil {
@@ -367,6 +400,17 @@ func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	if len(args) == 0 {
 		return nil, respError("ERR empty command")
+	}
+	if s.creds != r.creds.Load() {
+		r.recheck(s)
+	}
+	switch {
+	case s.denied:
+		s.Quit = true
+		return nil, errProtectedMode
+	case s.revoked:
+		s.Quit = true
+		return nil, errRevoked
 	}
 	if r.opt.MaxArgBytes > 0 {
 		for _, a := range args {

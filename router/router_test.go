@@ -89,7 +89,7 @@ func TestConnectionCommands(t *testing.T) {
 		{"hset seckill:{s}:m state open", "-" + ProtectedKeysError + "\r\n"},
 	}
 	for _, tt := range tests {
-		if got := serve(t, r, r.NewSession(), tt.cmd); got != tt.want {
+		if got := serve(t, r, r.NewSession("127.0.0.1:1"), tt.cmd); got != tt.want {
 			t.Errorf("%s:\n got %q\nwant %q", tt.cmd, got, tt.want)
 		}
 	}
@@ -97,7 +97,7 @@ func TestConnectionCommands(t *testing.T) {
 
 func TestSessionState(t *testing.T) {
 	r := New(nil, zap.NewNop(), Options{})
-	s := r.NewSession()
+	s := r.NewSession("127.0.0.1:1")
 	got := serve(t, r, s, "CLIENT GETNAME", "CLIENT SETNAME worker", "client getname", "HELLO 2 SETNAME w2", "CLIENT GETNAME")
 	if !strings.HasPrefix(got, "$-1\r\n+OK\r\n$6\r\nworker\r\n*14\r\n") || !strings.HasSuffix(got, "$2\r\nw2\r\n") {
 		t.Fatalf("got %q", got)
@@ -109,7 +109,7 @@ func TestSessionState(t *testing.T) {
 
 func TestQuitStopsThePipeline(t *testing.T) {
 	r := New(nil, zap.NewNop(), Options{})
-	s := r.NewSession()
+	s := r.NewSession("127.0.0.1:1")
 	if got := serve(t, r, s, "PING", "QUIT", "PING"); got != "+PONG\r\n+OK\r\n" || !s.Quit {
 		t.Fatalf("got %q quit=%v", got, s.Quit)
 	}
@@ -117,7 +117,7 @@ func TestQuitStopsThePipeline(t *testing.T) {
 
 func TestAuth(t *testing.T) {
 	r := New(nil, zap.NewNop(), Options{Password: "s3cret"})
-	s := r.NewSession()
+	s := r.NewSession("127.0.0.1:1")
 	steps := []struct{ cmd, want string }{
 		{"PING", "-NOAUTH Authentication required.\r\n"},
 		{"NOSUCH", "-NOAUTH Authentication required.\r\n"},
@@ -144,7 +144,7 @@ func TestRoles(t *testing.T) {
 		{Name: "shop", Password: "shop-pw", Role: conf.RoleApp},
 		{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin},
 	}})
-	app := r.NewSession()
+	app := r.NewSession("127.0.0.1:1")
 	if got := serve(t, r, app, "AUTH shop shop-pw", "SECKILL.WARM sku_1", "SECKILL.CLOSE sku_1", "SECKILL.RELEASE sku_1 u1", "SECKILL.CHECK sku_1", "PING"); got !=
 		"+OK\r\n"+
 			"-NOPERM User shop has no permissions to run the 'seckill.warm' command\r\n"+
@@ -155,13 +155,13 @@ func TestRoles(t *testing.T) {
 		t.Fatalf("app user: %q", got)
 	}
 	for _, login := range []string{"AUTH ops ops-pw", "AUTH root-pw", "AUTH default root-pw"} {
-		s := r.NewSession()
+		s := r.NewSession("127.0.0.1:1")
 		// An admin passes the permission check and reaches argument checks.
 		if got := serve(t, r, s, login, "SECKILL.WARM bad!"); got != "+OK\r\n-ERR sku must be 1-64 characters of [A-Za-z0-9_.:-], got \"bad!\"\r\n" {
 			t.Fatalf("%s: %q", login, got)
 		}
 	}
-	s := r.NewSession()
+	s := r.NewSession("127.0.0.1:1")
 	if got := serve(t, r, s, "AUTH nobody x", "AUTH ops shop-pw", "SECKILL.BUY sku u"); got !=
 		"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
 			"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
@@ -172,7 +172,7 @@ func TestRoles(t *testing.T) {
 
 func TestUsersWithoutDefaultPassword(t *testing.T) {
 	r := New(nil, zap.NewNop(), Options{Users: []conf.User{{Name: "shop", Password: "pw", Role: conf.RoleApp}}})
-	if got := serve(t, r, r.NewSession(), "PING", "AUTH pw", "AUTH default pw", "AUTH shop pw", "PING"); got !=
+	if got := serve(t, r, r.NewSession("127.0.0.1:1"), "PING", "AUTH pw", "AUTH default pw", "AUTH shop pw", "PING"); got !=
 		"-NOAUTH Authentication required.\r\n"+
 			"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
 			"-WRONGPASS invalid username-password pair or user is disabled.\r\n"+
@@ -183,11 +183,11 @@ func TestUsersWithoutDefaultPassword(t *testing.T) {
 
 func TestInfo(t *testing.T) {
 	r := New(nil, zap.NewNop(), Options{Clients: func() int64 { return 7 }})
-	got := serve(t, r, r.NewSession(), "INFO clients")
+	got := serve(t, r, r.NewSession("127.0.0.1:1"), "INFO clients")
 	if !strings.Contains(got, "# Clients\r\nconnected_clients:7\r\n") || strings.Contains(got, "# Server") {
 		t.Fatalf("INFO clients: %q", got)
 	}
-	got = serve(t, r, r.NewSession(), "INFO")
+	got = serve(t, r, r.NewSession("127.0.0.1:1"), "INFO")
 	for _, want := range []string{"# Server\r\n", "redis_version:", "# Clients\r\n", "# Stats\r\n", "total_commands_processed:"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("INFO lacks %q: %q", want, got)
@@ -223,7 +223,7 @@ func TestAuthFailures(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no waiting between failures in this test
 	wrong := "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
-	s := r.NewSession()
+	s := r.NewSession("127.0.0.1:1")
 	s.Remote = "10.0.0.9:5000"
 	if got := serveCtx(t, ctx, r, s, "AUTH nope1", "AUTH nope2", "AUTH right", "AUTH nope3"); got != wrong+wrong+"+OK\r\n"+wrong {
 		t.Fatalf("with a success between: %q", got)
@@ -236,7 +236,7 @@ func TestAuthFailures(t *testing.T) {
 	if want := strings.Repeat(wrong, 8) + "-ERR too many failed AUTH attempts on this connection; closing it\r\n"; got != want || !s.Quit {
 		t.Fatalf("20 guesses: %q (quit %v)", got, s.Quit)
 	}
-	info := serveCtx(t, ctx, r, r.NewSession(), "AUTH right", "INFO stats")
+	info := serveCtx(t, ctx, r, r.NewSession("127.0.0.1:1"), "AUTH right", "INFO stats")
 	for _, want := range []string{"auth_failures:12\r\n", "auth_failures_closed_connections:1\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q: %q", want, info)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/adminhttp"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/outbox"
@@ -101,18 +101,21 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	var srv *proxy.Server
 	var metrics *proxy.Metrics
 	r := router.New(g, log, router.Options{
-		Upstream:      passthrough,
-		Password:      cfg.Password,
-		Users:         cfg.Users,
-		CompatReplies: cfg.Buy.CompatReplies,
-		Legacy:        cfg.Buy.LegacyScripts,
-		LegacyScripts: cfg.Buy.Legacy,
-		MaxArgBytes:   cfg.Limits.MaxArgBytes,
-		AdminAllow:    cfg.Redis.AdminAllow,
-		Clients:       func() int64 { return srv.Clients() },
-		Extra:         func() []guard.Field { return append(tee.InfoFields(), sweeper.InfoFields()...) },
-		ObserveBuy:    func(d time.Duration) { metrics.ObserveBuy(d) },
-		ObservePass:   func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) },
+		Upstream:             passthrough,
+		Password:             cfg.Password,
+		Users:                cfg.Users,
+		CompatReplies:        cfg.Buy.CompatReplies,
+		Legacy:               cfg.Buy.LegacyScripts,
+		LegacyScripts:        cfg.Buy.Legacy,
+		LegacyUIDLess:        cfg.Buy.LegacyUIDLess,
+		LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
+		MaxArgBytes:          cfg.Limits.MaxArgBytes,
+		AdminAllow:           cfg.Redis.AdminAllow,
+		ProtectedMode:        cfg.ProtectedMode,
+		Clients:              func() int64 { return srv.Clients() },
+		Extra:                func() []guard.Field { return append(tee.InfoFields(), sweeper.InfoFields()...) },
+		ObserveBuy:           func(d time.Duration) { metrics.ObserveBuy(d) },
+		ObservePass:          func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) },
 	})
 	metrics = proxy.NewMetrics(r.InfoFields, g.SaleMetrics)
 	go metrics.RunSampler(ctx, time.Second)
@@ -144,7 +147,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	}
 	reloader.OnSIGHUP(ctx)
 	if cfg.AdminListen != "" {
-		admin := &http.Server{Addr: cfg.AdminListen, Handler: reloader.Admin(srv.AdminHandler(func(ctx context.Context) error {
+		admin := adminhttp.Server(cfg.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(srv.AdminHandler(func(ctx context.Context) error {
 			if err := g.Ping(ctx); err != nil {
 				return err
 			}
@@ -152,9 +155,9 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 				return errors.New("kafka is not taking orders (buy.reply_after: kafka)")
 			}
 			return nil
-		})), ReadHeaderTimeout: 5 * time.Second}
+		}))))
 		go func() {
-			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := adminhttp.ListenAndServe(admin); err != nil {
 				log.Error("admin HTTP server stopped", zap.Error(err))
 			}
 		}()

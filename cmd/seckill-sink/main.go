@@ -5,16 +5,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/adminhttp"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/sink"
@@ -47,9 +45,9 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	reloader := cl.Reloader(log)
 	reloader.OnSIGHUP(ctx)
 	if cfg.Sink.AdminListen != "" {
-		admin := &http.Server{Addr: cfg.Sink.AdminListen, Handler: reloader.Admin(snk.AdminHandler()), ReadHeaderTimeout: 5 * time.Second}
+		admin := adminhttp.Server(cfg.Sink.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(snk.AdminHandler())))
 		go func() {
-			if err := admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := adminhttp.ListenAndServe(admin); err != nil {
 				log.Error("admin HTTP server stopped", zap.Error(err))
 			}
 		}()

@@ -1,0 +1,130 @@
+package router
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+)
+
+// TestProtectedMode: with no password and no users, a client from outside loopback is
+// refused (-DENIED) and closed, as redis-server in protected mode refuses it; a loopback
+// client is served; with protected_mode off, or with credentials, both are served.
+func TestProtectedMode(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		opt       Options
+		remote    string
+		wantStart string
+	}{
+		{"open, from the network", Options{ProtectedMode: true}, "10.1.2.3:5000", "-DENIED"},
+		{"open, over IPv6", Options{ProtectedMode: true}, "[2001:db8::1]:5000", "-DENIED"},
+		{"open, from loopback", Options{ProtectedMode: true}, "127.0.0.1:5000", "+PONG"},
+		{"open, from ::1", Options{ProtectedMode: true}, "[::1]:5000", "+PONG"},
+		{"protected mode off", Options{}, "10.1.2.3:5000", "+PONG"},
+		{"with a password", Options{ProtectedMode: true, Password: "pw"}, "10.1.2.3:5000", "-NOAUTH"},
+	} {
+		r := New(nil, zap.NewNop(), tt.opt)
+		s := r.NewSession(tt.remote)
+		if got := serve(t, r, s, "PING"); !strings.HasPrefix(got, tt.wantStart) {
+			t.Errorf("%s: %q, want %s...", tt.name, got, tt.wantStart)
+		}
+		if denied := strings.HasPrefix(tt.wantStart, "-DENIED"); s.Quit != denied {
+			t.Errorf("%s: closing %v, want %v", tt.name, s.Quit, denied)
+		}
+	}
+}
+
+// TestReloadRevokes: a reload that removes a user, changes its password or its role, or the
+// default password, revokes the connections logged in with it at their next command; other
+// users' connections go on.
+func TestReloadRevokes(t *testing.T) {
+	users := []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	for _, tt := range []struct {
+		name     string
+		password string
+		users    []conf.User
+		revoked  []string
+	}{
+		{"ops removed", "root", users[1:], []string{"ops"}},
+		{"ops downgraded", "root", []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleApp}, users[1]}, []string{"ops"}},
+		{"shop's password changed", "root", []conf.User{users[0], {Name: "shop", Password: "new", Role: conf.RoleApp}}, []string{"shop"}},
+		{"the default password changed", "other", users, []string{"default"}},
+		{"nothing changed", "root", users, nil},
+	} {
+		r := New(nil, zap.NewNop(), Options{Password: "root", Users: users})
+		sess := map[string]*Session{}
+		for _, login := range []string{"AUTH ops ops-pw", "AUTH shop shop-pw", "AUTH root"} {
+			s := r.NewSession("127.0.0.1:1")
+			if got := serve(t, r, s, login); got != "+OK\r\n" {
+				t.Fatalf("%s: %q", login, got)
+			}
+			sess[s.User] = s
+		}
+		r.SetCredentials(tt.password, tt.users)
+		for name, s := range sess {
+			got := serve(t, r, s, "PING")
+			want := "+PONG\r\n"
+			for _, rv := range tt.revoked {
+				if rv == name {
+					want = "-" + errRevoked.Error() + "\r\n"
+				}
+			}
+			if got != want || (want != "+PONG\r\n") != s.Quit {
+				t.Errorf("%s: %s's PING = %q (closing %v), want %q", tt.name, name, got, s.Quit, want)
+			}
+		}
+	}
+}
+
+// TestAuthBoundedPerSource: a guesser who reconnects after every few guesses is refused,
+// unchecked, once its address has failed authSourceBurst times; another address is not; a
+// user's budget bounds guesses from many addresses.
+func TestAuthBoundedPerSource(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{Users: []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}})
+	guess := func(remote, login string) string {
+		return serve(t, r, r.NewSession(remote), login)
+	}
+	for i := range authSourceBurst {
+		if got := guess("10.0.0.1:"+string(rune('0'+i%10)), "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS invalid") {
+			t.Fatalf("guess %d: %q", i, got)
+		}
+	}
+	if got := guess("10.0.0.1:9", "AUTH shop shop-pw"); !strings.HasPrefix(got, "-WRONGPASS too many failed AUTHs from this address") {
+		t.Fatalf("the right password from a spent address: %q, want it refused unchecked", got)
+	}
+	if got := guess("10.0.0.2:1", "AUTH shop shop-pw"); got != "+OK\r\n" {
+		t.Fatalf("another address: %q", got)
+	}
+	if n := r.auth.limitedSource.Load(); n != 1 {
+		t.Fatalf("auth_limited_source = %d, want 1", n)
+	}
+	for i := 0; i < authUserBurst; i++ {
+		guess("10.1."+string(rune('0'+i/10))+"."+string(rune('0'+i%10))+":1", "AUTH shop wrong")
+	}
+	if got := guess("10.9.9.9:1", "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS too many failed AUTHs for this user") {
+		t.Fatalf("a user whose budget is spent: %q", got)
+	}
+}
+
+func TestFailureLimitsBounded(t *testing.T) {
+	f := newFailureLimits(time.Second, 2)
+	now := time.Now()
+	for i := range authTableMax + 10 {
+		f.fail(string(rune(i)), now)
+	}
+	if len(f.m) > authTableMax {
+		t.Fatalf("%d entries, want at most %d", len(f.m), authTableMax)
+	}
+	f.fail("k", now)
+	f.fail("k", now)
+	if spent, d := f.spent("k", now); !spent || d <= 0 || d > time.Second {
+		t.Fatalf("after its burst: spent %v, retry %v", spent, d)
+	}
+	if spent, _ := f.spent("k", now.Add(time.Second)); spent {
+		t.Fatal("still spent a refill later")
+	}
+}
