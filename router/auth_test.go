@@ -128,3 +128,11 @@ func TestFailureLimitsBounded(t *testing.T) {
 		t.Fatal("still spent a refill later")
 	}
 }
+
+func TestInfoWithoutNodes(t *testing.T) {
+	in := "# Server\r\nredis_version:7.0.15\r\ntcp_port:7000\r\nexecutable:/usr/bin/redis-server\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\nslave0:ip=127.0.0.1,port=7003,state=online\r\nslave_read_only:1\r\n\r\n# Nodes\r\nmasters:3\r\nmaster_addrs:127.0.0.1:7000,127.0.0.1:7001\r\n"
+	want := "# Server\r\nredis_version:7.0.15\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\nslave_read_only:1\r\n\r\n# Nodes\r\nmasters:3\r\n"
+	if got := withoutNodes(in); got != want {
+		t.Fatalf("withoutNodes:\n%q\nwant\n%q", got, want)
+	}
+}

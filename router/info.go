@@ -226,3 +226,33 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.2fT", f/(1024*1024*1024*1024))
 }
+
+// nodeFields are INFO's fields that tell where the Redis nodes are (addresses, ports, files):
+// an app client has no business reaching the nodes, so only an admin is shown them.
+var nodeFields = map[string]bool{
+	"master_addrs": true, "master_host": true, "master_port": true, "tcp_port": true,
+	"executable": true, "config_file": true, "run_id": true,
+}
+
+// withoutNodes is text less its nodeFields and its replica lines (slave0:ip=...,port=...).
+func withoutNodes(text string) string {
+	var b strings.Builder
+	for line := range strings.SplitAfterSeq(text, "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		if ok && (nodeFields[name] || isReplicaLine(name)) {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// isReplicaLine: name is slave<n>, a replica's address line in INFO replication.
+func isReplicaLine(name string) bool {
+	rest, ok := strings.CutPrefix(name, "slave")
+	if !ok || rest == "" {
+		return false
+	}
+	_, err := strconv.Atoi(rest)
+	return err == nil
+}

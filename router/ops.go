@@ -172,9 +172,13 @@ var infoSections = []string{"server", "clients", "stats", "seckill"}
 // cmdInfo answers INFO [section ...] in Redis's format. With Redis behind the proxy, Redis's
 // sections and the proxy's own (infoOf); without, the proxy's own server, clients, stats and
 // seckill sections. "all", "everything" and "default" name them all.
-func (r *Router) cmdInfo(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+func (r *Router) cmdInfo(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
 	if r.opt.Upstream != nil {
-		return r.infoOf(ctx, args)
+		reply, err := r.infoOf(ctx, args)
+		if v, ok := reply.(Verbatim); ok && !s.Admin {
+			return Verbatim(withoutNodes(string(v))), err
+		}
+		return reply, err
 	}
 	want := map[string]bool{}
 	for _, a := range args[1:] {
