@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
 	"seckill-proxy/router"
 	"seckill-proxy/sale"
 )
@@ -216,6 +217,49 @@ func TestLegacyKeysRefusedByRedis(t *testing.T) {
 		}
 		if n := s.rc.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("%s was written", key)
+		}
+	}
+}
+
+// TestWatchSurvivesHello: WATCH k, another client sets k, HELLO (either protocol), MULTI,
+// SET k, EXEC: redis-server aborts the transaction (a null reply), and so must the proxy,
+// or the second writer's update is lost.
+func TestWatchSurvivesHello(t *testing.T) {
+	s := start(t, nil)
+	for _, tt := range []struct{ from, to int }{{2, 2}, {2, 3}, {3, 2}, {3, 3}} {
+		for name, addr := range map[string]string{"redis-server": testenv.Standalone(t), "proxy": s.addr} {
+			ctx := context.Background()
+			opt := &redis.Options{Addr: addr, Protocol: tt.from, PoolSize: 1}
+			c := redis.NewClient(opt)
+			other := redis.NewClient(&redis.Options{Addr: opt.Addr})
+			key := "watched:" + newSKU("k")
+			conn := c.Conn()
+			if err := conn.Do(ctx, "watch", key).Err(); err != nil {
+				t.Fatalf("%s: WATCH: %v", name, err)
+			}
+			if err := other.Set(ctx, key, "theirs", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.Do(ctx, "hello", tt.to).Err(); err != nil {
+				t.Fatalf("%s: HELLO %d: %v", name, tt.to, err)
+			}
+			if err := conn.Do(ctx, "multi").Err(); err != nil {
+				t.Fatalf("%s: MULTI: %v", name, err)
+			}
+			if err := conn.Do(ctx, "set", key, "mine").Err(); err != nil {
+				t.Fatalf("%s: SET: %v", name, err)
+			}
+			err := conn.Do(ctx, "exec").Err()
+			if err != redis.Nil {
+				t.Errorf("%s, HELLO %d -> %d: EXEC = %v, want a null reply (the watched key changed)", name, tt.from, tt.to, err)
+			}
+			if v := other.Get(ctx, key).Val(); v != "theirs" {
+				t.Errorf("%s, HELLO %d -> %d: the key is %q: the other client's update was lost", name, tt.from, tt.to, v)
+			}
+			_ = conn.Close()
+			_ = c.Close()
+			_ = other.Del(ctx, key).Err()
+			_ = other.Close()
 		}
 	}
 }

@@ -46,9 +46,8 @@ func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply
 		return nil, respError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	if proto != s.Proto {
-		if s.tx != nil { // a WATCH's connection speaks the old protocol
-			s.tx.Close()
-			s.tx = nil
+		if s.tx != nil { // a WATCH stays, on a connection that now speaks proto too
+			s.tx.SwitchProto(ctx, r.opt.Upstream.For(proto), proto)
 		}
 		s.Proto = proto
 		s.view.mu.Lock()

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"seckill-proxy/internal/resp"
@@ -20,6 +21,9 @@ type Tx struct {
 	slot    int // -1: no key yet
 	addr    string
 	watch   *conn // the pinned connection, after WATCH
+	// lostWatch: a WATCH was dropped other than by EXEC, DISCARD or UNWATCH (its connection
+	// failed a protocol switch), so the next EXEC must not run the queue unwatched.
+	lostWatch bool
 }
 
 // NewTx returns the transaction state of a new client connection.
@@ -106,6 +110,9 @@ func (t *Tx) Exec(ctx context.Context) []byte {
 	if t.aborted {
 		return errorReply("EXECABORT Transaction discarded because of previous errors.")
 	}
+	if t.lostWatch {
+		return []byte("*-1\r\n") // as Redis answers a transaction whose watched keys changed
+	}
 	if t.addr == "" {
 		addr, err := t.c.anyMaster(ctx)
 		if err != nil {
@@ -163,6 +170,7 @@ func (t *Tx) Watch(ctx context.Context, args [][]byte) []byte {
 // Unwatch forgets every WATCH.
 func (t *Tx) Unwatch() []byte {
 	t.unpin()
+	t.lostWatch = false
 	if !t.multi {
 		t.slot, t.addr = -1, ""
 	}
@@ -171,7 +179,23 @@ func (t *Tx) Unwatch() []byte {
 
 func (t *Tx) reset() {
 	t.unpin()
-	t.multi, t.aborted, t.queue, t.slot, t.addr = false, false, nil, -1, ""
+	t.multi, t.aborted, t.lostWatch, t.queue, t.slot, t.addr = false, false, false, nil, -1, ""
+}
+
+// SwitchProto moves the transaction to c, the sibling Cluster that speaks proto, after the
+// client's HELLO: a WATCH stays, as in Redis, because its pinned connection says HELLO proto
+// too. If that fails, the WATCH is lost, and the next EXEC answers as if a watched key had
+// changed.
+func (t *Tx) SwitchProto(ctx context.Context, c *Cluster, proto int) {
+	t.c = c
+	if t.watch == nil {
+		return
+	}
+	replies, err := t.watch.roundTrip(ctx, [][][]byte{{[]byte("HELLO"), []byte(strconv.Itoa(proto))}})
+	if err != nil || len(replies) != 1 || replies[0][0] == '-' {
+		t.unpin()
+		t.lostWatch = true
+	}
 }
 
 func (t *Tx) unpin() {
