@@ -125,7 +125,7 @@ func (r *Router) authFailed(ctx context.Context, s *Session, user string) error 
 
 var (
 	errProtectedMode = respError("DENIED seckill-proxy is running in protected mode: it has no password and no users, so it serves loopback clients only. Set users (SECKILL_USERS) or password, or turn protected_mode off if every client that can reach it may be an admin")
-	errRevoked       = respError("NOAUTH this connection's user was removed, or its password or role changed, by a reload; the connection is closed: reconnect and AUTH again")
+	errRevoked       = respError("NOAUTH this connection's user was removed by a reload; the connection is closed")
 )
 
 // stale: the session must be looked at again before a command runs (see recheck).
@@ -133,10 +133,12 @@ func (s *Session) stale(r *Router) bool {
 	return s.denied || s.revoked || s.creds != r.creds.Load()
 }
 
-// recheck holds s's login against the credentials now in force: a login whose user is gone,
-// or whose password or role changed, is revoked, as Redis's ACL DELUSER disconnects a user's
-// clients. A client that had not logged in is left to AUTH; one that was open (no
-// credentials) is revoked once there are credentials, and allowed once there are none.
+// recheck holds s's login against the credentials now in force: a login whose user is gone
+// is revoked, as Redis's ACL DELUSER disconnects a user's clients; a changed role takes effect
+// at once (a downgraded admin is an app user from its next command); a changed password
+// keeps the connections logged in with the old one, as Redis does. A client that had not
+// logged in is left to AUTH; one that was open (no credentials) is revoked once there are
+// credentials, and allowed once there are none.
 func (r *Router) recheck(s *Session) {
 	cur := r.creds.Load()
 	s.creds = cur
@@ -148,24 +150,12 @@ func (r *Router) recheck(s *Session) {
 		}
 		return
 	}
-	var now conf.User
-	switch {
+	switch u, ok := cur.users[s.login.Name]; {
 	case cur.open():
-		now = conf.User{Name: "default", Role: conf.RoleAdmin}
 	case s.login.Name == "default" && cur.password != "":
-		now = conf.User{Name: "default", Password: cur.password, Role: conf.RoleAdmin}
+	case s.login.Name != "default" && ok:
+		s.Admin = u.Role == conf.RoleAdmin
 	default:
-		u, ok := cur.users[s.login.Name]
-		if !ok {
-			s.revoked = true
-			return
-		}
-		now = conf.User{Name: u.Name, Password: u.Password, Role: conf.RoleApp}
-		if u.Role == conf.RoleAdmin {
-			now.Role = conf.RoleAdmin
-		}
-	}
-	if now != s.login {
 		s.revoked = true
 		r.auth.revoked.Add(1)
 	}

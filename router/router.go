@@ -72,7 +72,7 @@ type Session struct {
 	// uidLessCalls counts the calls of legacy scripts with no buyer (buy.legacy_uidless).
 	uidLessCalls int64
 	// creds are the credentials the login was checked against, and login the entry it
-	// matched: a reload that removes or changes it revokes the session (see recheck).
+	// matched: a reload that removes it revokes the session (see recheck).
 	creds *credentials
 	login conf.User
 	// denied: protected mode refused the client (no credentials, not on loopback); revoked:
