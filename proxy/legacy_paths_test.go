@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -11,34 +12,6 @@ import (
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/router"
 	"seckill-proxy/sale"
-)
-
-// seedsBuyAsCarried and seedsDeductAsCarried are the seeds' scripts as their services carry
-// them: locals first, a comment on most lines.
-const (
-	seedsBuyAsCarried = `local stock_key = KEYS[1] -- the item's stock
-local buyers_key = KEYS[2] -- who bought
-local uid = ARGV[1] -- the buyer
-local quantity = tonumber(ARGV[2]) -- how many
-if redis.call('HEXISTS', buyers_key, uid) == 1 then -- a repeat buyer
-return -1
-end
-local current_stock = tonumber(redis.call('GET', stock_key) or "0") -- what is left
-if current_stock < quantity then
-return 0 -- sold out
-end
-redis.call('DECRBY', stock_key, quantity) -- take it
-redis.call('HSET', buyers_key, uid, 1) -- remember the buyer
-return 1
-`
-	seedsDeductAsCarried = `local key = KEYS[1] -- the item's stock
-local num = tonumber(ARGV[1]) -- how many
-local stock = tonumber(redis.call('GET', key) or 0)
-if stock == nil then return -1 end -- no such item
-if stock < num then return 0 end -- not enough left
-redis.call('DECRBY', key, num)
-return 1
-`
 )
 
 // eachProto runs f with a go-redis client of s speaking RESP2, then RESP3.
@@ -63,14 +36,14 @@ func TestLegacyScriptsAsCarried(t *testing.T) {
 		sku := newSKU("carried")
 		s.sale(t, c, sku, 2)
 		keys := []string{router.LegacyStockPrefix + sku, "seckill:buyers:" + sku}
-		sha, err := c.ScriptLoad(ctx, seedsBuyAsCarried).Result()
+		sha, err := c.ScriptLoad(ctx, testenv.SeedsBuyAsCarried).Result()
 		if err != nil {
 			t.Fatalf("SCRIPT LOAD: %v", err)
 		}
 		if got, err := c.EvalSha(ctx, sha, keys, "u1", 1).Int64(); err != nil || got != 1 {
 			t.Fatalf("EVALSHA of the loaded script = %d, %v; want 1", got, err)
 		}
-		script := redis.NewScript(seedsBuyAsCarried)
+		script := redis.NewScript(testenv.SeedsBuyAsCarried)
 		for _, step := range []struct {
 			uid  string
 			want int64
@@ -106,7 +79,7 @@ func TestLegacyDeductOffByDefault(t *testing.T) {
 		ctx := context.Background()
 		sku := newSKU("deductoff")
 		s.sale(t, c, sku, 5, "LIMIT", "1")
-		for _, body := range []string{seedsDeductAsCarried, router.LegacyDeductScript} {
+		for _, body := range []string{testenv.SeedsDeductAsCarried, router.LegacyDeductScript} {
 			err := redis.NewScript(body).Run(ctx, c, []string{router.LegacyStockPrefix + sku}, 1).Err()
 			if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "buy.legacy_uidless") {
 				t.Fatalf("the deduct script with the defaults: %v, want NOPERM naming buy.legacy_uidless", err)
@@ -136,7 +109,7 @@ func TestLegacyDeductOnIsBounded(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	script := redis.NewScript(seedsDeductAsCarried)
+	script := redis.NewScript(testenv.SeedsDeductAsCarried)
 	key := []string{router.LegacyStockPrefix + sku}
 	c := shop()
 	for i := range 3 {
@@ -151,12 +124,18 @@ func TestLegacyDeductOnIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ops.Do(context.Background(), "seckill.allow", user).Err() })
-	eventually(t, 5e9, "the deny list reaches the proxy", func() bool {
-		err := script.Run(ctx, shop(), key, 1).Err()
+	// A buy of a SKU with no sale sells nothing either way: LIMITED denied once the deny list
+	// has reached the proxy, CLOSED before.
+	noSale := newSKU("nosale")
+	eventually(t, 5*time.Second, "the deny list reaches the proxy", func() bool {
+		err := ops.Do(ctx, "seckill.buy", noSale, user).Err()
 		return err != nil && strings.HasPrefix(err.Error(), "LIMITED denied")
 	})
-	if left := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Val(); left != "47" && left != "46" {
-		t.Fatalf("stock %s, want 47 (or 46 if one more deduct went in before the deny list arrived)", left)
+	if err := script.Run(ctx, shop(), key, 1).Err(); err == nil || !strings.HasPrefix(err.Error(), "LIMITED denied") {
+		t.Fatalf("a deduct by the denied user on a new connection: %v, want LIMITED denied", err)
+	}
+	if left := s.rc.Get(ctx, sale.KeysFor(sku).Stock).Val(); left != "47" {
+		t.Fatalf("stock %s, want 47: three deducts, then the cap and the deny list", left)
 	}
 }
 
@@ -173,7 +152,7 @@ func TestLegacyInMulti(t *testing.T) {
 		for name, queue := range map[string]func(p redis.Pipeliner){
 			"the seeds' deduct": func(p redis.Pipeliner) { p.Eval(ctx, router.LegacyDeductScript, []string{stock}, 1) },
 			"the seeds' buy": func(p redis.Pipeliner) {
-				p.Eval(ctx, seedsBuyAsCarried, []string{stock, "seckill:buyers:" + sku}, "u1", 1)
+				p.Eval(ctx, testenv.SeedsBuyAsCarried, []string{stock, "seckill:buyers:" + sku}, "u1", 1)
 			},
 			"an unknown script":  func(p redis.Pipeliner) { p.Eval(ctx, "return redis.call('SET', KEYS[1], 5000)", []string{stock}) },
 			"a GET of the stock": func(p redis.Pipeliner) { p.Get(ctx, stock) },

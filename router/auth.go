@@ -51,7 +51,8 @@ type authStats struct {
 	failures, closed, revoked  atomic.Int64
 	limitedSource, limitedUser atomic.Int64 // AUTHs refused unchecked (authlimit.go)
 	sources, users             *failureLimits
-	logged                     atomic.Int64 // failures counted in the last log line
+	now                        func() time.Time // the clock of the failure budgets
+	logged                     atomic.Int64     // failures counted in the last log line
 	log                        rate.Sometimes
 }
 
@@ -66,7 +67,7 @@ func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply,
 	if len(args) == 3 {
 		name, pass = string(args[1]), args[2]
 	}
-	now := time.Now()
+	now := r.auth.now()
 	if err := r.authLimited(s, name, now); err != nil {
 		return nil, err
 	}

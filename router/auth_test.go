@@ -88,6 +88,8 @@ func TestReloadRevokes(t *testing.T) {
 // user's budget bounds guesses from many addresses.
 func TestAuthBoundedPerSource(t *testing.T) {
 	r := New(nil, zap.NewNop(), Options{Users: []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}})
+	now := time.Now()
+	r.auth.now = func() time.Time { return now } // no budget refills while the test runs
 	guess := func(remote, login string) string {
 		return serve(t, r, r.NewSession(remote), login)
 	}
@@ -110,6 +112,10 @@ func TestAuthBoundedPerSource(t *testing.T) {
 	}
 	if got := guess("10.9.9.9:1", "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS too many failed AUTHs for this user") {
 		t.Fatalf("a user whose budget is spent: %q", got)
+	}
+	now = now.Add(authSourceEvery)
+	if got := guess("10.0.0.1:9", "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS invalid") {
+		t.Fatalf("a spent address one refill later: %q, want its AUTH checked again", got)
 	}
 }
 

@@ -66,21 +66,29 @@ func (f *failureLimits) fail(key string, now time.Time) {
 	l.AllowN(now, 1)
 }
 
-// evict forgets refilled entries, or, if none has refilled, some entry (the table stays
-// bounded; a forgotten guesser starts with a fresh budget, no larger than a new one's).
+// evictSample is how many entries evict looks at: a full table costs a failing AUTH a
+// bounded amount of work, not a walk of the whole table.
+const evictSample = 32
+
+// evict forgets, among up to evictSample entries (Go's map order is random), those that have
+// refilled, or, if none has, the first one looked at. The table stays bounded; a forgotten
+// guesser starts again with a fresh budget, no larger than a new one's.
 func (f *failureLimits) evict(now time.Time) {
-	n := 0
+	first, seen, freed := "", 0, false
 	for k, l := range f.m {
+		if seen == 0 {
+			first = k
+		}
 		if l.TokensAt(now) >= float64(f.burst) {
 			delete(f.m, k)
-			n++
+			freed = true
 		}
-	}
-	if n == 0 {
-		for k := range f.m {
-			delete(f.m, k)
+		if seen++; seen == evictSample {
 			break
 		}
+	}
+	if !freed {
+		delete(f.m, first)
 	}
 }
 

@@ -72,13 +72,15 @@ type legacyScripts struct {
 	bySHA   map[string]*legacyScript // nil value: loaded, and not a legacy stock script
 	// prefixes are the scripts' KEYS[1] prefixes, for a quick look at every command.
 	prefixes []string
-	// learned counts the SHA1s learned from copies seen (guarded by mu).
-	learned int
+	// learned counts the SHA1s learned from copies seen, and unknown those of scripts that
+	// are not stock scripts (guarded by mu): each is bounded apart, so that a client loading
+	// junk cannot keep the copies a service runs from being learned.
+	learned, unknown int
 }
 
-// maxLearnedSHAs bounds the SHA1s learned from the copies clients send, and of the scripts
-// they load; past it a copy is still recognised by its body, and an EVALSHA of it gets
-// NOSCRIPT, then EVAL.
+// maxLearnedSHAs bounds the SHA1s learned from the copies clients send, and apart those of
+// the scripts they load that are not stock scripts; past it a copy is still recognised by its
+// body, and an EVALSHA of it gets NOSCRIPT, then EVAL.
 const maxLearnedSHAs = 1024
 
 // newLegacyScripts knows the seeds' scripts and extra (conf's buy.legacy, validated).
@@ -134,11 +136,15 @@ func (l *legacyScripts) byBody(body []byte) *legacyScript {
 		ls = l.byCanon[c]
 	}
 	l.mu.Lock()
-	if _, seen := l.bySHA[sha]; !seen && l.learned < maxLearnedSHAs { // endless variants: memory stays bounded
-		l.bySHA[sha] = ls
-		l.learned++
+	defer l.mu.Unlock()
+	count := &l.learned
+	if ls == nil {
+		count = &l.unknown
 	}
-	l.mu.Unlock()
+	if _, seen := l.bySHA[sha]; !seen && *count < maxLearnedSHAs { // endless variants: memory stays bounded
+		l.bySHA[sha] = ls
+		*count++
+	}
 	return ls
 }
 

@@ -2,10 +2,12 @@ package router
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
 	"seckill-proxy/sale"
 )
 
@@ -13,30 +15,7 @@ import (
 // recognised; a script that does something else is not.
 func TestRecognisedByMeaning(t *testing.T) {
 	l := newLegacyScripts(nil)
-	carried := map[string]string{
-		"seeds' buy": `local stock_key = KEYS[1] -- the stock
-local buyers_key = KEYS[2] -- who bought
-local uid = ARGV[1] -- the buyer
-local quantity = tonumber(ARGV[2]) -- how many
-if redis.call('HEXISTS', buyers_key, uid) == 1 then -- bought already
-return -1
-end
-local current_stock = tonumber(redis.call('GET', stock_key) or "0") -- what is left
-if current_stock < quantity then
-return 0 -- sold out
-end
-redis.call('DECRBY', stock_key, quantity) -- take it
-redis.call('HSET', buyers_key, uid, 1) -- remember the buyer
-return 1
-`,
-		"seeds' deduct": `local key = KEYS[1] -- the stock
-local num = tonumber(ARGV[1]) -- how many
-local stock = tonumber(redis.call('GET', key) or 0)
-if stock == nil then return -1 end -- no such item
-if stock < num then return 0 end -- not enough
-redis.call('DECRBY', key, num)
-return 1`,
-	}
+	carried := map[string]string{"seeds' buy": testenv.SeedsBuyAsCarried, "seeds' deduct": testenv.SeedsDeductAsCarried}
 	for want, body := range carried {
 		ls := l.byBody([]byte(body))
 		if ls == nil || ls.name != want {
@@ -77,16 +56,28 @@ func FuzzLegacyBuy(f *testing.F) {
 }
 
 // TestLearnedSHAsBounded: copies of a script that differ only in whitespace are all
-// recognised, but no more than maxLearnedSHAs of their SHA1s are kept.
+// recognised, but no more than maxLearnedSHAs of their SHA1s are kept; junk loaded first does
+// not keep them from being learned.
 func TestLearnedSHAsBounded(t *testing.T) {
 	l := newLegacyScripts(nil)
+	for i := range maxLearnedSHAs + 100 {
+		if l.byBody([]byte("return "+strconv.Itoa(i))) != nil {
+			t.Fatalf("junk %d recognised", i)
+		}
+	}
+	if _, seen := l.bySHAOf(sha1Hex("return 0")); !seen {
+		t.Fatal("a loaded script that is not a stock script was not remembered")
+	}
 	for i := range maxLearnedSHAs + 100 {
 		body := LegacyBuyScript + strings.Repeat(" ", i+1)
 		if l.byBody([]byte(body)) == nil {
 			t.Fatalf("copy %d not recognised", i)
 		}
 	}
-	if n := len(l.bySHA); n > maxLearnedSHAs+3 {
-		t.Fatalf("%d SHA1s kept, want at most %d learned besides the built-ins", n, maxLearnedSHAs)
+	if got, seen := l.bySHAOf(sha1Hex(LegacyBuyScript + " ")); !seen || got == nil {
+		t.Fatal("a copy after the junk was not learned")
+	}
+	if n := len(l.bySHA); n > 2*maxLearnedSHAs+3 {
+		t.Fatalf("%d SHA1s kept, want at most %d of each kind besides the built-ins", n, maxLearnedSHAs)
 	}
 }

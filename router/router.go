@@ -169,6 +169,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	r.auth.log = rate.Sometimes{Interval: time.Second}
 	r.auth.sources = newFailureLimits(authSourceEvery, authSourceBurst)
 	r.auth.users = newFailureLimits(authUserEvery, authUserBurst)
+	r.auth.now = time.Now
 	r.table = map[string]*command{}
 	for _, c := range []*command{
 		{name: "ping", arity: -1, maxArgs: 2, flags: flagQueued, handler: cmdPing},

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"seckill-proxy/internal/testenv"
 )
 
 // seedsBuy is the seeds' buy script as the built-in copy spells it.
@@ -13,25 +15,6 @@ if current_stock < tonumber(ARGV[2]) then return 0 end
 redis.call('DECRBY', KEYS[1], tonumber(ARGV[2]))
 redis.call('HSET', KEYS[2], ARGV[1], 1)
 return 1`
-
-// seedsBuyAsCarried is the same script as a service carries it: locals first, comments after
-// most lines, its own indentation.
-const seedsBuyAsCarried = `-- seckill stock script
-local stock_key = KEYS[1]   -- stock
-local buyers_key = KEYS[2]  -- who bought
-local uid = ARGV[1]         -- the buyer
-local quantity = tonumber(ARGV[2]) -- how many
-if redis.call('HEXISTS', buyers_key, uid) == 1 then
-return -1 -- bought already
-end
-local current_stock = tonumber(redis.call('GET', stock_key) or "0")
-if current_stock < quantity then
-return 0 -- sold out
-end
-redis.call('DECRBY', stock_key, quantity)
-redis.call('HSET', buyers_key, uid, 1)
-return 1
-`
 
 func canon(t *testing.T, body string) string {
 	t.Helper()
@@ -46,21 +29,24 @@ func canon(t *testing.T, body string) string {
 func TestSameMeaning(t *testing.T) {
 	base := canon(t, seedsBuy)
 	for name, body := range map[string]string{
-		"as carried, with locals and comments": seedsBuyAsCarried,
+		"as carried, with locals and comments": testenv.SeedsBuyAsCarried,
 		"semicolons and one line":              strings.ReplaceAll(seedsBuy, "\n", "; "),
 		"double quotes and a long comment":     "--[==[ the\nbuy ]==]\n" + strings.ReplaceAll(seedsBuy, "'", `"`),
-		"other local names": strings.ReplaceAll(strings.ReplaceAll(seedsBuyAsCarried, "current_stock", "left"),
+		"other local names": strings.ReplaceAll(strings.ReplaceAll(testenv.SeedsBuyAsCarried, "current_stock", "left"),
 			"quantity", "q"),
 		"parens around a condition": strings.Replace(seedsBuy, "if current_stock < tonumber(ARGV[2]) then",
 			"if (current_stock < tonumber(ARGV[2])) then", 1),
 		"a long string":                  strings.Replace(seedsBuy, "'GET'", "[[GET]]", 1),
-		"numbers spelled another way":    strings.Replace(seedsBuy, "return 1\n", "return 0x1\n", 1),
-		"tonumber of a tonumber'd local": strings.Replace(seedsBuyAsCarried, "if current_stock < quantity", "if current_stock < tonumber(quantity)", 1),
-		"locals declared together": strings.Replace(strings.Replace(seedsBuyAsCarried,
-			"local stock_key = KEYS[1]   -- stock\nlocal buyers_key = KEYS[2]  -- who bought\n",
-			"local stock_key, buyers_key = KEYS[1], KEYS[2]\n", 1), "", "", 1),
-		"CRLF line ends": strings.ReplaceAll(seedsBuyAsCarried, "\n", "\r\n"),
+		"numbers spelled another way":    strings.Replace(strings.Replace(seedsBuy, "== 1 then", "== 1.0 then", 1), "return 0 end", "return 0x0 end", 1),
+		"tonumber of a tonumber'd local": strings.Replace(testenv.SeedsBuyAsCarried, "if current_stock < quantity", "if current_stock < tonumber(quantity)", 1),
+		"locals declared together": strings.Replace(testenv.SeedsBuyAsCarried,
+			"local stock_key = KEYS[1] -- the item's stock\nlocal buyers_key = KEYS[2] -- who bought\n",
+			"local stock_key, buyers_key = KEYS[1], KEYS[2]\n", 1),
+		"CRLF line ends": strings.ReplaceAll(testenv.SeedsBuyAsCarried, "\n", "\r\n"),
 	} {
+		if body == seedsBuy || (body == testenv.SeedsBuyAsCarried) != (name == "as carried, with locals and comments") {
+			t.Errorf("%s: the variant is the original, unchanged", name)
+		}
 		if got := canon(t, body); got != base {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, base)
 		}
@@ -74,12 +60,12 @@ func TestOtherMeaning(t *testing.T) {
 		"another comparison":    strings.Replace(seedsBuy, "current_stock < tonumber", "current_stock <= tonumber", 1),
 		"another key":           strings.Replace(seedsBuy, "redis.call('DECRBY', KEYS[1]", "redis.call('DECRBY', KEYS[2]", 1),
 		"another argument":      strings.Replace(seedsBuy, "HSET', KEYS[2], ARGV[1]", "HSET', KEYS[2], ARGV[3]", 1),
-		"a reassigned alias":    strings.Replace(seedsBuyAsCarried, "if redis.call('HEXISTS'", "uid = 'x'\nif redis.call('HEXISTS'", 1),
+		"a reassigned alias":    strings.Replace(testenv.SeedsBuyAsCarried, "if redis.call('HEXISTS'", "uid = 'x'\nif redis.call('HEXISTS'", 1),
 		"a string changed":      strings.Replace(seedsBuy, "'HSET'", "'HSETNX'", 1),
 		"another reply":         strings.Replace(seedsBuy, "return 0", "return 2", 1),
 		"a comment in a string": strings.Replace(seedsBuy, "'GET'", "'GET--'", 1),
 		"pcall for call":        strings.Replace(seedsBuy, "redis.call('DECRBY'", "redis.pcall('DECRBY'", 1),
-		"an alias used as more": strings.Replace(seedsBuyAsCarried, "local stock_key = KEYS[1]", "local stock_key = KEYS[1] .. 'x'", 1),
+		"an alias used as more": strings.Replace(testenv.SeedsBuyAsCarried, "local stock_key = KEYS[1]", "local stock_key = KEYS[1] .. 'x'", 1),
 	} {
 		if got := canon(t, body); got == base {
 			t.Errorf("%s: same form as the seeds' buy: %s", name, got)
@@ -107,7 +93,7 @@ func TestRefused(t *testing.T) {
 // between tokens change nothing, and a form is its own form.
 func FuzzCanonical(f *testing.F) {
 	f.Add(seedsBuy)
-	f.Add(seedsBuyAsCarried)
+	f.Add(testenv.SeedsBuyAsCarried)
 	f.Add("local a, b = KEYS[1], ARGV[1] return tonumber(tonumber(b))")
 	f.Add("if (x) then return [=[s]=] end --[[c]]")
 	f.Fuzz(func(t *testing.T, body string) {
@@ -127,7 +113,7 @@ func FuzzCanonical(f *testing.F) {
 func BenchmarkCanonical(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Canonical(seedsBuyAsCarried); err != nil {
+		if _, err := Canonical(testenv.SeedsBuyAsCarried); err != nil {
 			b.Fatal(err)
 		}
 	}
