@@ -307,13 +307,13 @@ func TestValidateReportsEveryError(t *testing.T) {
 
 func TestMaskedHidesSecrets(t *testing.T) {
 	c := Default()
-	c.Password, c.Redis.Password = "app-secret", "redis-secret"
+	c.Password, c.Redis.Password, c.AdminToken = "app-secret", "redis-secret", "admin-token-secret"
 	c.MySQL.DSN = "seckill:db-secret@tcp(127.0.0.1:3306)/seckill"
 	var out bytes.Buffer
 	if err := writeYAML(&out, c.Masked()); err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"app-secret", "redis-secret", "db-secret"} {
+	for _, secret := range []string{"app-secret", "redis-secret", "db-secret", "admin-token-secret"} {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("printed config shows %q:\n%s", secret, out.String())
 		}
@@ -381,5 +381,36 @@ func TestAddressMap(t *testing.T) {
 	}
 	if m := AddressMap(c.Kafka.AddressMap); m != nil {
 		t.Errorf("kafka.address_map unset: %v, want nil", m)
+	}
+}
+
+// TestWarnings: -check-config warns about a proxy open to its network and about admin ports
+// reachable without a token, and says nothing of the loopback defaults.
+func TestWarnings(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Config)
+		want   []string
+	}{
+		{"the defaults", func(*Config) {}, nil},
+		{"open on every interface", func(c *Config) { c.Listen = "0.0.0.0:6380" }, []string{"protected_mode"}},
+		{"open, protected mode off", func(c *Config) { c.Listen, c.ProtectedMode = ":6380", false }, []string{"is an admin"}},
+		{"users on every interface", func(c *Config) { c.Listen, c.Users = "0.0.0.0:6380", []User{{Name: "a", Password: "p", Role: RoleApp}} }, nil},
+		{"admin ports on the network", func(c *Config) { c.AdminListen, c.Sink.AdminListen = "0.0.0.0:6381", "0.0.0.0:6382" },
+			[]string{"admin_listen 0.0.0.0:6381", "sink.admin_listen 0.0.0.0:6382"}},
+		{"admin ports with a token", func(c *Config) { c.AdminListen, c.AdminToken = "0.0.0.0:6381", "t" }, nil},
+	} {
+		c := Default()
+		tt.mutate(&c)
+		got := c.Warnings()
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %q, want %d warnings", tt.name, got, len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%s: warning %q does not say %q", tt.name, got[i], w)
+			}
+		}
 	}
 }

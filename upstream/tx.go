@@ -192,7 +192,7 @@ func (t *Tx) SwitchProto(ctx context.Context, c *Cluster, proto int) {
 		return
 	}
 	replies, err := t.watch.roundTrip(ctx, [][][]byte{{[]byte("HELLO"), []byte(strconv.Itoa(proto))}})
-	if err != nil || len(replies) != 1 || replies[0][0] == '-' {
+	if err != nil || len(replies) != 1 || len(replies[0]) == 0 || replies[0][0] == '-' {
 		t.unpin()
 		t.lostWatch = true
 	}
