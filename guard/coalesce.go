@@ -94,14 +94,17 @@ func (c *coalescer) send(batch []call) {
 		sc.queue(ctx, pipe, c.g.opt.Instance)
 	}
 	var wait *redis.Cmd
-	if n := c.g.opt.Buy.WaitReplicas; n > 0 {
+	addr := c.master.Options().Addr
+	if n := c.g.opt.Buy.WaitReplicas; n > 0 && c.g.replicaWaits.on(addr, c.g.opt.Now()) {
 		wait = pipe.Do(ctx, "wait", n, c.g.opt.Buy.WaitTimeout.Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	if wait != nil {
-		if n, err := wait.Int64(); err != nil || n < int64(c.g.opt.Buy.WaitReplicas) {
-			c.g.stats.waitShort.Add(1)
+		n, err := wait.Int64()
+		if err != nil {
+			n = -1
 		}
+		c.g.waitAcked(addr, n)
 	}
 	for _, sc := range scripts {
 		sc.settle()

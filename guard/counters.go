@@ -23,6 +23,9 @@ type Stats struct {
 	Successes, Duplicates, SoldOut, Closed, Unavailable int64
 	// WaitShort counts WAITs that came back with fewer replicas than asked for.
 	WaitShort int64
+	// WaitOff counts WAITs that no replica acknowledged, each of which turned WAIT off on
+	// its master for a second.
+	WaitOff int64
 	// Events counts the sale events heard from other proxies; EventsIgnored those that Redis
 	// did not bear out (or that were malformed), which changed nothing.
 	Events, EventsIgnored int64
@@ -40,7 +43,7 @@ type Stats struct {
 type counters struct {
 	buys, localSoldOut, scripts                               atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
-	waitShort                                                 atomic.Int64
+	waitShort, waitOff                                        atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
 }
 
@@ -50,7 +53,7 @@ func (g *Guard) Stats() Stats {
 	return Stats{
 		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(),
 		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
-		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(),
+		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(), WaitOff: c.waitOff.Load(),
 		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),
 		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),

@@ -60,6 +60,7 @@ type Guard struct {
 	coalescersMu sync.Mutex
 	coalescers   sync.Map // *redis.Client -> *coalescer; new ones are made under coalescersMu
 	workers      sync.WaitGroup
+	replicaWaits replicaWaits // which masters' WAITs are off for now (replicawait.go)
 	stop         chan struct{}
 	closeOnce    sync.Once
 }

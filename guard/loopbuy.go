@@ -290,27 +290,6 @@ func (g *Guard) AfterKafka(a *Attempt, err error) BuyResult {
 	return BuyResult{Err: unavailable(fmt.Errorf("kafka: order %s is in the outbox, not yet in Kafka (%v)", a.sold.OrderID, err))}
 }
 
-// WaitCommand is the WAIT that follows a master's script calls with buy.wait_replicas, or
-// nil; WaitReply counts a WAIT that came back short.
-func (g *Guard) WaitCommand() []byte {
-	n := g.opt.Buy.WaitReplicas
-	if n <= 0 {
-		return nil
-	}
-	b := redcon.AppendArray(nil, 3)
-	b = redcon.AppendBulkString(b, "WAIT")
-	b = redcon.AppendBulkString(b, strconv.Itoa(n))
-	return redcon.AppendBulkString(b, strconv.FormatInt(g.opt.Buy.WaitTimeout.Milliseconds(), 10))
-}
-
-// WaitReply counts a WAIT that came back with fewer replicas than asked for.
-func (g *Guard) WaitReply(raw []byte) {
-	v, err := decodeReply(raw)
-	if n, ok := v.(int64); err != nil || !ok || n < int64(g.opt.Buy.WaitReplicas) {
-		g.stats.waitShort.Add(1)
-	}
-}
-
 // redirectOf reads a MOVED or ASK error: the node to send the call to.
 func redirectOf(err error) (addr string, ask, ok bool) {
 	if err == nil {

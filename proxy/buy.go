@@ -101,8 +101,8 @@ func (b *guardBuyer) ackReply(a buyAttempt, err error) []byte {
 
 func (b *guardBuyer) finish(a buyAttempt) { b.g.Finish(a.(*attempt).a) }
 
-func (b *guardBuyer) wait() []byte { return b.g.WaitCommand() }
+func (b *guardBuyer) wait(addr string) []byte { return b.g.WaitCommand(addr) }
 
-func (b *guardBuyer) waitReply(raw []byte) { b.g.WaitReply(raw) }
+func (b *guardBuyer) waitReply(addr string, raw []byte) { b.g.WaitReply(addr, raw) }
 
 func (b *guardBuyer) callTimeout() time.Duration { return b.timeout }

@@ -48,9 +48,10 @@ type buyer interface {
 	afterKafka() bool
 	ackReply(a buyAttempt, err error) []byte
 	finish(a buyAttempt)
-	// wait is the WAIT that follows a master's calls (nil: none); waitReply takes its reply.
-	wait() []byte
-	waitReply(raw []byte)
+	// wait is the WAIT that follows the calls to the master at addr (nil: none); waitReply
+	// takes its reply.
+	wait(addr string) []byte
+	waitReply(addr string, raw []byte)
 	callTimeout() time.Duration
 }
 
@@ -187,7 +188,8 @@ func (k *core) sendBuys() {
 			k.env.dial(up)
 		}
 		var w *buyWait
-		if wait := k.buyer.wait(); wait != nil {
+		wait := k.buyer.wait(up.addr)
+		if wait != nil {
 			w = &buyWait{calls: nc.calls}
 		}
 		deadline := k.now.Add(k.buyer.callTimeout())
@@ -209,7 +211,7 @@ func (k *core) sendBuys() {
 			up.queue = append(up.queue, inflight{call: call, deadline: deadline})
 		}
 		if w != nil {
-			up.out = append(up.out, k.buyer.wait()...)
+			up.out = append(up.out, wait...)
 			up.queue = append(up.queue, inflight{wait: w, deadline: deadline})
 		}
 	}
@@ -237,8 +239,8 @@ func (k *core) callReply(call *buyCall, raw []byte) {
 }
 
 // waitReply takes a WAIT's reply, and settles the calls it followed.
-func (k *core) waitReply(w *buyWait, raw []byte) {
-	k.buyer.waitReply(raw)
+func (k *core) waitReply(up *node, w *buyWait, raw []byte) {
+	k.buyer.waitReply(up.addr, raw)
 	for _, call := range w.calls {
 		if call.replied {
 			k.settleCall(call, call.reply)

@@ -79,8 +79,8 @@ func (b *fakeBuyer) afterKafka() bool                  { return false }
 func (b *fakeBuyer) nodeDown(string)                   { b.down++ }
 func (b *fakeBuyer) ackReply(buyAttempt, error) []byte { return nil }
 func (b *fakeBuyer) finish(buyAttempt)                 { b.finished++ }
-func (b *fakeBuyer) wait() []byte                      { return nil }
-func (b *fakeBuyer) waitReply([]byte)                  {}
+func (b *fakeBuyer) wait(string) []byte                { return nil }
+func (b *fakeBuyer) waitReply(string, []byte)          {}
 func (b *fakeBuyer) callTimeout() time.Duration        { return 500 * time.Millisecond }
 
 // buyNode answers the fake buyer's calls on the owner connection of node a.

@@ -236,7 +236,7 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 		k.callReply(in.call, reply)
 		return
 	case in.wait != nil:
-		k.waitReply(in.wait, reply)
+		k.waitReply(up, in.wait, reply)
 		return
 	case in.discard:
 		return

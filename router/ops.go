@@ -61,6 +61,7 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "buy_answered_locally", Value: st.LocalSoldOut},
 		{Name: "buy_scripts", Value: st.Scripts},
 		{Name: "wait_short", Value: st.WaitShort},
+		{Name: "wait_off", Value: st.WaitOff},
 		{Name: "sale_events", Value: st.Events},
 		{Name: "sale_events_ignored", Value: st.EventsIgnored},
 		{Name: "buy_limited_rate", Value: st.LimitedRate},
