@@ -290,13 +290,6 @@ func (r *Router) inMultiLegacy(args [][]byte) bool {
 	return r.legacy != nil && (r.legacy.isLegacyCall(args) || r.isLegacyKeyCommand(args))
 }
 
-// The seeds' other keys of a sale, answered from the sale itself.
-const (
-	legacySoldOutPrefix = sale.LegacySoldOutPrefix
-	legacyBuyersPrefix  = sale.LegacyBuyersPrefix
-	legacyUsersPrefix   = sale.LegacyUsersPrefix
-)
-
 // errLegacyStockWrite refuses a write of the seeds' stock key: the very write that sold 2,053
 // phones of 2,000.
 var errLegacyStockWrite = errors.New("NOPERM " + LegacyStockPrefix + "<sku> is the sale's stock, which only SECKILL.WARM sets (it checks Redis against MySQL's stock); a number written here would oversell")
@@ -307,7 +300,7 @@ func legacyKeyOf(args [][]byte) (prefix, sku string) {
 		return "", ""
 	}
 	key := string(args[1])
-	for _, p := range []string{LegacyStockPrefix, legacySoldOutPrefix, legacyBuyersPrefix, legacyUsersPrefix} {
+	for _, p := range sale.LegacyPrefixes {
 		if strings.HasPrefix(key, p) {
 			return p, key[len(p):]
 		}
@@ -325,9 +318,9 @@ func (r *Router) isLegacyKeyCommand(args [][]byte) bool {
 	switch prefix {
 	case LegacyStockPrefix:
 		return true
-	case legacySoldOutPrefix:
+	case sale.LegacySoldOutPrefix:
 		return strings.EqualFold(string(args[0]), "get")
-	case legacyBuyersPrefix, legacyUsersPrefix:
+	case sale.LegacyBuyersPrefix, sale.LegacyUsersPrefix:
 		name := strings.ToLower(string(args[0]))
 		return name == "hexists" || name == "hget"
 	}
@@ -347,16 +340,16 @@ func (r *Router) legacyKeyCommand(ctx context.Context, args [][]byte) (reply Rep
 		return NullBulk{}, nil, true
 	}
 	switch {
-	case prefix == LegacyStockPrefix && name == "get" && len(args) == 2, prefix == legacySoldOutPrefix && len(args) == 2:
+	case prefix == LegacyStockPrefix && name == "get" && len(args) == 2, prefix == sale.LegacySoldOutPrefix && len(args) == 2:
 		stock, exists, err := r.guard.LegacyStock(ctx, sku)
 		switch {
 		case err != nil:
 			return nil, err, true
 		case !exists:
 			return NullBulk{}, nil, true
-		case prefix == legacySoldOutPrefix && stock <= 0:
+		case prefix == sale.LegacySoldOutPrefix && stock <= 0:
 			return BulkString("1"), nil, true
-		case prefix == legacySoldOutPrefix:
+		case prefix == sale.LegacySoldOutPrefix:
 			return BulkString("0"), nil, true
 		}
 		return BulkString(strconv.FormatInt(stock, 10)), nil, true

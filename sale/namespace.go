@@ -44,13 +44,10 @@ var LegacyPrefixes = []string{LegacyStockPrefix, LegacySoldOutPrefix, LegacyBuye
 // anyone's.
 func Protected(key []byte) bool {
 	if !bytes.HasPrefix(key, []byte(KeyPrefix)) {
-		return false
+		return false // nearly every key: one comparison
 	}
-	if bytes.HasPrefix(key, []byte(SaleKeyPrefix)) || string(key) == SalesKey {
-		return true
-	}
-	for _, p := range LegacyPrefixes {
-		if bytes.HasPrefix(key, []byte(p)) {
+	for _, l := range protectedKeys {
+		if l.prefix && bytes.HasPrefix(key, []byte(l.s)) || !l.prefix && string(key) == l.s {
 			return true
 		}
 	}
@@ -60,8 +57,9 @@ func Protected(key []byte) bool {
 // ProtectedChannel reports whether channel is one only seckill-proxy may publish on.
 func ProtectedChannel(channel []byte) bool { return string(channel) == EventsChannel }
 
-// protectedKeys and protectedChannels are Protected and ProtectedChannel as literals: a
-// prefix (every name that starts with it) or an exact name.
+// protectedKeys are the names Protected reads, and protectedChannels ProtectedChannel's, as
+// literals: a prefix (every name that starts with it) or an exact name. The ACL rule is made
+// from the same lists (PassthroughACL), so the proxy and Redis refuse the same keys.
 var (
 	protectedKeys = []literal{{SaleKeyPrefix, true}, {SalesKey, false},
 		{LegacyStockPrefix, true}, {LegacySoldOutPrefix, true}, {LegacyBuyersPrefix, true}, {LegacyUsersPrefix, true}}
