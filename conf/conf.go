@@ -269,6 +269,11 @@ type Admission struct {
 	SyncInterval time.Duration `koanf:"sync_interval"`
 	// MaxDenied bounds the deny list; SECKILL.DENY refuses to grow it further.
 	MaxDenied int `koanf:"max_denied"`
+	// UnknownSKURate bounds, per second and proxy, the buys that go to Redis for a SKU this
+	// proxy knows nothing of (no sale seen, no rate synced): what made-up SKUs may cost the
+	// masters. Past it such a buy is LIMITED rate; 0: no bound. A SKU found to have no sale
+	// is answered locally for buy.sold_out_reprobe anyway.
+	UnknownSKURate int `koanf:"unknown_sku_rate"`
 }
 
 // Buy configures the buy path.
@@ -375,6 +380,7 @@ func Default() Config {
 			LeaseTTL:         time.Second,
 			SyncInterval:     500 * time.Millisecond,
 			MaxDenied:        1000000,
+			UnknownSKURate:   1000,
 		},
 		Outbox: Outbox{
 			SweepInterval: time.Second,

@@ -118,6 +118,7 @@ func (c *Config) Validate() error {
 	v.between("admission.lease_ttl", c.Admission.LeaseTTL, 100*time.Millisecond, time.Minute)
 	v.between("admission.sync_interval", c.Admission.SyncInterval, 50*time.Millisecond, 10*time.Second)
 	v.atLeast("admission.max_denied", c.Admission.MaxDenied, 1)
+	v.atLeast("admission.unknown_sku_rate", c.Admission.UnknownSKURate, 0)
 
 	v.oneOf("buy.reply_after", c.Buy.ReplyAfter, ReplyAfterLua, ReplyAfterKafka)
 	v.positive("buy.call_timeout", c.Buy.CallTimeout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard/admit"
@@ -53,9 +54,11 @@ type admission struct {
 
 	leases chan leaseCall
 	kick   chan struct{}
+	// unknown spends admission.unknown_sku_rate: the buys of SKUs this proxy knows nothing of.
+	unknown *rate.Limiter
 
 	limitedRate, limitedBuyer, limitedDenied, shed, knownDuplicates atomic.Int64
-	leaseCalls, leasedTokens, leaseErrors                           atomic.Int64
+	leaseCalls, leasedTokens, leaseErrors, limitedUnknown           atomic.Int64
 }
 
 type leaseCall struct {
@@ -66,7 +69,11 @@ type leaseCall struct {
 
 func newAdmission(opt conf.Admission) *admission {
 	a := &admission{opt: opt, seed: maphash.MakeSeed(),
-		leases: make(chan leaseCall, 256), kick: make(chan struct{}, 1)}
+		leases: make(chan leaseCall, 256), kick: make(chan struct{}, 1),
+		unknown: rate.NewLimiter(rate.Inf, 1)}
+	if opt.UnknownSKURate > 0 {
+		a.unknown = rate.NewLimiter(rate.Limit(opt.UnknownSKURate), opt.UnknownSKURate)
+	}
 	a.setLimits(opt)
 	empty := map[string]*admit.Lease{}
 	a.rates.Store(&empty)

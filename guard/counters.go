@@ -26,6 +26,9 @@ type Stats struct {
 	// WaitOff counts WAITs that no replica acknowledged, each of which turned WAIT off on
 	// its master for a second.
 	WaitOff int64
+	// NoSale counts buys of a SKU with no sale answered from the no-sale table, and
+	// LimitedUnknown the buys of unknown SKUs past admission.unknown_sku_rate (nosale.go).
+	NoSale, LimitedUnknown int64
 	// Events counts the sale events heard from other proxies; EventsIgnored those that Redis
 	// did not bear out (or that were malformed), which changed nothing.
 	Events, EventsIgnored int64
@@ -43,7 +46,7 @@ type Stats struct {
 type counters struct {
 	buys, localSoldOut, scripts                               atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
-	waitShort, waitOff                                        atomic.Int64
+	waitShort, waitOff, noSale                                atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
 }
 
@@ -53,7 +56,7 @@ func (g *Guard) Stats() Stats {
 	return Stats{
 		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(),
 		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
-		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(), WaitOff: c.waitOff.Load(),
+		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(), WaitOff: c.waitOff.Load(), NoSale: c.noSale.Load(), LimitedUnknown: g.adm.limitedUnknown.Load(),
 		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),
 		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),

@@ -77,6 +77,9 @@ func soldOut(sku string) error { return fmt.Errorf("%w %s", ErrSoldOut, sku) }
 
 func closed(why string) error { return fmt.Errorf("%w %s", ErrClosed, why) }
 
+// errNotWarmed answers a buy of a SKU with no sale, as the buy script does.
+var errNotWarmed = closed("not warmed")
+
 func unavailable(err error) error { return fmt.Errorf("%w %v", ErrUnavailable, err) }
 
 func badArgs(format string, a ...any) error {

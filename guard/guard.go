@@ -61,6 +61,7 @@ type Guard struct {
 	coalescers   sync.Map // *redis.Client -> *coalescer; new ones are made under coalescersMu
 	workers      sync.WaitGroup
 	replicaWaits replicaWaits // which masters' WAITs are off for now (replicawait.go)
+	noSales      noSales      // SKUs the script found to have no sale (nosale.go)
 	stop         chan struct{}
 	closeOnce    sync.Once
 }
@@ -129,6 +130,8 @@ type Attempt struct {
 	sold    sale.Sold // set when the script sold the order
 	// waitSlot counts the attempt among its SKU's waiting buys (nil: not counted).
 	waitSlot *atomic.Int64
+	// noSaleGen is the no-sale table's generation when the attempt began (see nosale.go).
+	noSaleGen uint64
 }
 
 // release takes the attempt off its SKU's waiting buys.
@@ -287,6 +290,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 	code, arg := replyString(reply, 0), replyString(reply, 1)
 	if code == "CLOSED" && arg == "not warmed" {
 		g.stats.closed.Add(1) // no sale: no counters of its own
+		g.noSales.add(a.req.SKU, g.opt.Now().Add(g.opt.Buy.SoldOutReprobe), a.noSaleGen)
 		res.Err = closed(arg)
 		return false
 	}

@@ -50,6 +50,11 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 				return BuyResult{Err: &DuplicateError{OrderID: id}}, true
 			}
 		}
+		if !ok {
+			if err := g.admitUnknown(r.SKU, now); err != nil {
+				return BuyResult{Err: err}, true
+			}
+		}
 		if err := g.admitRate(r.SKU, c, now); err != nil {
 			return BuyResult{Err: err}, true
 		}
@@ -86,7 +91,7 @@ func (g *Guard) newAttempt(r *BuyRequest, i int) *Attempt {
 	} else {
 		keys = sale.KeysFor(r.SKU).ScriptKeys()
 	}
-	return &Attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver}
+	return &Attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation()}
 }
 
 // Local counts a buy and answers it if the proxy can without Redis (see BuyBatch); ok false:

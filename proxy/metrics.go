@@ -60,6 +60,8 @@ var fieldMetrics = map[string]fieldMetric{
 	"buy_shed":                         {name: "seckill_proxy_buys_shed_total", help: "Buys answered BUSY because admission.max_waiting_per_sku of their SKU's were waiting."},
 	"buy_scripts":                      {name: "seckill_proxy_buy_scripts_total", help: "Buys sent to the buy script, retries included."},
 	"wait_short":                       {name: "seckill_proxy_wait_short_total", help: "WAITs after the buy script that came back with fewer replicas than asked for."},
+	"buy_no_sale_local":                {name: "seckill_proxy_buy_no_sale_local_total", help: "Buys of a SKU with no sale answered with no Redis call, from the SKUs the script recently found to have none."},
+	"buy_limited_unknown_sku":          {name: "seckill_proxy_buy_limited_unknown_sku_total", help: "Buys of SKUs this proxy knew nothing of, LIMITED past admission.unknown_sku_rate (counted in the limited rate outcome too)."},
 	"wait_off":                         {name: "seckill_proxy_wait_off_total", help: "WAITs that no replica acknowledged, each turning WAIT off on its master for a second."},
 	"sale_events":                      {name: "seckill_proxy_sale_events_total", help: "Sale events heard from other proxies."},
 	"sale_events_ignored":              {name: "seckill_proxy_sale_events_ignored_total", help: "Sale events that Redis did not bear out, or malformed."},
