@@ -177,6 +177,12 @@ type Redis struct {
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
 	AdminAllow []string `koanf:"admin_allow"`
+	// AppScripts are the SHA1s of the scripts that app users may run (EVAL of a body with
+	// that SHA1, EVALSHA, SCRIPT LOAD), besides the legacy stock scripts the proxy runs as
+	// buys. An app user's other scripts, and its functions, are refused: a script that never
+	// ends makes its master answer BUSY to every client and sale on it, and an app user may
+	// not SCRIPT KILL. ["*"] lets app users run any script. Admins run any script.
+	AppScripts []string `koanf:"app_scripts"`
 	// EventLoop, on Linux, serves clients from epoll event loops, each with one connection per
 	// Redis node, as twemproxy does, instead of a goroutine per client.
 	EventLoop bool `koanf:"event_loop"`
@@ -340,6 +346,7 @@ func Default() Config {
 			MaxRedirects:        8,
 			PassthroughConns:    2,
 			AdminAllow:          []string{},
+			AppScripts:          []string{},
 			EventLoop:           true,
 			EventLoops:          1,
 			CommandTimeout:      5 * time.Second,

@@ -132,6 +132,11 @@ func (c *Config) Validate() error {
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
 	v.atLeast("buy.legacy_uidless_per_conn", c.Buy.LegacyUIDLessPerConn, 1)
+	for i, s := range c.Redis.AppScripts {
+		if s != "*" && !isSHA1(s) {
+			v.fail("redis.app_scripts["+strconv.Itoa(i)+"]", s, `not 40 hex digits, nor "*"`)
+		}
+	}
 	for i, l := range c.Buy.Legacy {
 		field := "buy.legacy[" + strconv.Itoa(i) + "]"
 		if (l.Body == "") == (l.SHA1 == "") {

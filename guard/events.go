@@ -89,6 +89,7 @@ func (g *Guard) apply(ctx context.Context, payload string) {
 	defer g.stats.events.Add(1) // after acting, so that a reader of the count sees the effect
 	switch event {
 	case eventWarm:
+		g.learnSale(ctx, sku) // before the no-sale answer is forgotten: no gap between them
 		g.versions.Delete(sku)
 		g.clearFlag(sku)
 		g.kickSync()
@@ -101,6 +102,16 @@ func (g *Guard) apply(ctx context.Context, payload string) {
 	default:
 		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("ignoring an unknown sale event", zap.String("payload", payload))
+	}
+}
+
+// learnSale gives sku its counters if Redis says it has a sale (an event is a hint, never a
+// fact): its buys then no longer spend admission.unknown_sku_rate, as a made-up SKU's do.
+func (g *Guard) learnSale(ctx context.Context, sku string) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	if p, err := g.probe(ctx, sku); err == nil && p.state != "" {
+		g.countersFor(sku)
 	}
 }
 

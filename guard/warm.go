@@ -121,6 +121,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 	g.versions.Store(sku, strconv.FormatInt(next, 10))
 	g.clearFlag(sku)
+	g.countersFor(sku) // a sale now: its buys need not spend admission.unknown_sku_rate
 	g.setRate(sku, opt.Rate, opt.Burst)
 	g.signal(eventWarm, sku)
 	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),

@@ -141,7 +141,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	}
 	cancel()
 	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy, ProtectedMode: cfg.ProtectedMode, LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
-		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, Clients: func() int64 { return srv.Clients() }}
+		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, Clients: func() int64 { return srv.Clients() }}
 	if s.tee != nil {
 		ropt.Extra = s.tee.InfoFields
 	}

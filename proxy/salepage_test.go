@@ -115,9 +115,10 @@ func TestSalePage(t *testing.T) {
 		t.Fatalf("the screenshot is not a PNG of a page (%d bytes)", len(png))
 	}
 
-	// The sale ends: sold out, every buyer answered.
+	// The sale ends: sold out, and buyers told so (the loops stop only once one was: stopping
+	// them the moment the stock reached 0 could leave no SOLDOUT answer at all).
 	eventually(t, 60*time.Second, "the sale to sell out", func() bool {
-		return infoField(t, c, sku, "remaining_stock") == 0
+		return infoField(t, c, sku, "remaining_stock") == 0 && infoField(t, c, sku, "local_soldout") > 0
 	})
 	close(stop)
 	wg.Wait()

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,9 @@ type Options struct {
 	MaxArgBytes int
 	// AdminAllow names refused commands that an admin user may run all the same.
 	AdminAllow []string
+	// AppScripts are the SHA1s of the scripts an app user may run; "*": any (conf's
+	// redis.app_scripts).
+	AppScripts []string
 	// ProtectedMode refuses clients from outside loopback while there are no credentials.
 	ProtectedMode bool
 }
@@ -157,12 +161,18 @@ type Router struct {
 	commands atomic.Int64
 	started  time.Time
 	auth     authStats
+	// appScripts is Options.AppScripts as a set, SHA1s lower-cased.
+	appScripts map[string]bool
 }
 
 // New builds the command table once.
 func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	r := &Router{guard: g, log: log, opt: opt, started: time.Now()}
 	r.SetCredentials(opt.Password, opt.Users)
+	r.appScripts = map[string]bool{}
+	for _, s := range opt.AppScripts {
+		r.appScripts[strings.ToLower(s)] = true
+	}
 	if opt.Legacy && g != nil {
 		r.legacy = newLegacyScripts(opt.LegacyScripts)
 	}

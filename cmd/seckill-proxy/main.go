@@ -111,6 +111,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes:          cfg.Limits.MaxArgBytes,
 		AdminAllow:           cfg.Redis.AdminAllow,
+		AppScripts:           cfg.Redis.AppScripts,
 		ProtectedMode:        cfg.ProtectedMode,
 		Clients:              func() int64 { return srv.Clients() },
 		Extra:                func() []guard.Field { return append(tee.InfoFields(), sweeper.InfoFields()...) },
