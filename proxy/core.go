@@ -27,6 +27,9 @@ type coreEnv interface {
 	direct(sess *router.Session, args [][]byte) (addr string, slot uint16)
 	// ownGoroutine: args makes its client one served by a goroutine of its own from then on.
 	ownGoroutine(args [][]byte) bool
+	// immediate is the reply to args that the core writes at once instead of serving it
+	// (nil: none): a refusal that needs no copy of a huge argument.
+	immediate(sess *router.Session, args [][]byte) []byte
 	counted(n int)
 	// begin and end hold the server's drain while commands are in flight (see Server).
 	begin() bool
@@ -220,6 +223,10 @@ func (k *core) process(c *client) {
 		if c.owed() > 0 { // the proxy's commands wait for the replies before them
 			c.rd.Unread()
 			return
+		}
+		if reply := k.env.immediate(c.sess, cmd.Args); reply != nil {
+			k.reply(c, reply)
+			continue
 		}
 		if k.env.ownGoroutine(cmd.Args) {
 			c.rd.Unread()

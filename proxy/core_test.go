@@ -52,10 +52,11 @@ func (e *fakeEnv) direct(_ *router.Session, args [][]byte) (string, uint16) {
 func (e *fakeEnv) ownGoroutine(args [][]byte) bool {
 	return strings.EqualFold(string(args[0]), "subscribe")
 }
-func (e *fakeEnv) counted(int)   {}
-func (e *fakeEnv) begin() bool   { e.begun++; return true }
-func (e *fakeEnv) end()          { e.begun-- }
-func (e *fakeEnv) dial(up *node) { e.dials = append(e.dials, up) }
+func (e *fakeEnv) immediate(*router.Session, [][]byte) []byte { return nil }
+func (e *fakeEnv) counted(int)                                {}
+func (e *fakeEnv) begin() bool                                { e.begun++; return true }
+func (e *fakeEnv) end()                                       { e.begun-- }
+func (e *fakeEnv) dial(up *node)                              { e.dials = append(e.dials, up) }
 func (e *fakeEnv) serveSlow(c *client, cmds [][][]byte) {
 	e.slow = append(e.slow, slowCall{c, cmds})
 }

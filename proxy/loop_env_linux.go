@@ -19,10 +19,14 @@ func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
 	return e.l.s.router.Direct(sess, args)
 }
 func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
-func (e loopEnv) counted(n int)                   { e.l.s.router.Counted(n) }
-func (e loopEnv) begin() bool                     { return e.l.s.begin() }
-func (e loopEnv) post(f func())                   { e.l.post(f) }
-func (e loopEnv) end()                            { e.l.s.end() }
+
+func (e loopEnv) immediate(sess *router.Session, args [][]byte) []byte {
+	return e.l.s.router.Immediate(sess, args)
+}
+func (e loopEnv) counted(n int) { e.l.s.router.Counted(n) }
+func (e loopEnv) begin() bool   { return e.l.s.begin() }
+func (e loopEnv) post(f func()) { e.l.post(f) }
+func (e loopEnv) end()          { e.l.s.end() }
 
 // dial opens the connection to up's node on a goroutine; commands queue meanwhile.
 func (e loopEnv) dial(up *node) {

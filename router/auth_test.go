@@ -145,3 +145,22 @@ func TestInfoWithoutNodes(t *testing.T) {
 		t.Fatalf("withoutNodes:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestLongCommandName: a name over MaxCommandName is an unknown command, answered as Redis
+// answers one (the name cut to 128 bytes), by Serve and by Immediate alike; a name at the
+// bound is looked up as usual.
+func TestLongCommandName(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{})
+	s := r.NewSession("127.0.0.1:1")
+	long := strings.Repeat("x", MaxCommandName+1)
+	want := "-ERR unknown command '" + strings.Repeat("x", 128) + "', with args beginning with: 'a' \r\n"
+	if got := serve(t, r, s, long+" a"); got != want {
+		t.Fatalf("Serve: %q, want %q", got, want)
+	}
+	if got := string(r.Immediate(s, [][]byte{[]byte(long), []byte("a")})); got != want {
+		t.Fatalf("Immediate: %q, want %q", got, want)
+	}
+	if r.Immediate(s, [][]byte{[]byte("ping")}) != nil || r.Immediate(s, [][]byte{[]byte(strings.Repeat("x", MaxCommandName))}) != nil {
+		t.Fatal("Immediate answered a command within the bound")
+	}
+}

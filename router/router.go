@@ -239,8 +239,17 @@ func (r *Router) NewSession(remote string) *Session {
 	return s
 }
 
+// MaxCommandName is the longest command name the proxy looks up or passes on: Redis's own
+// are under 32 bytes, and a module's rarely longer. A longer one is answered as an unknown
+// command at once, as Redis would answer it, without a copy of it being made or sent on, so
+// that a 64 MiB name costs its reading and nothing more (Immediate).
+const MaxCommandName = 256
+
 // lookup finds a command by name, case-insensitively, without allocating.
 func (r *Router) lookup(name []byte) *command {
+	if len(name) > MaxCommandName {
+		return nil
+	}
 	if c, ok := r.table[string(name)]; ok {
 		return c
 	}
@@ -422,6 +431,8 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	case s.revoked:
 		s.Quit = true
 		return nil, errRevoked
+	case len(args[0]) > MaxCommandName:
+		return nil, respError(resp.UnknownCommand(args))
 	}
 	if r.opt.MaxArgBytes > 0 {
 		for _, a := range args {
@@ -494,6 +505,17 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 		return "", 0 // answered from the sale, by Serve
 	}
 	return r.opt.Upstream.For(s.Proto).Direct(args)
+}
+
+// Immediate is the reply to args that a server may write at once, on its own goroutine and in
+// its turn, instead of handing args to Serve: an unknown command whose name is over
+// MaxCommandName bytes. nil: none (the session may need Serve to close it, say).
+func (r *Router) Immediate(s *Session, args [][]byte) []byte {
+	if len(args) == 0 || len(args[0]) <= MaxCommandName || s.stale(r) {
+		return nil
+	}
+	r.commands.Add(1)
+	return errorReply(respError(resp.UnknownCommand(args)))
 }
 
 // OwnGoroutine reports whether args is best served on a goroutine of the connection's own
