@@ -27,9 +27,9 @@ type coreEnv interface {
 	direct(sess *router.Session, args [][]byte) (addr string, slot uint16)
 	// ownGoroutine: args makes its client one served by a goroutine of its own from then on.
 	ownGoroutine(args [][]byte) bool
-	// immediate is the reply to args that the core writes at once instead of serving it
-	// (nil: none): a refusal that needs no copy of a huge argument.
-	immediate(sess *router.Session, args [][]byte) []byte
+	// immediate appends to out the reply to args that the core writes at once instead of
+	// serving it, and says whether it did (see router.Immediate).
+	immediate(out []byte, sess *router.Session, args [][]byte) ([]byte, bool)
 	counted(n int)
 	// begin and end hold the server's drain while commands are in flight (see Server).
 	begin() bool
@@ -66,6 +66,7 @@ type client struct {
 	seqNext uint64            // the sequence number of its next command sent to Redis
 	seqOut  uint64            // the sequence number of its next reply to write
 	held    map[uint64][]byte // replies that came before those of earlier commands
+	bigOut  bool              // the shell's: out held at least bigBuffer since it was last empty
 
 	// slots, in front of a cluster, holds for each slot the node of the client's commands
 	// in flight there and their count: a later command of that slot goes elsewhere only once
@@ -224,9 +225,12 @@ func (k *core) process(c *client) {
 			c.rd.Unread()
 			return
 		}
-		if reply := k.env.immediate(c.sess, cmd.Args); reply != nil {
-			k.reply(c, reply)
-			continue
+		if !c.closed {
+			if out, ok := k.env.immediate(c.out, c.sess, cmd.Args); ok {
+				c.out = out
+				k.markDirty(c)
+				continue
+			}
 		}
 		if k.env.ownGoroutine(cmd.Args) {
 			c.rd.Unread()
@@ -402,6 +406,7 @@ func (k *core) takeDirty(after func(c *client)) {
 			pending = append(pending, c)
 		}
 	}
+	clear(dirty[len(pending):]) // the array outlives the turn: it must not keep gone clients (and their buffers) alive
 	k.dirty = pending
 }
 

@@ -52,11 +52,13 @@ func (e *fakeEnv) direct(_ *router.Session, args [][]byte) (string, uint16) {
 func (e *fakeEnv) ownGoroutine(args [][]byte) bool {
 	return strings.EqualFold(string(args[0]), "subscribe")
 }
-func (e *fakeEnv) immediate(*router.Session, [][]byte) []byte { return nil }
-func (e *fakeEnv) counted(int)                                {}
-func (e *fakeEnv) begin() bool                                { e.begun++; return true }
-func (e *fakeEnv) end()                                       { e.begun-- }
-func (e *fakeEnv) dial(up *node)                              { e.dials = append(e.dials, up) }
+func (e *fakeEnv) immediate(out []byte, _ *router.Session, _ [][]byte) ([]byte, bool) {
+	return out, false
+}
+func (e *fakeEnv) counted(int)   {}
+func (e *fakeEnv) begin() bool   { e.begun++; return true }
+func (e *fakeEnv) end()          { e.begun-- }
+func (e *fakeEnv) dial(up *node) { e.dials = append(e.dials, up) }
 func (e *fakeEnv) serveSlow(c *client, cmds [][][]byte) {
 	e.slow = append(e.slow, slowCall{c, cmds})
 }
@@ -450,5 +452,24 @@ func BenchmarkPassMetrics(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		k.passStat(name).done(k.passLat, reply, 300*time.Microsecond)
+	}
+}
+
+// TestTakeDirtyLetsGo: the dirty list's array outlives the turn, so it must not keep the
+// clients of a turn (and their buffers, 64 MiB for a big PING) reachable after it.
+func TestTakeDirtyLetsGo(t *testing.T) {
+	k := newCore(&fakeEnv{}, coreLimits{maxPipeline: 16, maxReq: 1 << 20, maxArgBytes: 1 << 20, maxOut: 1 << 20,
+		timeout: time.Second, redialGap: time.Millisecond}, false)
+	for i := range 3 {
+		k.markDirty(&client{id: i})
+	}
+	k.takeDirty(func(*client) {})
+	if len(k.dirty) != 0 {
+		t.Fatalf("%d clients still dirty", len(k.dirty))
+	}
+	for i, c := range k.dirty[:cap(k.dirty)] {
+		if c != nil {
+			t.Fatalf("slot %d of the dirty list still holds a client after the turn", i)
+		}
 	}
 }

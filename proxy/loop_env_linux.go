@@ -20,8 +20,8 @@ func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
 }
 func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
 
-func (e loopEnv) immediate(sess *router.Session, args [][]byte) []byte {
-	return e.l.s.router.Immediate(sess, args)
+func (e loopEnv) immediate(out []byte, sess *router.Session, args [][]byte) ([]byte, bool) {
+	return e.l.s.router.Immediate(out, sess, args)
 }
 func (e loopEnv) counted(n int) { e.l.s.router.Counted(n) }
 func (e loopEnv) begin() bool   { return e.l.s.begin() }

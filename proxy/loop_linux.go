@@ -336,7 +336,12 @@ func (l *loop) writeClient(c *client) {
 		l.closeClient(c)
 		return
 	}
+	c.bigOut = c.bigOut || cap(c.out) >= bigBuffer
 	l.core.wrote(c, n, n < len(c.out))
+	if c.out == nil && c.bigOut {
+		c.bigOut = false
+		l.s.mem.freed() // a big reply, written: its memory may go back (memrelease.go)
+	}
 }
 
 // arm registers the events the client now waits for.

@@ -48,6 +48,7 @@ type Server struct {
 	drained  chan struct{} // closed when draining and inflight reaches 0
 
 	metrics *Metrics // nil: none
+	mem     *memReleaser
 }
 
 // UseMetrics has the server record into m; call it before Serve.
@@ -57,7 +58,7 @@ func (s *Server) UseMetrics(m *Metrics) { s.metrics = m }
 func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Limits) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
-		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1}
+		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser()}
 }
 
 // UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with

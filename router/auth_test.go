@@ -157,10 +157,36 @@ func TestLongCommandName(t *testing.T) {
 	if got := serve(t, r, s, long+" a"); got != want {
 		t.Fatalf("Serve: %q, want %q", got, want)
 	}
-	if got := string(r.Immediate(s, [][]byte{[]byte(long), []byte("a")})); got != want {
+	if got, ok := r.Immediate(nil, s, [][]byte{[]byte(long), []byte("a")}); !ok || string(got) != want {
 		t.Fatalf("Immediate: %q, want %q", got, want)
 	}
-	if r.Immediate(s, [][]byte{[]byte("ping")}) != nil || r.Immediate(s, [][]byte{[]byte(strings.Repeat("x", MaxCommandName))}) != nil {
-		t.Fatal("Immediate answered a command within the bound")
+	if _, ok := r.Immediate(nil, s, [][]byte{[]byte(strings.Repeat("x", MaxCommandName))}); ok {
+		t.Fatal("Immediate answered an unknown command within the bound")
+	}
+}
+
+// TestImmediatePingEcho: PING and ECHO are answered by Immediate as Serve answers them,
+// except inside MULTI, before AUTH, and with a wrong argument count, which it leaves to Serve.
+func TestImmediatePingEcho(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{})
+	s := r.NewSession("127.0.0.1:1")
+	for _, cmd := range []string{"PING", "ping hello", "ECHO hi", "Echo x"} {
+		var args [][]byte
+		for _, f := range strings.Fields(cmd) {
+			args = append(args, []byte(f))
+		}
+		got, ok := r.Immediate([]byte("prefix"), s, args)
+		if want := "prefix" + serve(t, r, s, cmd); !ok || string(got) != want {
+			t.Errorf("%s: %q (%v), want %q", cmd, got, ok, want)
+		}
+	}
+	for _, args := range [][][]byte{{[]byte("echo")}, {[]byte("ping"), []byte("a"), []byte("b")}, {[]byte("get"), []byte("k")}} {
+		if _, ok := r.Immediate(nil, s, args); ok {
+			t.Errorf("%q answered by Immediate", args)
+		}
+	}
+	locked := New(nil, zap.NewNop(), Options{Password: "pw"})
+	if _, ok := locked.Immediate(nil, locked.NewSession("127.0.0.1:1"), [][]byte{[]byte("ping")}); ok {
+		t.Error("a PING before AUTH answered by Immediate, not NOAUTH")
 	}
 }

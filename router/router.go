@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
@@ -507,15 +508,33 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	return r.opt.Upstream.For(s.Proto).Direct(args)
 }
 
-// Immediate is the reply to args that a server may write at once, on its own goroutine and in
-// its turn, instead of handing args to Serve: an unknown command whose name is over
-// MaxCommandName bytes. nil: none (the session may need Serve to close it, say).
-func (r *Router) Immediate(s *Session, args [][]byte) []byte {
-	if len(args) == 0 || len(args[0]) <= MaxCommandName || s.stale(r) {
-		return nil
+// Immediate appends to dst the reply to args that a server may write at once, on its own
+// goroutine and in its turn, instead of handing args to Serve, and says whether it did: an
+// unknown command whose name is over MaxCommandName bytes, and PING and ECHO outside MULTI.
+// Neither needs the router's goroutine, nor a copy of an argument of 64 MiB beyond the reply
+// itself. ok false: Serve must answer (the session may need closing, say).
+func (r *Router) Immediate(dst []byte, s *Session, args [][]byte) (out []byte, ok bool) {
+	if len(args) == 0 || s.stale(r) {
+		return dst, false
 	}
-	r.commands.Add(1)
-	return errorReply(respError(resp.UnknownCommand(args)))
+	if len(args[0]) > MaxCommandName {
+		r.commands.Add(1)
+		return redcon.AppendError(dst, resp.UnknownCommand(args)), true
+	}
+	if !s.Authed || (s.tx != nil && s.tx.Active()) || len(args) > 2 {
+		return dst, false
+	}
+	switch c := r.lookup(args[0]); {
+	case c == nil || (c.name != "ping" && c.name != "echo"):
+		return dst, false
+	case len(args) == 2:
+		r.commands.Add(1)
+		return redcon.AppendBulk(dst, args[1]), true
+	case c.name == "ping":
+		r.commands.Add(1)
+		return redcon.AppendString(dst, "PONG"), true
+	}
+	return dst, false // ECHO without its argument: Serve gives the arity error
 }
 
 // OwnGoroutine reports whether args is best served on a goroutine of the connection's own
