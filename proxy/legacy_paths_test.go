@@ -242,3 +242,32 @@ func TestWatchSurvivesHello(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyStockReadsAndEvents: a read of the seeds' stock key other than GET says what the
+// proxy answers for it, rather than the write error; an app user may not listen on the
+// proxies' own events channel, an admin may.
+func TestLegacyStockReadsAndEvents(t *testing.T) {
+	s := start(t, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}, {Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}}
+	})
+	ctx := context.Background()
+	shop := redis.NewClient(&redis.Options{Addr: s.addr, Username: "shop", Password: "shop-pw"})
+	ops := redis.NewClient(&redis.Options{Addr: s.addr, Username: "ops", Password: "ops-pw"})
+	t.Cleanup(func() { _ = shop.Close(); _ = ops.Close() })
+	key := router.LegacyStockPrefix + newSKU("reads")
+	for name, err := range map[string]error{"STRLEN": shop.StrLen(ctx, key).Err(), "TYPE": shop.Type(ctx, key).Err()} {
+		if err == nil || !strings.Contains(err.Error(), "for GET only") {
+			t.Errorf("%s of the seeds' stock key: %v, want the GET-only answer", name, err)
+		}
+	}
+	sub := shop.Subscribe(ctx, sale.EventsChannel)
+	if _, err := sub.Receive(ctx); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Errorf("an app user's SUBSCRIBE %s: %v, want NOPERM", sale.EventsChannel, err)
+	}
+	_ = sub.Close()
+	sub = ops.Subscribe(ctx, sale.EventsChannel)
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Errorf("an admin's SUBSCRIBE %s: %v", sale.EventsChannel, err)
+	}
+	_ = sub.Close()
+}

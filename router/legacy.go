@@ -353,6 +353,8 @@ func (r *Router) legacyKeyCommand(ctx context.Context, args [][]byte) (reply Rep
 			return BulkString("0"), nil, true
 		}
 		return BulkString(strconv.FormatInt(stock, 10)), nil, true
+	case prefix == LegacyStockPrefix && r.opt.Upstream != nil && r.opt.Upstream.ReadOnly(ctx, args):
+		return nil, errors.New("ERR " + LegacyStockPrefix + "<sku> is answered from the sale by seckill-proxy for GET only (the remaining stock); '" + name + "' of it is not supported"), true
 	case prefix == LegacyStockPrefix:
 		return nil, errLegacyStockWrite, true
 	case len(args) == 3:

@@ -15,6 +15,7 @@ import (
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 	"seckill-proxy/internal/resp"
+	"seckill-proxy/sale"
 	"seckill-proxy/upstream"
 )
 
@@ -412,6 +413,13 @@ func (noReply) write(Writer) {}
 func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 	if s.tx != nil && s.tx.Active() {
 		return nil, respError("ERR Command not allowed inside a transaction")
+	}
+	if !s.Admin && !strings.EqualFold(string(args[0]), "psubscribe") {
+		for _, ch := range args[1:] {
+			if sale.ProtectedChannel(ch) {
+				return nil, respError("NOPERM " + sale.EventsChannel + " carries seckill-proxy's own messages, for its admins")
+			}
+		}
 	}
 	s.Subscribe = CopyArgs(args)
 	return noReply{}, nil

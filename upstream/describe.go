@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -18,6 +19,15 @@ type Description struct {
 	// AnyArg: the table cannot say where its keys are (Redis does not know the command or the
 	// subcommand, the table is not loaded yet, or its keys move), so any argument may be one.
 	AnyArg bool
+}
+
+// ReadOnly reports whether Redis's command table flags args as a read, loading the table
+// first if it has not been (an error, or a command Redis does not know: false).
+func (c *Cluster) ReadOnly(ctx context.Context, args [][]byte) bool {
+	if _, err := c.commands(func() context.Context { return ctx }); err != nil {
+		return false
+	}
+	return c.Describe(args).ReadOnly
 }
 
 // Describe tells the router's policy what Redis's command table says of args.
