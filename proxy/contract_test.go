@@ -367,6 +367,11 @@ func testRESP3PubSub(t *testing.T, s *stack) {
 		}
 		messages++
 	}
+	// A switch to RESP2 while subscribed is refused: the subscription's pushes cannot turn
+	// into RESP2 replies under way (the UNSUBSCRIBE's would come as a push).
+	if got := reply("HELLO", "2"); !strings.HasPrefix(got, "-ERR HELLO 2 is refused in subscriber mode") {
+		t.Fatalf("HELLO 2 while subscribed = %q, want a refusal", got)
+	}
 	if got := reply("UNSUBSCRIBE", ch); got != push("unsubscribe", ch, ":0\r\n") {
 		t.Fatalf("UNSUBSCRIBE = %q", got)
 	}

@@ -111,6 +111,12 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 			return ping(args) == nil
 		case subscriberCommands[name]:
 			return sub.Send(args) == nil
+		case resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3":
+			// The subscription's own connection to Redis speaks RESP3: its pushes, and the
+			// UNSUBSCRIBE replies among them, cannot become RESP2 under way.
+			return write(func(w *redcon.Writer) {
+				w.WriteError("ERR HELLO " + string(args[1]) + " is refused in subscriber mode through seckill-proxy: the subscription speaks RESP3; UNSUBSCRIBE from everything first")
+			})
 		case resp3:
 			// In RESP3 a subscribed client may send any command: it is served as any other,
 			// and its reply goes between the messages.
