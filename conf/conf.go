@@ -83,6 +83,10 @@ type Outbox struct {
 	SweepBatch int `koanf:"sweep_batch"`
 	// DeleteFlush is how long acknowledged entries wait to be deleted together.
 	DeleteFlush time.Duration `koanf:"delete_flush"`
+	// LateAfter is how long an order may go without an outcome from the sink before it is
+	// late: CHECK lists it, and the late-order watch logs and counts it (no order stays "in
+	// flight" forever, as under a proxy or sink on another topic).
+	LateAfter time.Duration `koanf:"late_after"`
 }
 
 // Sink configures the Kafka to MySQL persister.
@@ -395,6 +399,7 @@ func Default() Config {
 			LeaseTTL:      3 * time.Second,
 			SweepBatch:    1000,
 			DeleteFlush:   10 * time.Millisecond,
+			LateAfter:     time.Minute,
 		},
 		Sink: Sink{
 			BatchSize:   1000,

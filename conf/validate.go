@@ -164,6 +164,12 @@ func (c *Config) Validate() error {
 	v.positive("outbox.lease_ttl", c.Outbox.LeaseTTL)
 	v.atLeast("outbox.sweep_batch", c.Outbox.SweepBatch, 1)
 	v.positive("outbox.delete_flush", c.Outbox.DeleteFlush)
+	if c.Outbox.LateAfter < time.Second || c.Outbox.LateAfter > 24*time.Hour {
+		v.fail("outbox.late_after", c.Outbox.LateAfter, "must be from 1s to 24h")
+	}
+	if c.Outbox.LateAfter <= c.Outbox.SweepAge {
+		v.fail("outbox.late_after", c.Outbox.LateAfter, "must be above outbox.sweep_age "+c.Outbox.SweepAge.String()+", or every order waiting for a sweep is late")
+	}
 	if c.Outbox.SweepAge <= c.Buy.CallTimeout {
 		v.fail("outbox.sweep_age", c.Outbox.SweepAge, "must be above buy.call_timeout "+c.Buy.CallTimeout.String()+", or the sweeper races the tee")
 	}

@@ -91,7 +91,7 @@ func (c *coalescer) send(batch []call) {
 	pipe := c.master.Pipeline()
 	scripts := c.g.scriptsFor(live)
 	for _, sc := range scripts {
-		sc.queue(ctx, pipe, c.g.opt.Instance)
+		sc.queue(ctx, pipe, c.g.opt.Instance, c.g.opt.Route)
 	}
 	var wait *redis.Cmd
 	addr := c.master.Options().Addr
@@ -166,9 +166,9 @@ func (g *Guard) scriptsFor(calls []call) []*script {
 	return out
 }
 
-func (sc *script) queue(ctx context.Context, pipe redis.Pipeliner, instance string) {
-	args := make([]any, 1, 1+4*len(sc.as))
-	args[0] = sc.key.version
+func (sc *script) queue(ctx context.Context, pipe redis.Pipeliner, instance, route string) {
+	args := make([]any, 2, 2+4*len(sc.as))
+	args[0], args[1] = sc.key.version, route
 	for _, a := range sc.as {
 		a.err, a.reply = nil, nil
 		args = append(args, a.req.UID, a.req.Qty, a.orderID, instance)

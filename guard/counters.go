@@ -41,12 +41,15 @@ type Stats struct {
 	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
 	// got, and LeaseErrors those that failed. Denied is the deny list's length.
 	Leases, LeasedTokens, LeaseErrors, Denied int64
+	// Drift counts the buys and releases refused because the sale's route differs from this
+	// proxy's (ErrDrift).
+	Drift int64
 }
 
 type counters struct {
 	buys, localSoldOut, scripts                               atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
-	waitShort, waitOff, noSale                                atomic.Int64
+	waitShort, waitOff, noSale, drift                         atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
 }
 
@@ -62,7 +65,7 @@ func (g *Guard) Stats() Stats {
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
 		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
 		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
-		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(),
+		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(), Drift: c.drift.Load(),
 	}
 }
 

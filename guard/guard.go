@@ -34,6 +34,13 @@ type Options struct {
 	Publisher Publisher
 	// Admission configures the checks before Redis; the zero value means conf's defaults.
 	Admission conf.Admission
+	// Route is where this proxy sends orders (sale.Route of its Kafka topic); "" means the
+	// default topic's. WARM records it in the sale, and buys of a sale with another route are
+	// refused (DRIFT).
+	Route string
+	// LateAfter is outbox.late_after: how long an order may wait for its outcome from the
+	// sink (late.go); 0 means conf's default.
+	LateAfter time.Duration
 }
 
 // Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,
@@ -62,6 +69,7 @@ type Guard struct {
 	workers      sync.WaitGroup
 	replicaWaits replicaWaits // which masters' WAITs are off for now (replicawait.go)
 	noSales      noSales      // SKUs the script found to have no sale (nosale.go)
+	driftLog     driftLog     // when each SKU's DRIFT was last logged (drift.go)
 	stop         chan struct{}
 	closeOnce    sync.Once
 }
@@ -73,6 +81,12 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	}
 	if opt.Admission == (conf.Admission{}) {
 		opt.Admission = conf.Default().Admission
+	}
+	if opt.LateAfter == 0 {
+		opt.LateAfter = conf.Default().Outbox.LateAfter
+	}
+	if opt.Route == "" {
+		opt.Route = sale.Route(conf.Default().Kafka.Topic)
 	}
 	g := &Guard{
 		adm:      newAdmission(opt.Admission),
@@ -94,6 +108,7 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	g.workers.Go(func() { g.publishEvents(ctx) })
 	g.workers.Go(func() { g.listenEvents(ctx) })
 	g.workers.Go(func() { g.syncAdmission(ctx) })
+	g.workers.Go(func() { g.watchLate(ctx) })
 	for range leaseWorkers {
 		g.workers.Go(func() { g.leaseWorker(ctx) })
 	}
@@ -333,6 +348,8 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 		res.Err = closed(arg)
 	case "LIMIT":
 		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
+	case "DRIFT":
+		res.Err = g.drifted(a.req.SKU, arg)
 	case "STALE":
 		// The sale was re-warmed: forget what this proxy knew of the old version.
 		g.versions.Store(a.req.SKU, arg)

@@ -167,7 +167,7 @@ func (g *Guard) ReloadSlots() { g.rc.ReloadState(context.Background()) }
 func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	g.stats.scripts.Add(int64(len(as)))
 	first := as[0]
-	dst = redcon.AppendArray(dst, 3+len(first.keys)+1+4*len(as))
+	dst = redcon.AppendArray(dst, 3+len(first.keys)+2+4*len(as))
 	if first.useEval {
 		dst = redcon.AppendBulkString(dst, "EVAL")
 		dst = redcon.AppendBulkString(dst, buyLua)
@@ -180,6 +180,7 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 		dst = redcon.AppendBulkString(dst, k)
 	}
 	dst = redcon.AppendBulkString(dst, first.version)
+	dst = redcon.AppendBulkString(dst, g.opt.Route)
 	for _, a := range as {
 		dst = redcon.AppendBulkString(dst, a.req.UID)
 		dst = redcon.AppendBulkString(dst, strconv.FormatInt(a.req.Qty, 10))

@@ -80,7 +80,7 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	if err := g.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
 		return Released{}, unavailable(err)
 	}
-	reply, err := releaseScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid, rebuy, g.opt.Instance).Slice()
+	reply, err := releaseScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid, rebuy, g.opt.Instance, g.opt.Route).Slice()
 	if err != nil {
 		return Released{}, unavailable(err)
 	}
@@ -89,6 +89,8 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 		return Released{}, badArgs("%s has no order in sale %s", uid, sku)
 	case "ALREADY":
 		return Released{OrderID: replyString(reply, 1), Already: true}, nil
+	case "DRIFT":
+		return Released{}, g.drifted(sku, replyString(reply, 1))
 	}
 	r := Released{OrderID: replyString(reply, 1)}
 	r.Units, _ = strconv.ParseInt(replyString(reply, 2), 10, 64)
@@ -192,6 +194,9 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 		{"local_duplicates", c.duplicates.Load()},
 		{"local_closed", c.closed.Load()},
 		{"local_answers_without_redis", c.local.Load()},
+		{"route", st.meta["route"]},
+		{"late_orders", metaInt(st.meta, "late")},
+		{"late_checked_ms", metaInt(st.meta, "late_checked_ms")},
 		{"rate", metaInt(st.meta, "rate")},
 		{"burst", metaInt(st.meta, "burst")},
 		{"rate_tokens_in_redis", metaInt(st.meta, "tokens")},
@@ -228,7 +233,10 @@ func (g *Guard) Sales(ctx context.Context) ([]string, error) {
 //   - orders that Redis sold and MySQL rejected (Redis's stock was above MySQL's: a hand-made
 //     SET, or a decrement lost in a failover), against none, then each of them (at most
 //     maxCheckOrders);
-//   - outbox entries moved to the dead-letter stream because no one could read them.
+//   - outbox entries moved to the dead-letter stream because no one could read them;
+//   - late orders: sold Options.LateAfter ago or more with no outcome from the sink, against
+//     none, then each of them (at most maxCheckOrders), oldest first;
+//   - the sale's route (where its orders go), against this proxy's.
 func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	if g.db == nil {
 		return nil, badArgs("CHECK needs MySQL, and this proxy has no database configured")
@@ -238,6 +246,10 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	st, err := g.readSale(ctx, sku, true)
 	if err != nil {
 		return nil, err
+	}
+	now, err := g.rc.Time(ctx).Result()
+	if err != nil {
+		return nil, unavailable(err)
 	}
 	var active, inFlight, inFlightQty, rejected int64
 	var rejections []string
@@ -293,6 +305,18 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 		}
 		diffs = append(diffs, rejections...)
 	}
+	if late := g.lateOrders(st, now); len(late) > 0 {
+		diffs = append(diffs, fmt.Sprintf("late orders: %d sold %s ago or more with no outcome from the sink, want none", len(late), g.opt.LateAfter))
+		for _, o := range late[:min(len(late), maxCheckOrders)] {
+			diffs = append(diffs, o.String())
+		}
+		if len(late) > maxCheckOrders {
+			diffs = append(diffs, fmt.Sprintf("... and %d more late orders", len(late)-maxCheckOrders))
+		}
+	}
+	if r := st.meta["route"]; r != "" && r != g.opt.Route {
+		diffs = append(diffs, fmt.Sprintf("route: the sale sends its orders to %s, this proxy to %s (%s): this proxy's buys are refused", r, g.opt.Route, sale.RouteDiff(r, g.opt.Route)))
+	}
 	return diffs, nil
 }
 
@@ -343,6 +367,8 @@ type SaleMetrics struct {
 	Stock     int64
 	Outbox    int64
 	OutboxAge time.Duration // of the oldest entry; 0 when empty
+	// Late is the sale's late orders, as the late-order watch last counted them.
+	Late int64
 }
 
 // OutcomeCount is a count of buys with one outcome.
@@ -351,9 +377,9 @@ type OutcomeCount struct {
 	Count   int64
 }
 
-// SaleMetrics returns the figures of the open sales this proxy has served, at most most of
-// them (by SKU), read from Redis in one pipeline. A sale whose state cannot be read is left
-// out.
+// SaleMetrics returns the figures of the open sales this proxy has served (and of those with
+// late orders), at most most of them (by SKU), read from Redis in one pipeline. A sale whose
+// state cannot be read is left out.
 func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 	skus := g.skus()
 	slices.Sort(skus)
@@ -362,6 +388,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 	}
 	type reads struct {
 		state  *redis.StringCmd
+		late   *redis.StringCmd
 		stock  *redis.StringCmd
 		outbox *redis.IntCmd
 		oldest *redis.XMessageSliceCmd
@@ -370,7 +397,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 	_, _ = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sku := range skus {
 			k := sale.KeysFor(sku)
-			rs[i] = reads{state: p.HGet(ctx, k.Meta, "state"), stock: p.Get(ctx, k.Stock),
+			rs[i] = reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"), stock: p.Get(ctx, k.Stock),
 				outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)}
 		}
 		return nil
@@ -381,8 +408,9 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 		if len(out) == most {
 			break
 		}
-		if rs[i].state.Val() != sale.StateOpen {
-			continue
+		late, _ := rs[i].late.Int64()
+		if rs[i].state.Val() != sale.StateOpen && late == 0 {
+			continue // an ended sale is shown while it has late orders
 		}
 		c, _ := g.counters(sku)
 		m := SaleMetrics{SKU: sku, Outbox: rs[i].outbox.Val(), Outcomes: []OutcomeCount{
@@ -390,6 +418,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
 			{"limited_denied", c.limitedDenied.Load()}}}
 		m.Stock, _ = rs[i].stock.Int64()
+		m.Late = late
 		if msgs := rs[i].oldest.Val(); len(msgs) == 1 {
 			ms, _, _ := strings.Cut(msgs[0].ID, "-")
 			if t, err := strconv.ParseInt(ms, 10, 64); err == nil {

@@ -70,7 +70,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if opt.Force {
 		force = "1"
 	}
-	reply, err := warmScript.Run(ctx, g.rc, keys, next, stock, opt.StartMs, opt.EndMs, opt.Limit, force, opt.Rate, opt.Burst).Slice()
+	reply, err := warmScript.Run(ctx, g.rc, keys, next, stock, opt.StartMs, opt.EndMs, opt.Limit, force, opt.Rate, opt.Burst, g.opt.Route).Slice()
 	if err != nil {
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 	}

@@ -33,19 +33,21 @@ type Sweeper struct {
 	instance string
 	log      *zap.Logger
 
-	buried, retired, republished atomic.Int64
+	buried, retired, republished, drifted atomic.Int64
+	driftLogged                           map[string]time.Time // sku -> when its drift was last logged
 }
 
 // SweeperStats are a sweeper's counters.
 type SweeperStats struct {
 	// Buried counts unreadable outbox entries moved to dead letters; Retired, the sales taken
-	// out of the set once over and drained; Republished, the entries published again.
-	Buried, Retired, Republished int64
+	// out of the set once over and drained; Republished, the entries published again;
+	// Drifted, the sweeps of a sale left alone because its route is not this proxy's.
+	Buried, Retired, Republished, Drifted int64
 }
 
 // Stats returns a snapshot of the counters.
 func (s *Sweeper) Stats() SweeperStats {
-	return SweeperStats{Buried: s.buried.Load(), Retired: s.retired.Load(), Republished: s.republished.Load()}
+	return SweeperStats{Buried: s.buried.Load(), Retired: s.retired.Load(), Republished: s.republished.Load(), Drifted: s.drifted.Load()}
 }
 
 // InfoFields are the sweeper's counters, for INFO seckill and the metrics.
@@ -54,6 +56,7 @@ func (s *Sweeper) InfoFields() []guard.Field {
 	return []guard.Field{
 		{Name: "outbox_republished", Value: st.Republished},
 		{Name: "outbox_buried", Value: st.Buried},
+		{Name: "outbox_drifted", Value: st.Drifted},
 	}
 }
 
@@ -106,6 +109,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	fail := func(sku, what string, err error) {
 		errs = append(errs, fmt.Errorf("%s: %s: %w", sku, what, err))
 	}
+	skus = s.onRoute(ctx, skus, fail)
 	pipe := s.rc.Pipeline()
 	leases := make([]*redis.BoolCmd, len(skus))
 	for i, sku := range skus {
@@ -152,6 +156,42 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	}
 	s.retire(ctx, idle, fail)
 	return total, errors.Join(errs...)
+}
+
+// onRoute keeps the sales among skus whose route is this proxy's (or that have none): a
+// proxy on another topic must not send a sale's orders where no sink of the sale reads them,
+// nor take the lease from a proxy that would send them right. It logs each one left alone,
+// at most once a minute.
+func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, string, error)) []string {
+	pipe := s.rc.Pipeline()
+	routes := make([]*redis.StringCmd, len(skus))
+	for i, sku := range skus {
+		routes[i] = pipe.HGet(ctx, sale.KeysFor(sku).Meta, "route")
+	}
+	_, _ = pipe.Exec(ctx)
+	mine := s.tee.Route()
+	out := skus[:0]
+	for i, sku := range skus {
+		r, err := routes[i].Result()
+		switch {
+		case errors.Is(err, redis.Nil), err == nil && (r == "" || r == mine):
+			out = append(out, sku)
+		case err != nil:
+			fail(sku, "route", err)
+		default:
+			s.drifted.Add(1)
+			if s.driftLogged == nil {
+				s.driftLogged = map[string]time.Time{}
+			}
+			if time.Since(s.driftLogged[sku]) >= time.Minute {
+				s.driftLogged[sku] = time.Now()
+				s.log.Error("not sweeping a sale whose orders go elsewhere than this proxy's: its own proxies will",
+					zap.String("sku", sku), zap.String("sale_route", r), zap.String("proxy_route", mine),
+					zap.String("difference", sale.RouteDiff(r, mine)))
+			}
+		}
+	}
+	return out
 }
 
 // bury moves an unreadable outbox entry to the SKU's dead-letter stream (bury.lua), once.

@@ -127,6 +127,9 @@ func (t *Tee) connect(sc *sarama.Config) {
 	}
 }
 
+// Route is where the tee sends orders (sale.Route of its topic).
+func (t *Tee) Route() string { return sale.Route(t.kafka.Topic) }
+
 // Publish implements guard.Publisher.
 func (t *Tee) Publish(s sale.Sold, done func(error)) {
 	t.enqueue([]*sarama.ProducerMessage{t.message(s, done)})

@@ -54,9 +54,14 @@ func count(kinds *sync.Map, k string) int64 {
 	return 0
 }
 
+// infoField is field of SECKILL.INFO sku through c (sku "": the proxy's own INFO).
 func infoField(t *testing.T, c *redis.Client, sku, field string) int64 {
 	t.Helper()
-	v, err := c.Do(context.Background(), "seckill.info", sku).Result()
+	args := []any{"seckill.info"}
+	if sku != "" {
+		args = append(args, sku)
+	}
+	v, err := c.Do(context.Background(), args...).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +87,9 @@ func infoField(t *testing.T, c *redis.Client, sku, field string) int64 {
 func TestAdmissionSharedRate(t *testing.T) {
 	var stacks []*stack
 	var clients []*redis.Client
+	cfg := newConfig(t, nil) // one deployment: the proxies share their settings
 	for range 3 {
-		s := startProxy(t, newConfig(t, nil), false)
+		s := startProxy(t, cfg, false)
 		stacks = append(stacks, s)
 		clients = append(clients, s.client(t, 4))
 	}
@@ -175,8 +181,9 @@ func TestAdmissionDenyAndBuyer(t *testing.T) {
 	}
 	var stacks []*stack
 	var clients []*redis.Client
+	cfg := newConfig(t, mutate)
 	for range 3 {
-		s := startProxy(t, newConfig(t, mutate), false)
+		s := startProxy(t, cfg, false)
 		stacks = append(stacks, s)
 		clients = append(clients, s.client(t, 1))
 	}

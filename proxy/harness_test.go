@@ -114,18 +114,21 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	rc := connect.Redis(cfg.Redis)
 	instance := "test-" + xid.New().String()
 	s := &stack{cfg: cfg, rc: rc, db: db}
-	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance, Admission: cfg.Admission}
+	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance, Admission: cfg.Admission,
+		Route: sale.Route(cfg.Kafka.Topic), LateAfter: cfg.Outbox.LateAfter}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	sweeperDone := make(chan struct{})
+	var sweeper *outbox.Sweeper
 	if withTee {
 		s.tee = outbox.NewTee(rc, cfg, instance, log)
 		if err := s.tee.Start(); err != nil {
 			t.Fatal(err)
 		}
 		opt.Publisher = s.tee
+		sweeper = outbox.NewSweeper(rc, s.tee, cfg.Outbox, instance, log)
 		go func() {
 			defer close(sweeperDone)
-			outbox.NewSweeper(rc, s.tee, cfg.Outbox, instance, log).Run(sweepCtx)
+			sweeper.Run(sweepCtx)
 		}()
 	} else {
 		close(sweeperDone)
@@ -143,7 +146,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy, ProtectedMode: cfg.ProtectedMode, LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, Clients: func() int64 { return srv.Clients() }}
 	if s.tee != nil {
-		ropt.Extra = s.tee.InfoFields
+		ropt.Extra = func() []guard.Field { return append(s.tee.InfoFields(), sweeper.InfoFields()...) }
 	}
 	var metrics *proxy.Metrics
 	ropt.ObserveBuy = func(d time.Duration) { metrics.ObserveBuy(d) }
@@ -203,7 +206,7 @@ func runSink(t *testing.T, cfg conf.Config) *sink.Sink {
 	snk := sink.NewSink(cfg, db, rc, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- snk.Run(ctx) }()
+	go func() { done <- snk.Run(ctx, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -239,7 +242,7 @@ func (s *stack) item(t *testing.T, sku string, stock int) {
 		defer rc.Close()
 		ctx := context.Background()
 		k := sale.KeysFor(sku)
-		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease, k.Dead).Err()
+		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease, k.Dead, k.LateLease).Err()
 		_ = rc.SRem(ctx, sale.SalesKey, sku).Err()
 	})
 }

@@ -52,6 +52,7 @@ var fieldMetrics = map[string]fieldMetric{
 	"buy_closed":                       {name: "seckill_proxy_buys_total", outcome: "closed"},
 	"buy_unavailable":                  {name: "seckill_proxy_buys_total", outcome: "unavailable"},
 	"buy_busy":                         {name: "seckill_proxy_buys_total", outcome: "busy"},
+	"buy_drift":                        {name: "seckill_proxy_buys_total", outcome: "drift"},
 	"buy_limited_rate":                 {name: "seckill_proxy_buys_total", outcome: "limited_rate"},
 	"buy_limited_buyer":                {name: "seckill_proxy_buys_total", outcome: "limited_buyer"},
 	"buy_limited_denied":               {name: "seckill_proxy_buys_total", outcome: "limited_denied"},
@@ -77,6 +78,7 @@ var fieldMetrics = map[string]fieldMetric{
 	"outbox_deleted":                   {name: "seckill_proxy_outbox_deleted_total", help: "Outbox entries deleted after Kafka's acknowledgement."},
 	"outbox_republished":               {name: "seckill_proxy_outbox_republished_total", help: "Outbox entries the sweeper published again."},
 	"outbox_buried":                    {name: "seckill_proxy_outbox_dead_total", help: "Unreadable outbox entries moved to the dead-letter stream."},
+	"outbox_drifted":                   {name: "seckill_proxy_outbox_drifted_total", help: "Sweeps of a sale left alone because the sale's orders go to another topic than this proxy's."},
 }
 
 // NewMetrics returns the proxy's metrics: fields are INFO seckill's (Router.InfoFields), sales
@@ -123,6 +125,7 @@ var (
 	saleStockDesc     = prometheus.NewDesc("seckill_proxy_sale_stock", "Units left in the sale, in Redis.", []string{"sku"}, nil)
 	saleOutboxDesc    = prometheus.NewDesc("seckill_proxy_sale_outbox_entries", "Orders in the sale's outbox: sold in Redis, not yet acknowledged by Kafka.", []string{"sku"}, nil)
 	saleOutboxAgeDesc = prometheus.NewDesc("seckill_proxy_sale_outbox_oldest_age_seconds", "Age of the oldest entry of the sale's outbox (0 when empty).", []string{"sku"}, nil)
+	saleLateDesc      = prometheus.NewDesc("seckill_proxy_sale_late_orders", "Orders of the sale sold outbox.late_after ago or more with no outcome from the sink, as the late-order watch last counted them.", []string{"sku"}, nil)
 	// fieldDescs are fieldMetrics' descriptions, one per metric name.
 	fieldDescs = func() map[string]*prometheus.Desc {
 		out := map[string]*prometheus.Desc{}
@@ -171,5 +174,6 @@ func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(saleStockDesc, prometheus.GaugeValue, float64(s.Stock), s.SKU)
 		ch <- prometheus.MustNewConstMetric(saleOutboxDesc, prometheus.GaugeValue, float64(s.Outbox), s.SKU)
 		ch <- prometheus.MustNewConstMetric(saleOutboxAgeDesc, prometheus.GaugeValue, s.OutboxAge.Seconds(), s.SKU)
+		ch <- prometheus.MustNewConstMetric(saleLateDesc, prometheus.GaugeValue, float64(s.Late), s.SKU)
 	}
 }

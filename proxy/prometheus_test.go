@@ -95,7 +95,7 @@ func TestPrometheusScrapesASale(t *testing.T) {
 			return false
 		}
 		ready = string(body)
-		return resp.StatusCode == http.StatusOK && ready == fmt.Sprintf("ok: %d partitions\n", cfg.Kafka.Partitions)
+		return resp.StatusCode == http.StatusOK && ready == fmt.Sprintf("ok: %d partitions of topic %s, group %s\n", cfg.Kafka.Partitions, cfg.Kafka.Topic, cfg.Kafka.Group)
 	})
 	eventually(t, 30*time.Second, "Prometheus to have the sink's partitions", func() bool {
 		got := promQuery(t, fmt.Sprintf(`seckill_sink_partitions_claimed{run=%q}`, run), "job")

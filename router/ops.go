@@ -62,6 +62,7 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "buy_scripts", Value: st.Scripts},
 		{Name: "wait_short", Value: st.WaitShort},
 		{Name: "wait_off", Value: st.WaitOff},
+		{Name: "buy_drift", Value: st.Drift},
 		{Name: "buy_no_sale_local", Value: st.NoSale},
 		{Name: "buy_limited_unknown_sku", Value: st.LimitedUnknown},
 		{Name: "sale_events", Value: st.Events},

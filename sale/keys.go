@@ -17,6 +17,8 @@ type Keys struct {
 	SweepLease string
 	// Dead is a stream of outbox entries that no one could read, moved aside by the sweeper.
 	Dead string
+	// LateLease names the proxy that looks for this SKU's late orders for now.
+	LateLease string
 }
 
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
@@ -30,6 +32,7 @@ func KeysFor(sku string) Keys {
 		Result:     base + "result",
 		SweepLease: base + "sweep",
 		Dead:       base + "dead",
+		LateLease:  base + "late",
 	}
 }
 

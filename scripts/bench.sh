@@ -177,7 +177,7 @@ ratio within this one run; the absolute figures are context, not claims.
 ## (a, b) SECKILL.BUY through the proxy against EVALSHA straight to the owning master
 
 `scripts/bench-buy.sh {n} 3`: `redis-benchmark -c 50 -n {n} -r 100000000 -P 1|16`, against
-`SECKILL.BUY <sku> __rand_int__ 1` on the proxy and `EVALSHA <buy.lua> 5 <keys> "" __rand_int__ 1 direct bench`
+`SECKILL.BUY <sku> __rand_int__ 1` on the proxy and `EVALSHA <buy.lua> 5 <keys> "" <route> __rand_int__ 1 direct bench`
 on the master; medians of 3 alternating rounds. "sold out" is a SKU with no stock: the proxy
 answers from its local flag, direct Redis runs the script.
 

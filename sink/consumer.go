@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,11 @@ type Sink struct {
 	batchLatency prometheus.Histogram
 	lagMu        sync.Mutex
 	lag          map[topicPartition]int64 // of the partitions this sink holds
+
+	// waiting says what the sink waits for at start ("" once it has joined Kafka): /readyz
+	// and the log say so.
+	waiting atomic.Pointer[string]
+	sales   saleCounts // orders handled, by sale (metrics.go)
 }
 
 type topicPartition struct {
@@ -71,7 +77,50 @@ func NewSink(cfg conf.Config, db *sql.DB, rc *redis.ClusterClient, log *zap.Logg
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		})}
 	s.claimed.Store(-1)
+	s.setWaiting("start")
 	return s
+}
+
+// setWaiting records what the sink waits for now ("" for nothing).
+func (s *Sink) setWaiting(what string) { s.waiting.Store(&what) }
+
+// Waiting says what the sink waits for at start: "" once it is consuming.
+func (s *Sink) Waiting() string {
+	if w := s.waiting.Load(); w != nil {
+		return *w
+	}
+	return ""
+}
+
+// Migrate is the MySQL migration the sink runs before it consumes (schema.Migrate).
+type Migrate func(context.Context) error
+
+// Run waits for MySQL (running migrate), Redis and Kafka, each with a bounded backoff with
+// jitter (sink.retry_min to sink.retry_max), then joins the consumer group and persists orders
+// until ctx ends. A sink started while a service is down so waits, and drains once it is back.
+func (s *Sink) Run(ctx context.Context, migrate Migrate) error {
+	if migrate != nil {
+		if err := s.retry(ctx, "mysql: migrate the schema", func() error {
+			err := migrate(ctx)
+			if err != nil {
+				s.setWaiting("mysql: " + err.Error())
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if err := s.retry(ctx, "redis: ping every master", func() error {
+		err := s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
+		if err != nil {
+			s.setWaiting("redis: " + err.Error())
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	s.setWaiting("kafka: connecting")
+	return s.consume(ctx)
 }
 
 // Stats returns a snapshot of the counters.
@@ -80,8 +129,8 @@ func (s *Sink) Stats() SinkStats {
 		DeadLetters: s.deadLetters.Load(), Batches: s.batches.Load(), Retries: s.retries.Load()}
 }
 
-// Run joins the consumer group and persists orders until ctx ends.
-func (s *Sink) Run(ctx context.Context) error {
+// consume joins the consumer group and persists orders until ctx ends.
+func (s *Sink) consume(ctx context.Context) error {
 	sc, err := connect.Sarama(s.cfg.Kafka)
 	if err != nil {
 		return err
@@ -89,6 +138,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	var group sarama.ConsumerGroup
 	if err := s.retry(ctx, "connect to kafka", func() error {
 		if err := connect.EnsureTopics(s.cfg.Kafka); err != nil {
+			s.setWaiting("kafka: " + err.Error())
 			return err
 		}
 		var err error
@@ -98,6 +148,9 @@ func (s *Sink) Run(ctx context.Context) error {
 			}
 		}
 		group, err = sarama.NewConsumerGroup(s.cfg.Kafka.Brokers, s.cfg.Kafka.Group, sc)
+		if err != nil {
+			s.setWaiting("kafka: " + err.Error())
+		}
 		return err
 	}); err != nil {
 		if s.dlq != nil {
@@ -112,6 +165,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			s.log.Warn("consumer group", zap.Error(err))
 		}
 	}()
+	s.setWaiting("")
 	s.log.Info("consuming", zap.String("topic", s.cfg.Kafka.Topic), zap.String("group", s.cfg.Kafka.Group))
 	for ctx.Err() == nil {
 		if err := group.Consume(ctx, []string{s.cfg.Kafka.Topic}, s); err != nil && ctx.Err() == nil {
@@ -227,6 +281,9 @@ func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error
 		return err
 	}
 	s.batches.Add(1)
+	for _, o := range orders {
+		s.sales.add(o.SKU, 1)
+	}
 	for _, o := range outcomes {
 		switch {
 		case !o.New:
@@ -311,7 +368,8 @@ func (s *Sink) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause 
 }
 
 // retry runs fn until it succeeds or ctx ends, with exponential backoff between
-// sink.retry_min and sink.retry_max.
+// sink.retry_min and sink.retry_max, each wait drawn from its upper half (jitter), so that
+// many sinks restarted together do not retry in step.
 func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 	backoff := s.cfg.Sink.RetryMin
 	for {
@@ -320,8 +378,9 @@ func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 			return nil
 		}
 		s.retries.Add(1)
-		s.log.Warn("retrying", zap.String("what", what), zap.Duration("in", backoff), zap.Error(err))
-		if !s.sleep(ctx, backoff) {
+		wait := backoff/2 + rand.N(backoff/2+1)
+		s.log.Warn("retrying", zap.String("what", what), zap.Duration("in", wait), zap.Error(err))
+		if !s.sleep(ctx, wait) {
 			return errors.Join(ctx.Err(), err)
 		}
 		backoff = min(2*backoff, s.cfg.Sink.RetryMax)

@@ -3,13 +3,17 @@ package sink
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"seckill-proxy/sale"
 )
 
 // The sink's metrics, served at /metrics on sink.admin_listen: its counters, read at scrape
@@ -23,7 +27,40 @@ var (
 	deadLettersDesc = prometheus.NewDesc("seckill_sink_dead_letters_total", "Messages no one could read, sent to the dead-letter topic.", nil, nil)
 	claimedDesc     = prometheus.NewDesc("seckill_sink_partitions_claimed", "Partitions this sink holds in its consumer group session; -1 while it is in none (joining, rebalancing).", nil, nil)
 	lagDesc         = prometheus.NewDesc("seckill_sink_consumer_lag", "Messages of a partition this sink holds that it has not read yet.", []string{"topic", "partition"}, nil)
+	topicDesc       = prometheus.NewDesc("seckill_sink_consuming", "1 for the topic, group and message version this sink consumes (0 while it waits for MySQL, Redis or Kafka at start).", []string{"topic", "group", "schema"}, nil)
+	saleOrdersDesc  = prometheus.NewDesc("seckill_sink_sale_orders_total", "Orders and releases this sink handled, by sale (at most 256 sales by name; the rest as sku=\"other\").", []string{"sku"}, nil)
 )
+
+// maxSaleSeries bounds the sales the sink counts by name.
+const maxSaleSeries = 256
+
+// saleCounts counts the orders handled per sale, at most maxSaleSeries of them by name.
+type saleCounts struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (c *saleCounts) add(sku string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int64{}
+	}
+	if _, ok := c.n[sku]; !ok && len(c.n) >= maxSaleSeries {
+		sku = "other"
+	}
+	c.n[sku] += n
+}
+
+func (c *saleCounts) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+// Sales are the sales this sink has handled orders of, with their counts (the rest past 256
+// sales as "other").
+func (s *Sink) Sales() map[string]int64 { return s.sales.snapshot() }
 
 // Metrics is the sink's registry, with a collector on s.
 func (s *Sink) Metrics() *prometheus.Registry {
@@ -36,7 +73,7 @@ func (s *Sink) Metrics() *prometheus.Registry {
 type sinkCollector struct{ s *Sink }
 
 func (sinkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ordersDesc, batchesDesc, retriesDesc, deadLettersDesc, claimedDesc, lagDesc} {
+	for _, d := range []*prometheus.Desc{ordersDesc, batchesDesc, retriesDesc, deadLettersDesc, claimedDesc, lagDesc, topicDesc, saleOrdersDesc} {
 		ch <- d
 	}
 }
@@ -53,6 +90,15 @@ func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries))
 	ch <- prometheus.MustNewConstMetric(deadLettersDesc, prometheus.CounterValue, float64(st.DeadLetters))
 	ch <- prometheus.MustNewConstMetric(claimedDesc, prometheus.GaugeValue, float64(c.s.claimed.Load()))
+	consuming := 0.0
+	if c.s.Waiting() == "" {
+		consuming = 1
+	}
+	k := c.s.cfg.Kafka
+	ch <- prometheus.MustNewConstMetric(topicDesc, prometheus.GaugeValue, consuming, k.Topic, k.Group, strconv.Itoa(sale.MessageVersion))
+	for sku, n := range c.s.Sales() {
+		ch <- prometheus.MustNewConstMetric(saleOrdersDesc, prometheus.CounterValue, float64(n), sku)
+	}
 	c.s.lagMu.Lock()
 	defer c.s.lagMu.Unlock()
 	for p, lag := range c.s.lag {
@@ -60,14 +106,19 @@ func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// AdminHandler serves /metrics, /livez (the process serves HTTP) and /readyz (the sink is in a
-// consumer group session, and MySQL answers a ping within a second).
+// AdminHandler serves /metrics, /livez (the process serves HTTP) and /readyz (the sink is not
+// waiting for a service at start, is in a consumer group session, and MySQL answers a ping
+// within a second; its body names the topic and group).
 func (s *Sink) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	reg := s.Metrics()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if w8 := s.Waiting(); w8 != "" {
+			http.Error(w, "waiting for "+w8, http.StatusServiceUnavailable)
+			return
+		}
 		n, ok := s.Claimed()
 		if !ok {
 			http.Error(w, "kafka: not in a consumer group session (joining or rebalancing)", http.StatusServiceUnavailable)
@@ -79,7 +130,7 @@ func (s *Sink) AdminHandler() http.Handler {
 			http.Error(w, "mysql: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = fmt.Fprintf(w, "ok: %d partitions\n", n)
+		_, _ = fmt.Fprintf(w, "ok: %d partitions of topic %s, group %s\n", n, s.cfg.Kafka.Topic, s.cfg.Kafka.Group)
 	})
 	return mux
 }

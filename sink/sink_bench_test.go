@@ -61,7 +61,7 @@ func BenchmarkSink(b *testing.B) {
 	done := make(chan error, 1)
 	b.ResetTimer()
 	start := time.Now()
-	go func() { done <- s.Run(ctx) }()
+	go func() { done <- s.Run(ctx, nil) }()
 	for s.Stats().Confirmed < int64(b.N) {
 		time.Sleep(5 * time.Millisecond)
 	}

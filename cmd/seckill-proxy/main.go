@@ -79,6 +79,8 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		Instance:    instance,
 		Publisher:   tee,
 		Admission:   cfg.Admission,
+		Route:       sale.Route(cfg.Kafka.Topic),
+		LateAfter:   cfg.Outbox.LateAfter,
 	})
 	defer g.Close()
 	sweepCtx, stopSweeper := context.WithCancel(context.Background())

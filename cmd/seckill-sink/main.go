@@ -29,13 +29,15 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		return err
 	}
 	defer db.Close()
-	v, err := schema.Migrate(ctx, db, log)
-	if err != nil {
+	migrate := func(ctx context.Context) error {
+		v, err := schema.Migrate(ctx, db, log)
+		if err == nil {
+			log.Info("schema is up to date", zap.Int64("version", v))
+		}
 		return err
 	}
-	log.Info("schema is up to date", zap.Int64("version", v))
 	if cl.Migrate {
-		return nil
+		return migrate(ctx) // a one-off job fails at once, for its runner to retry
 	}
 	redis.SetLogger(connect.RedisLogger(log))
 	rc := connect.Redis(cfg.Redis)
@@ -53,5 +55,6 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		}()
 		defer func() { _ = admin.Close() }()
 	}
-	return snk.Run(ctx)
+	// Run waits for MySQL, Redis and Kafka with a bounded backoff; /readyz says what it waits for.
+	return snk.Run(ctx, migrate)
 }

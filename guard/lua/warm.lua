@@ -1,7 +1,8 @@
 -- SECKILL.WARM's write: stock and meta in one step, the sale left in state "warming".
 -- KEYS: meta, stock, buyers, outbox, result
 -- ARGV: version, MySQL's stock, start ms, end ms, per-user limit, force ("1" or "0"),
---   rate (buys a second, 0 for none), burst; the rate's bucket starts full
+--   rate (buys a second, 0 for none), burst; the rate's bucket starts full; the warming
+--   proxy's route (sale.Route), which every proxy's buys must then match
 -- Returns one of:
 --   {"OK", stock, units in flight}
 --   {"OPEN", version}     the sale is open (or mid-warm) and force was not given
@@ -41,5 +42,5 @@ end
 redis.call('SET', KEYS[2], stock)
 redis.call('HSET', KEYS[1], 'version', ARGV[1], 'initial', stock, 'start', ARGV[3],
   'end', ARGV[4], 'limit', ARGV[5], 'state', 'warming',
-  'rate', ARGV[7], 'burst', ARGV[8], 'tokens', ARGV[8], 'ts', tostring(now))
+  'rate', ARGV[7], 'burst', ARGV[8], 'tokens', ARGV[8], 'ts', tostring(now), 'route', ARGV[9])
 return {'OK', tostring(stock), tostring(inflight)}

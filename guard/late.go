@@ -1,0 +1,122 @@
+package guard
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/xid"
+	"go.uber.org/zap"
+
+	"seckill-proxy/sale"
+)
+
+// An order is late when it has had no outcome from the sink for Options.LateAfter since it
+// was sold. Nothing else shows such an order: its outbox entry is gone once Kafka has it, and
+// CHECK's stock sum counts it "in flight". A proxy or sink on another topic, a consumer group
+// stuck, or a topic deleted leaves orders late, and CHECK, the log and the metrics say so.
+
+// lateOrder is one late order, as CHECK lists it.
+type lateOrder struct {
+	id, uid string
+	qty     int64
+	age     time.Duration
+}
+
+// lateOrders lists st's orders that have had no outcome for g.opt.LateAfter at now (Redis's
+// clock), oldest first. An order's time is its id's (an xid, made by the proxy that sold it);
+// an id that is not an xid is taken as late.
+func (g *Guard) lateOrders(st saleState, now time.Time) []lateOrder {
+	var out []lateOrder
+	for uid, v := range st.all {
+		if strings.HasPrefix(v, "released:") {
+			continue
+		}
+		id, qty, _ := strings.Cut(v, ":")
+		if st.results[id] != "" {
+			continue
+		}
+		age := g.opt.LateAfter
+		if x, err := xid.FromString(id); err == nil {
+			age = now.Sub(x.Time())
+		}
+		if age < g.opt.LateAfter {
+			continue
+		}
+		q, _ := strconv.ParseInt(qty, 10, 64)
+		out = append(out, lateOrder{id: id, uid: uid, qty: q, age: age})
+	}
+	slices.SortFunc(out, func(a, b lateOrder) int {
+		if c := cmp.Compare(b.age, a.age); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	return out
+}
+
+func (o lateOrder) String() string {
+	return fmt.Sprintf("late order %s: uid %s qty %d, sold %s ago, no outcome from the sink", o.id, o.uid, o.qty, o.age.Truncate(time.Second))
+}
+
+// watchLate looks for late orders in every sale, each LateAfter/2: for each sale, one proxy
+// at a time (a lease in Redis) reads its buyers and outcomes, writes the count of late orders
+// into the sale's meta (field "late", which every proxy's metrics report), and logs them.
+func (g *Guard) watchLate(ctx context.Context) {
+	every := max(g.opt.LateAfter/2, 500*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := g.checkLate(ctx, every); err != nil && ctx.Err() == nil {
+			g.log.Warn("late-order watch skipped", zap.Error(err))
+		}
+	}
+}
+
+// checkLate is one pass of watchLate; lease is how long a won SKU is left to this proxy.
+func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
+	defer cancel()
+	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
+	if err != nil {
+		return err
+	}
+	for _, sku := range skus {
+		won, err := g.rc.SetNX(ctx, sale.KeysFor(sku).LateLease, g.opt.Instance, lease).Result()
+		if err != nil || !won {
+			continue
+		}
+		now, err := g.rc.Time(ctx).Result()
+		if err != nil {
+			return err
+		}
+		st, err := g.readSale(ctx, sku, true)
+		if err != nil {
+			continue // no sale (left the set meanwhile), or unreadable now: the next pass
+		}
+		late := g.lateOrders(st, now)
+		if err := g.rc.HSet(ctx, sale.KeysFor(sku).Meta, "late", len(late), "late_checked_ms", now.UnixMilli()).Err(); err != nil {
+			return err
+		}
+		if len(late) == 0 {
+			continue
+		}
+		ids := make([]string, 0, min(len(late), 10))
+		for _, o := range late[:min(len(late), 10)] {
+			ids = append(ids, o.id)
+		}
+		g.log.Error("orders sold with no outcome from the sink: is every proxy and sink on the same topic, and is the sink running?",
+			zap.String("sku", sku), zap.Int("late_orders", len(late)), zap.Duration("oldest", late[0].age),
+			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", st.meta["route"]))
+	}
+	return nil
+}
