@@ -52,11 +52,22 @@ func (g *Guard) publishEvents(ctx context.Context) {
 	}
 }
 
+// Subscribed says whether the subscription to the other proxies' sale events has been
+// confirmed: a proxy just started may miss an event until then (which costs at most
+// buy.sold_out_reprobe).
+func (g *Guard) Subscribed() bool { return g.subscribed.Load() }
+
 // listenEvents takes other proxies' events until Close. go-redis resubscribes by itself after
 // a connection or node is lost.
 func (g *Guard) listenEvents(ctx context.Context) {
 	sub := g.rc.Subscribe(ctx, EventsChannel)
 	defer sub.Close()
+	// The first reply confirms the subscription: from then on no event is missed.
+	if _, err := sub.Receive(ctx); err == nil {
+		g.subscribed.Store(true)
+	} else if ctx.Err() == nil {
+		g.log.Warn("could not subscribe to the sale events yet; retrying", zap.Error(err))
+	}
 	ch := sub.Channel()
 	for {
 		select {
@@ -66,6 +77,7 @@ func (g *Guard) listenEvents(ctx context.Context) {
 			if !ok {
 				return
 			}
+			g.subscribed.Store(true)
 			g.apply(ctx, msg.Payload)
 		}
 	}

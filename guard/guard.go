@@ -70,8 +70,10 @@ type Guard struct {
 	replicaWaits replicaWaits // which masters' WAITs are off for now (replicawait.go)
 	noSales      noSales      // SKUs the script found to have no sale (nosale.go)
 	driftLog     driftLog     // when each SKU's DRIFT was last logged (drift.go)
-	stop         chan struct{}
-	closeOnce    sync.Once
+	subscribed   atomic.Bool  // the sale events' subscription was confirmed once
+
+	stop      chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Guard on the cluster rc and the database db (nil: WARM is unavailable).

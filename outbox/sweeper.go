@@ -160,8 +160,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 
 // onRoute keeps the sales among skus whose route is this proxy's (or that have none): a
 // proxy on another topic must not send a sale's orders where no sink of the sale reads them,
-// nor take the lease from a proxy that would send them right. It logs each one left alone,
-// at most once a minute.
+// nor take the lease from a proxy that would send them right. It logs each one left alone at
+// Info, at most every 10 minutes: deployments on other topics may share the cluster, and a
+// proxy that would sell such a sale says so loudly (DRIFT) at its buys.
 func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, string, error)) []string {
 	pipe := s.rc.Pipeline()
 	routes := make([]*redis.StringCmd, len(skus))
@@ -180,12 +181,12 @@ func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, 
 			fail(sku, "route", err)
 		default:
 			s.drifted.Add(1)
-			if s.driftLogged == nil {
+			if s.driftLogged == nil || len(s.driftLogged) >= 4096 {
 				s.driftLogged = map[string]time.Time{}
 			}
-			if time.Since(s.driftLogged[sku]) >= time.Minute {
+			if time.Since(s.driftLogged[sku]) >= 10*time.Minute {
 				s.driftLogged[sku] = time.Now()
-				s.log.Error("not sweeping a sale whose orders go elsewhere than this proxy's: its own proxies will",
+				s.log.Info("not sweeping a sale whose orders go elsewhere than this proxy's: its own proxies will",
 					zap.String("sku", sku), zap.String("sale_route", r), zap.String("proxy_route", mine),
 					zap.String("difference", sale.RouteDiff(r, mine)))
 			}

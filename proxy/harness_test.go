@@ -139,9 +139,11 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	t.Cleanup(pass.Close)
 	// Where Redis cannot be reached (a test of that), pass-through stays unverified.
 	vctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	if err := pass.CheckACL(vctx, log, 100*time.Millisecond); err != nil && vctx.Err() == nil {
+	err := pass.CheckACL(vctx, log, 100*time.Millisecond)
+	if err != nil && vctx.Err() == nil {
 		t.Fatal(err)
 	}
+	verified := err == nil
 	cancel()
 	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy, ProtectedMode: cfg.ProtectedMode, LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, Clients: func() int64 { return srv.Clients() }}
@@ -194,6 +196,11 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		_ = rc.Close()
 	}
 	t.Cleanup(s.close)
+	if verified {
+		// A proxy hears the others' sale events once subscribed: a test's second proxy
+		// must not miss the first one's events for starting late.
+		eventually(t, 10*time.Second, "the proxy subscribed to the sale events", s.g.Subscribed)
+	}
 	return s
 }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench-admission.sh: admission under its own rush. Two proxies share one sale's RATE and are
+# driven flat out (seckill-bench, no request rate, its connections split between them); the
+# sale must still sell at its rate: the lease calls for the rate's tokens must not starve
+# behind the buys they govern.
+#
+#   scripts/bench-admission.sh [rate] [burst] [requests] [conns]
+#       defaults: 500 50 400000 100
+#
+# Prints the orders sold, the time, and delivered = (orders - burst) / (rate x seconds): the
+# share of the rate the two proxies delivered, burst aside (the goal is 0.95 or more). Also
+# the replies other than an order or LIMITED (there should be none: no fault is injected),
+# and each proxy's lease counters.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+RATE=${1:-500}
+BURST=${2:-50}
+N=${3:-400000}
+CONNS=${4:-100}
+PORTS=(6441 6442)
+
+scripts/devstack.sh up >&2
+eval "$(scripts/devstack.sh env)"
+go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
+
+run_id=$(date +%s)
+SKU=benchadm_$run_id
+export SECKILL_KAFKA_TOPIC=bench.adm.$run_id SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.adm.$run_id.dlq
+WORK=$ROOT/.stack/bench-admission
+mkdir -p "$WORK"
+pids=()
+for p in "${PORTS[@]}"; do
+  SECKILL_LISTEN=127.0.0.1:$p SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn ./bin/seckill-proxy >"$WORK/proxy-$p.log" 2>&1 &
+  pids+=($!)
+done
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  for k in stock meta buyers outbox result sweep late; do redis-cli -c -p 7000 del "seckill:{$SKU}:$k" >/dev/null; done
+  redis-cli -c -p 7000 srem seckill:sales "$SKU" >/dev/null
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku = '$SKU'; DELETE FROM seckill_orders WHERE sku = '$SKU'"
+}
+trap cleanup EXIT
+for p in "${PORTS[@]}"; do
+  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+
+addrs=$(printf '127.0.0.1:%s,' "${PORTS[@]}")
+./bin/seckill-bench -addr "${addrs%,}" -sku "$SKU" -units 100000000 -sale-rate "$RATE" -sale-burst "$BURST" \
+  -buyers "$N" -conns "$CONNS" -check=false -json >"$WORK/report.json" 2>"$WORK/bench.log"
+
+lease() { redis-cli -p "$1" seckill.info | awk '/^rate_lease/ { k = $0; getline; printf "%s=%s ", k, $0 }'; }
+python3 - "$WORK/report.json" "$RATE" "$BURST" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+rate, burst = int(sys.argv[2]), int(sys.argv[3])
+secs = rep["elapsed_ms"] / 1000
+orders = rep["replies"].get("order", 0)
+other = {k: v for k, v in rep["replies"].items() if k not in ("order", "LIMITED")}
+print(f"| rate | burst | requests | seconds | requests/s | orders | orders/s | delivered | other replies |")
+print(f"|---|---|---|---|---|---|---|---|---|")
+print(f"| {rate} | {burst} | {rep['requests']} | {secs:.1f} | {rep['throughput_rps']:.0f} | {orders} | {orders / secs:.0f} | {(orders - burst) / (rate * secs):.3f} | {other or 'none'} |")
+PY
+for p in "${PORTS[@]}"; do echo "proxy :$p $(lease "$p")"; done
