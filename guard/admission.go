@@ -36,6 +36,13 @@ const waitBuckets = 4096
 // leaseWorkers make the lease calls, so that no buy waits for one.
 const leaseWorkers = 4
 
+// admissionPoolSize is the connections per node of admission's own client (Guard.lc).
+const admissionPoolSize = leaseWorkers
+
+// leaseTimeout bounds one lease call: not the buy's call timeout, for a lease answered late
+// still brings tokens, and the tokens in hand are spent meanwhile (admit.Lease).
+func (g *Guard) leaseTimeout() time.Duration { return max(2*time.Second, 2*g.adm.opt.LeaseTTL) }
+
 type admission struct {
 	opt        conf.Admission                 // as at start; the reloadable limits are below
 	attempts   atomic.Pointer[admit.Attempts] // nil: no per-buyer limit
@@ -238,13 +245,14 @@ func (g *Guard) leaseWorker(ctx context.Context) {
 // lease makes one lease call and reports it to the lease.
 func (g *Guard) lease(ctx context.Context, lc leaseCall) {
 	g.adm.leaseCalls.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.leaseTimeout())
 	defer cancel()
-	v, err := leaseScript.Run(ctx, g.rc, sale.KeysFor(lc.sku).ScriptKeys(), lc.call.Want, lc.call.GiveBack).Int64Slice()
+	v, err := leaseScript.Run(ctx, g.lc, sale.KeysFor(lc.sku).ScriptKeys(), lc.call.Want, lc.call.GiveBack).Int64Slice()
 	now := g.opt.Now()
 	if err != nil || len(v) != 4 {
 		g.adm.leaseErrors.Add(1)
 		lc.l.Failed(now, lc.call, 100*time.Millisecond)
+		g.lc.ReloadState(context.Background()) // go-redis does not after "connection refused"
 		if ctx.Err() == nil || g.ctx.Err() == nil {
 			g.log.Warn("could not lease a sale's rate tokens; its buys are LIMITED until a lease comes", zap.String("sku", lc.sku), zap.Error(err))
 		}
@@ -305,7 +313,7 @@ func (g *Guard) syncOnce(ctx context.Context) {
 // syncRates reads the rate and burst of every sale; a sale no longer listed (over and
 // drained, or its keys gone) loses its rate here.
 func (g *Guard) syncRates(ctx context.Context) error {
-	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
+	skus, err := g.lc.SMembers(ctx, sale.SalesKey).Result()
 	if err != nil {
 		return err
 	}
@@ -322,7 +330,7 @@ func (g *Guard) syncRates(ctx context.Context) error {
 		return nil
 	}
 	cmds := make([]*redis.SliceCmd, len(skus))
-	_, err = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = g.lc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sku := range skus {
 			cmds[i] = p.HMGet(ctx, sale.KeysFor(sku).Meta, "rate", "burst")
 		}
@@ -351,7 +359,7 @@ func str(v []any, i int) string {
 
 // syncDeny reads the deny list when its version has changed.
 func (g *Guard) syncDeny(ctx context.Context) error {
-	ver, err := g.rc.Get(ctx, sale.DenyVersionKey).Result()
+	ver, err := g.lc.Get(ctx, sale.DenyVersionKey).Result()
 	if err == redis.Nil {
 		ver, err = "", nil
 	}
@@ -359,7 +367,7 @@ func (g *Guard) syncDeny(ctx context.Context) error {
 		return err // an entry that lapses needs no read: Denied checks the expiry
 	}
 	now := g.opt.Now().UnixMilli()
-	zs, err := g.rc.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: sale.DenyKey, ByScore: true,
+	zs, err := g.lc.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: sale.DenyKey, ByScore: true,
 		Start: "(" + strconv.FormatInt(now, 10), Stop: "+inf"}).Result()
 	if err != nil {
 		return err
@@ -384,7 +392,7 @@ func (g *Guard) giveBackAll() {
 	defer cancel()
 	for sku, l := range *g.adm.rates.Load() {
 		if n := l.Drain(); n > 0 {
-			if err := leaseScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), 0, n).Err(); err != nil {
+			if err := leaseScript.Run(ctx, g.lc, sale.KeysFor(sku).ScriptKeys(), 0, n).Err(); err != nil {
 				g.log.Warn("could not give back leased tokens at shutdown", zap.String("sku", sku), zap.Int64("tokens", n), zap.Error(err))
 			}
 		}

@@ -46,7 +46,11 @@ type Options struct {
 // Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,
 // for WARM). It is safe for concurrent use; build it with New.
 type Guard struct {
-	rc       *redis.ClusterClient
+	rc *redis.ClusterClient
+	// lc carries admission's own traffic (the rate leases, the rates and deny list syncs) on
+	// connections of its own, a small pool per node, so that a rush of buys on rc's cannot
+	// starve the leases that govern it.
+	lc       *redis.ClusterClient
 	db       *sql.DB
 	log      *zap.Logger
 	opt      Options
@@ -90,9 +94,12 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	if opt.Route == "" {
 		opt.Route = sale.Route(conf.Default().Kafka.Topic)
 	}
+	lo := *rc.Options()
+	lo.PoolSize, lo.MinIdleConns = admissionPoolSize, 1
 	g := &Guard{
 		adm:      newAdmission(opt.Admission),
 		rc:       rc,
+		lc:       redis.NewClusterClient(&lo),
 		db:       db,
 		log:      log,
 		opt:      opt,
@@ -120,7 +127,11 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 // Close stops the pipeline workers and the sale events. Call it after the last buy has
 // returned.
 func (g *Guard) Close() {
-	g.closeOnce.Do(func() { close(g.stop) })
+	g.closeOnce.Do(func() {
+		close(g.stop)
+		g.workers.Wait()
+		_ = g.lc.Close()
+	})
 	g.workers.Wait()
 }
 

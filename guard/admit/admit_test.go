@@ -106,6 +106,40 @@ func TestLeaseLapsedTokensGoBack(t *testing.T) {
 	}
 }
 
+// TestLeaseLateRenewalKeepsSelling: a renewal still in flight past the lease's TTL does not
+// stop the sale: the tokens in hand are spent until it is answered, and what is left then
+// lapses into the next call's give-back, never lost.
+func TestLeaseLateRenewalKeepsSelling(t *testing.T) {
+	l := NewLease(1000, 100, 0.05, time.Second)
+	_, _, call := l.Take(at(0))
+	l.Granted(at(0), call, 50, 1000, 100, 0)
+	var renewal LeaseCall
+	for i := range 25 { // down to half a chunk: the renewal is asked for
+		_, _, c := l.Take(at(10))
+		if c.Want > 0 {
+			renewal = c
+			if i != 24 {
+				t.Fatalf("the renewal was asked for at take %d", i)
+			}
+		}
+	}
+	if renewal.Want == 0 {
+		t.Fatal("no renewal asked for at half a chunk")
+	}
+	for i := range 5 { // the renewal is late: the TTL passes while it travels
+		if ok, _, _ := l.Take(at(1500)); !ok {
+			t.Fatalf("take %d past the TTL with a renewal in flight was refused", i)
+		}
+	}
+	if n := l.Expire(at(1600)); n != 0 {
+		t.Fatalf("Expire took %d tokens while a renewal was in flight", n)
+	}
+	l.Failed(at(2000), renewal, 100*time.Millisecond)
+	if n := l.Expire(at(2000)); n != 20 {
+		t.Fatalf("after the late renewal failed, Expire = %d, want the 20 left in hand", n)
+	}
+}
+
 func TestLeaseRateChange(t *testing.T) {
 	l := NewLease(1000, 100, 0.05, time.Second)
 	_, _, call := l.Take(at(0))

@@ -97,9 +97,11 @@ func (l *Lease) Take(now time.Time) (ok bool, retry time.Duration, call LeaseCal
 	return ok, retry, call
 }
 
-// expire moves the tokens of a lapsed lease to giveBack.
+// expire moves the tokens of a lapsed lease to giveBack. While a lease call is in flight the
+// tokens in hand are still spent, however late its answer: a renewal slowed by the rush it
+// governs must not stop the sale. They lapse once it is answered (Granted or Failed).
 func (l *Lease) expire(now time.Time) {
-	if l.tokens > 0 && !now.Before(l.expires) {
+	if l.tokens > 0 && !l.leasing && !now.Before(l.expires) {
 		l.giveBack += l.tokens
 		l.tokens = 0
 	}
@@ -133,6 +135,7 @@ func (l *Lease) Failed(now time.Time, call LeaseCall, backoff time.Duration) {
 	l.leasing = false
 	l.giveBack += call.GiveBack
 	l.emptyUntil = now.Add(backoff)
+	l.expire(now)
 }
 
 // Expire returns the tokens to give back at now (a lapsed lease's, and any left from a failed
@@ -163,7 +166,7 @@ func (l *Lease) Drain() int64 {
 func (l *Lease) Held(now time.Time) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !now.Before(l.expires) {
+	if !l.leasing && !now.Before(l.expires) {
 		return 0
 	}
 	return l.tokens
