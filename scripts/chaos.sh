@@ -22,6 +22,16 @@
 #                   over, the node is started again and rejoins as a replica
 #   operator-set    an operator's SET of the SKU's stock on Redis directly, 50 units above it
 #   kafka-and-proxy Kafka stopped and a proxy killed -9 at once, both healed
+#   topic-drift     one proxy restarted with another kafka.topic for 5 s, then restarted with
+#                   the sale's: while drifted it must sell nothing (-DRIFT), and every order a
+#                   buyer was told of must still reach MySQL
+#   sink-mysql-down MariaDB stopped, both sinks killed -9 and started again while it is down
+#                   (they must wait, not exit), MariaDB started 5 s later: the sinks drain
+#
+# Admission:
+#   admission-rush  scripts/bench-admission.sh 500 50 400000 100: two proxies of their own on
+#                   one sale's RATE 500 BURST 50, driven flat out; passes when they deliver at
+#                   least 95% of the rate (burst aside) and no reply but an order or LIMITED
 #
 # Network faults, made by toxiproxy (github.com/Shopify/toxiproxy/v2, built into .stack/bin on
 # first use) on the links the proxies have to Redis (one toxiproxy proxy per node) and to Kafka,
@@ -44,7 +54,8 @@
 #                   clock cannot be faked from outside; a skewed Redis is the same skew seen
 #                   from the other side). A sale window must open and end by Redis's clock.
 #
-# Settings (environment): CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
+# Settings (environment): CHAOS_RUNS_<FAULT> (the runs of one fault, its name in capitals with
+# _ for -, e.g. CHAOS_RUNS_MASTER_KILL=10; default: runs), CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
 # second, 500: the units sell over about four seconds), CHAOS_LOG_LEVEL (the proxies' and
 # sinks' log level, warn), CHAOS_OUT (the Markdown table,
 # default .stack/chaos/chaos.md). Logs of every run are under .stack/chaos/<run>/.
@@ -55,11 +66,11 @@ cd "$ROOT"
 ARGS=("$@")
 RUNS=${1:-3}
 shift || true
-ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set kafka-and-proxy)
+ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set kafka-and-proxy topic-drift sink-mysql-down)
 for link in redis kafka mysql; do
   for kind in cut slow hang stall reset; do ALL_FAULTS+=("$link-$kind"); done
 done
-ALL_FAULTS+=(clock-off)
+ALL_FAULTS+=(clock-off admission-rush)
 FAULTS=("$@")
 ((${#FAULTS[@]})) || FAULTS=("${ALL_FAULTS[@]}")
 BUYERS=${CHAOS_BUYERS:-4000}
@@ -142,11 +153,11 @@ net_fault() {
 }
 
 declare -A PIDS
-start_proxy() { # start_proxy N
-  local n=$1
+start_proxy() { # start_proxy N [TOPIC]: TOPIC instead of the run's (a drifted proxy)
+  local n=$1 topic=${2:-$SECKILL_KAFKA_TOPIC}
   SECKILL_LISTEN=127.0.0.1:${PORTS[$n]} SECKILL_ADMIN_LISTEN= SECKILL_REDIS_ADDRS=$VIA_REDIS_ADDRS \
     SECKILL_REDIS_ADDRESS_MAP=$VIA_REDIS_MAP SECKILL_KAFKA_ADDRESS_MAP=$VIA_KAFKA_MAP \
-    ./bin/seckill-proxy >>"$DIR/proxy$n.log" 2>&1 &
+    SECKILL_KAFKA_TOPIC=$topic ./bin/seckill-proxy >>"$DIR/proxy$n.log" 2>&1 &
   PIDS[proxy$n]=$!
   for _ in $(seq 100); do redis-cli -p "${PORTS[$n]}" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
   log "proxy $n did not start; see $DIR/proxy$n.log"
@@ -231,8 +242,37 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       sleep 1; start_proxy 0
       wait "$pid"
       sleep 4; scripts/devstack.sh up >&2 ;;
+    topic-drift)
+      kill "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
+      start_proxy 0 "$SECKILL_KAFKA_TOPIC.drifted"
+      log "proxy 0 on topic $SECKILL_KAFKA_TOPIC.drifted"
+      sleep 5
+      kill "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
+      start_proxy 0 ;;
+    sink-mysql-down)
+      scripts/devstack.sh stop mysql >&2
+      kill -9 "${PIDS[sink0]}" "${PIDS[sink1]}"
+      wait "${PIDS[sink0]}" "${PIDS[sink1]}" 2>/dev/null || true
+      start_sink 0; start_sink 1
+      sleep 5
+      for n in 0 1; do
+        kill -0 "${PIDS[sink$n]}" 2>/dev/null || log "sink $n exited while MySQL was down; see $DIR/sink$n.log"
+      done
+      log "sink 0 /readyz while MySQL is down: $(curl -sS "http://127.0.0.1:${SINK_ADMIN_PORTS[0]}/readyz" 2>&1 | head -c 200)"
+      scripts/devstack.sh up >&2 ;;
     *-*) net_fault "${1%%-*}" "${1#*-}" ;;
   esac
+}
+
+# admission_rush_run RUN: the admission-rush fault's row, from scripts/bench-admission.sh.
+admission_rush_run() {
+  local rc=0 line verdict
+  scripts/bench-admission.sh 500 50 400000 100 >"$DIR/admission.md" 2>"$DIR/admission.err" || rc=$?
+  line=$(grep -E '^\| 500 \|' "$DIR/admission.md" || true)
+  verdict=$(awk -F' *[|] *' -v rc="$rc" '{ ok = rc == 0 && $9 >= 0.95 && $10 == "none"
+    printf "%s (delivered %s of RATE 500: %s orders in %s s, %s requests/s; other replies: %s)", ok ? "pass" : "**FAIL**", $9, $7, $5, $6, $10 }' <<<"$line")
+  [[ -n $verdict ]] || verdict="**FAIL** (no result, rc $rc; see $DIR/admission.err)"
+  echo "| admission-rush | $1 | $verdict | - | - | - | - | 0 | 0 | 0 | 0 |"
 }
 
 # clock_off_run RUN: the clock-off fault's row, from TestProxyClockOff.
@@ -251,12 +291,14 @@ clock_off_run() {
 rows=()
 failed=0
 for fault in "${FAULTS[@]}"; do
-  for run in $(seq "$RUNS"); do
+  runs_var=CHAOS_RUNS_${fault//-/_}
+  runs_var=${runs_var^^}
+  for run in $(seq "${!runs_var:-$RUNS}"); do
     id=${fault}_${run}_$(date +%s)
     DIR=$WORK/$id
     mkdir -p "$DIR"
-    if [[ $fault == clock-off ]]; then
-      row=$(clock_off_run "$run")
+    if [[ $fault == clock-off || $fault == admission-rush ]]; then
+      row=$("${fault//-/_}_run" "$run")
       echo "$row" >&2
       rows+=("$row")
       [[ $row == *FAIL* ]] && failed=1
@@ -312,7 +354,7 @@ done
 {
   echo "# Reliability: faults during real sales"
   echo
-  echo "Measured by \`scripts/chaos.sh ${ARGS[*]}\` (${#FAULTS[@]} faults, $RUNS runs each) on $(date -u '+%Y-%m-%d %H:%M UTC'), on a machine with"
+  echo "Measured by \`scripts/chaos.sh ${ARGS[*]}\` (${#FAULTS[@]} faults, $RUNS runs each, or as CHAOS_RUNS_<FAULT> says: $(env | grep -o '^CHAOS_RUNS_[A-Z_]*=[0-9]*' | paste -sd ' ' - | sed 's/^$/none/')) on $(date -u '+%Y-%m-%d %H:%M UTC'), on a machine with"
   echo "$(nproc) cores that also runs the dev stack. Each run: a sale of 2,000 units, $BUYERS requests over"
   echo "$CONNS connections at $RATE requests per second through two proxies, two sinks in one group; the"
   echo "fault at a random moment while units sell, healed, then the drain and seckill-bench's checks under"
