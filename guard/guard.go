@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -307,6 +310,11 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 				return true
 			}
 		}
+		if isConnError(err) {
+			// go-redis reloads its slot map on MOVED, not when a node refuses or drops
+			// connections, as a dead master does until the map names its successor.
+			g.rc.ReloadState(context.Background())
+		}
 		g.stats.unavailable.Add(1)
 		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 			err = errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String())
@@ -418,6 +426,13 @@ func (g *Guard) round(ctx context.Context, deadline time.Time, todo []*Attempt) 
 		g.coalescerFor(master).calls <- call{as: as, deadline: deadline, done: &wg}
 	}
 	wg.Wait()
+}
+
+// isConnError says whether err is the connection's, not Redis's answer: refused, reset,
+// closed or timed out.
+func isConnError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func isRedirect(err error) bool {

@@ -27,6 +27,53 @@ type lateOrder struct {
 	age     time.Duration
 }
 
+// lateBatch is how many buyers one HSCAN step of the late-order watch reads: the watch never
+// blocks Redis with one big read of a hot sale's buyers, as CHECK's HGETALL may.
+const lateBatch = 1000
+
+// countLate counts sku's late orders at now with HSCAN over the buyers and HMGET of their
+// outcomes, a batch at a time, and returns the first few ids and the oldest age.
+func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int, first []string, oldest time.Duration, err error) {
+	k := sale.KeysFor(sku)
+	var cursor uint64
+	for {
+		var kv []string
+		kv, cursor, err = g.rc.HScan(ctx, k.Buyers, cursor, "", lateBatch).Result()
+		if err != nil {
+			return 0, nil, 0, err
+		}
+		st := saleState{all: make(map[string]string, len(kv)/2), results: map[string]string{}}
+		var ids []string
+		for i := 0; i+1 < len(kv); i += 2 {
+			st.all[kv[i]] = kv[i+1]
+			if id, _, _ := strings.Cut(kv[i+1], ":"); id != "released" {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			outcomes, err := g.rc.HMGet(ctx, k.Result, ids...).Result()
+			if err != nil {
+				return 0, nil, 0, err
+			}
+			for i, o := range outcomes {
+				if s, ok := o.(string); ok {
+					st.results[ids[i]] = s
+				}
+			}
+		}
+		for _, o := range g.lateOrders(st, now) {
+			n++
+			oldest = max(oldest, o.age)
+			if len(first) < 10 {
+				first = append(first, o.id)
+			}
+		}
+		if cursor == 0 {
+			return n, first, oldest, nil
+		}
+	}
+}
+
 // lateOrders lists st's orders that have had no outcome for g.opt.LateAfter at now (Redis's
 // clock), oldest first. An order's time is its id's (an xid, made by the proxy that sold it);
 // an id that is not an xid is taken as late.
@@ -64,7 +111,7 @@ func (o lateOrder) String() string {
 }
 
 // watchLate looks for late orders in every sale, each LateAfter/2: for each sale, one proxy
-// at a time (a lease in Redis) reads its buyers and outcomes, writes the count of late orders
+// at a time (a lease in Redis) reads its buyers and outcomes (HSCAN, a batch at a time), writes the count of late orders
 // into the sale's meta (field "late", which every proxy's metrics report), and logs them.
 func (g *Guard) watchLate(ctx context.Context) {
 	every := max(g.opt.LateAfter/2, 500*time.Millisecond)
@@ -99,24 +146,27 @@ func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 		if err != nil {
 			return err
 		}
-		st, err := g.readSale(ctx, sku, true)
+		m, err := g.rc.HMGet(ctx, sale.KeysFor(sku).Meta, "state", "route").Result()
 		if err != nil {
-			continue // no sale (left the set meanwhile), or unreadable now: the next pass
-		}
-		late := g.lateOrders(st, now)
-		if err := g.rc.HSet(ctx, sale.KeysFor(sku).Meta, "late", len(late), "late_checked_ms", now.UnixMilli()).Err(); err != nil {
 			return err
 		}
-		if len(late) == 0 {
+		if m[0] == nil {
+			continue // no sale (left the set meanwhile, or never warmed)
+		}
+		route, _ := m[1].(string)
+		n, ids, oldest, err := g.countLate(ctx, sku, now)
+		if err != nil {
+			return err
+		}
+		if err := g.rc.HSet(ctx, sale.KeysFor(sku).Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
+			return err
+		}
+		if n == 0 {
 			continue
 		}
-		ids := make([]string, 0, min(len(late), 10))
-		for _, o := range late[:min(len(late), 10)] {
-			ids = append(ids, o.id)
-		}
 		g.log.Error("orders sold with no outcome from the sink: is every proxy and sink on the same topic, and is the sink running?",
-			zap.String("sku", sku), zap.Int("late_orders", len(late)), zap.Duration("oldest", late[0].age),
-			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", st.meta["route"]))
+			zap.String("sku", sku), zap.Int("late_orders", n), zap.Duration("oldest", oldest),
+			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", route))
 	}
 	return nil
 }

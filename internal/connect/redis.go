@@ -36,6 +36,9 @@ func Redis(c conf.Redis) *redis.ClusterClient {
 	if m := conf.AddressMap(c.AddressMap); m != nil {
 		opt.Dialer = Dialer{Timeout: c.DialTimeout, Map: m}.DialContext
 	}
+	if c.Mode != conf.ModeStandalone {
+		opt.ClusterSlots = newTopology(c).load
+	}
 	if c.Mode == conf.ModeStandalone {
 		addr := c.Addrs[0]
 		opt.ClusterSlots = func(context.Context) ([]redis.ClusterSlot, error) {
