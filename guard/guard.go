@@ -41,6 +41,9 @@ type Options struct {
 	// default topic's. WARM records it in the sale, and buys of a sale with another route are
 	// refused (DRIFT).
 	Route string
+	// Topology returns the masters (addresses, sorted) of the cluster's best informed view
+	// (connect.Topology.Masters); nil: ReloadSlots reloads once, and trusts go-redis.
+	Topology func(context.Context) ([]string, error)
 	// LateAfter is outbox.late_after: how long an order may wait for its outcome from the
 	// sink (late.go); 0 means conf's default.
 	LateAfter time.Duration
@@ -78,6 +81,7 @@ type Guard struct {
 	noSales      noSales      // SKUs the script found to have no sale (nosale.go)
 	driftLog     driftLog     // when each SKU's DRIFT was last logged (drift.go)
 	subscribed   atomic.Bool  // the sale events' subscription was confirmed once
+	refreshing   atomic.Bool  // a ReloadSlots refresh is running (slots.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -99,6 +103,8 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	}
 	lo := *rc.Options()
 	lo.PoolSize, lo.MinIdleConns = admissionPoolSize, 1
+	// go-redis appends the nodes it learns to Addrs: the copy must not share its array.
+	lo.Addrs = slices.Clip(slices.Clone(lo.Addrs))
 	g := &Guard{
 		adm:      newAdmission(opt.Admission),
 		rc:       rc,
@@ -313,7 +319,7 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 		if isConnError(err) {
 			// go-redis reloads its slot map on MOVED, not when a node refuses or drops
 			// connections, as a dead master does until the map names its successor.
-			g.rc.ReloadState(context.Background())
+			g.ReloadSlots()
 		}
 		g.stats.unavailable.Add(1)
 		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {

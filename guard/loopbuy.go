@@ -158,10 +158,6 @@ func (g *Guard) MasterOf(ctx context.Context, sku string) (string, error) {
 	return m.Options().Addr, nil
 }
 
-// ReloadSlots has the slot map reloaded now (in the background), as after a failover: an event
-// loop's connection to a master failed.
-func (g *Guard) ReloadSlots() { g.rc.ReloadState(context.Background()) }
-
 // AppendCall appends to dst the RESP of one call of buy.lua for as, which share a CallGroup
 // (at most MaxBuysPerCall of them), in their order: EVALSHA, or EVAL after a NOSCRIPT.
 func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {

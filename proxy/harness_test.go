@@ -116,6 +116,9 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	s := &stack{cfg: cfg, rc: rc, db: db}
 	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance, Admission: cfg.Admission,
 		Route: sale.Route(cfg.Kafka.Topic), LateAfter: cfg.Outbox.LateAfter}
+	if cfg.Redis.Mode != conf.ModeStandalone {
+		opt.Topology = connect.NewTopology(cfg.Redis).Masters
+	}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	sweeperDone := make(chan struct{})
 	var sweeper *outbox.Sweeper

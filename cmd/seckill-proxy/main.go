@@ -73,7 +73,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	if err := tee.Start(); err != nil {
 		return err
 	}
-	g := guard.New(rc, db, log, guard.Options{
+	gopt := guard.Options{
 		Buy:         cfg.Buy,
 		MaxInflight: cfg.Limits.MaxInflight,
 		Instance:    instance,
@@ -81,7 +81,11 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		Admission:   cfg.Admission,
 		Route:       sale.Route(cfg.Kafka.Topic),
 		LateAfter:   cfg.Outbox.LateAfter,
-	})
+	}
+	if cfg.Redis.Mode != conf.ModeStandalone {
+		gopt.Topology = connect.NewTopology(cfg.Redis).Masters
+	}
+	g := guard.New(rc, db, log, gopt)
 	defer g.Close()
 	sweepCtx, stopSweeper := context.WithCancel(context.Background())
 	defer stopSweeper()

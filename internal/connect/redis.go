@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -17,7 +18,7 @@ import (
 // script of this package) runs against a plain Redis server.
 func Redis(c conf.Redis) *redis.ClusterClient {
 	opt := &redis.ClusterOptions{
-		Addrs:                      c.Addrs,
+		Addrs:                      slices.Clip(slices.Clone(c.Addrs)), // go-redis appends to it: a client's own
 		Username:                   c.Username,
 		Password:                   c.Password,
 		DialTimeout:                c.DialTimeout,
@@ -35,9 +36,6 @@ func Redis(c conf.Redis) *redis.ClusterClient {
 	}
 	if m := conf.AddressMap(c.AddressMap); m != nil {
 		opt.Dialer = Dialer{Timeout: c.DialTimeout, Map: m}.DialContext
-	}
-	if c.Mode != conf.ModeStandalone {
-		opt.ClusterSlots = newTopology(c).load
 	}
 	if c.Mode == conf.ModeStandalone {
 		addr := c.Addrs[0]

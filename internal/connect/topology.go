@@ -17,11 +17,13 @@ import (
 	"seckill-proxy/conf"
 )
 
-// The cluster's slot map, as go-redis loads it (ClusterOptions.ClusterSlots). go-redis's own
-// loader asks one node at random for CLUSTER SLOTS and takes its answer: after a failover that
-// node may not have seen the promotion yet, and go-redis goes on dialling the dead master
-// until the next reload asks a better informed one. This loader asks up to topologyAsk nodes
-// at once for CLUSTER NODES and takes the best informed view:
+// The cluster's best informed view of its masters. go-redis's loader asks one node at random
+// for CLUSTER SLOTS and takes its answer: after a failover that node may not have seen the
+// promotion yet, and go-redis goes on dialling the dead master until a later reload asks a
+// better informed one. A Topology asks up to topologyAsk nodes at once for CLUSTER NODES and
+// takes the best informed view, against which a client's map is checked (and reloaded again
+// until it agrees: guard.Guard.ReloadSlots). It is not go-redis's loader itself: go-redis
+// rewrites the loopback addresses a custom loader gives into ":port".
 //   - a view that names a master this loader could not reach, or that it flags as failing,
 //     loses to one that does not (the dead master is not taken back);
 //   - then the view with the highest config epoch among its slot owners (a promotion raises
@@ -33,16 +35,31 @@ import (
 // topologyAsk is how many nodes one load asks.
 const topologyAsk = 3
 
-// topology loads the slot map of one cluster, from its configured addresses and the nodes of
-// the last map.
-type topology struct {
+// Topology reads one cluster's view, from its configured addresses and the nodes of the last
+// view. It is safe for concurrent use.
+type Topology struct {
 	c conf.Redis
 
 	mu    sync.Mutex
 	known []string // the nodes of the last map
 }
 
-func newTopology(c conf.Redis) *topology { return &topology{c: c} }
+// NewTopology returns the Topology of the cluster c configures.
+func NewTopology(c conf.Redis) *Topology { return &Topology{c: c} }
+
+// Masters are the addresses of the best informed view's masters that own slots, sorted.
+func (t *Topology) Masters(ctx context.Context) ([]string, error) {
+	slots, err := t.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range slots {
+		out = append(out, s.Nodes[0].Addr)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
 
 // nodeClients are the small clients the loaders ask, one per node address and credentials,
 // shared by every cluster client of the process (a reload comes every second or so).
@@ -51,7 +68,7 @@ var nodeClients struct {
 	m map[string]*redis.Client
 }
 
-func (t *topology) client(addr string) *redis.Client {
+func (t *Topology) client(addr string) *redis.Client {
 	key := strings.Join([]string{addr, t.c.Username, t.c.Password, fmt.Sprint(t.c.AddressMap), t.c.DialTimeout.String()}, "\x00")
 	nodeClients.Lock()
 	defer nodeClients.Unlock()
@@ -72,8 +89,8 @@ func (t *topology) client(addr string) *redis.Client {
 	return c
 }
 
-// load is the ClusterSlots function.
-func (t *topology) load(ctx context.Context) ([]redis.ClusterSlot, error) {
+// load is the best informed view's slot map.
+func (t *Topology) load(ctx context.Context) ([]redis.ClusterSlot, error) {
 	t.mu.Lock()
 	addrs := slices.Clone(t.known)
 	t.mu.Unlock()

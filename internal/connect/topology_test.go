@@ -80,7 +80,12 @@ func TestParseClusterNodesRefusesJunk(t *testing.T) {
 func TestTopologyOfTheCluster(t *testing.T) {
 	cfg := testenv.Config(t)
 	testenv.Redis(t)
-	slots, err := newTopology(cfg.Redis).load(context.Background())
+	top := NewTopology(cfg.Redis)
+	masters, err := top.Masters(context.Background())
+	if err != nil || len(masters) < 1 {
+		t.Fatalf("masters %v: %v", masters, err)
+	}
+	slots, err := top.load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
