@@ -8,14 +8,19 @@
 # SECKILL_ADMIN_TOKEN the admin port serves only /livez, /readyz, /healthz and /metrics to the
 # network.
 #        docker run ... --entrypoint /seckill-sink seckill-proxy
-FROM golang:1.26-bookworm AS build
+# The base images are build arguments, for a registry mirror or a stand-in built where the
+# public registries cannot be reached: --build-arg BUILDER_IMAGE=... --build-arg RUNTIME_IMAGE=...
+# The runtime image must have a nonroot user and group (as distroless's :nonroot tag has).
+ARG BUILDER_IMAGE=golang:1.26-bookworm
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+FROM ${BUILDER_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/seckill-proxy ./cmd/seckill-sink
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/seckill-proxy /out/seckill-sink /
 USER nonroot:nonroot
 ENV SECKILL_LISTEN=0.0.0.0:6380 SECKILL_ADMIN_LISTEN=0.0.0.0:6381 SECKILL_SINK_ADMIN_LISTEN=0.0.0.0:6382

@@ -48,8 +48,14 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(gomod))
-	if goVersion == nil || !strings.Contains(df, "FROM golang:"+goVersion[1]+"-") {
-		t.Errorf("the builder image is not Go %v (go.mod)", goVersion)
+	if goVersion == nil || !strings.Contains(df, "\nARG BUILDER_IMAGE=golang:"+goVersion[1]+"-") {
+		t.Errorf("the default builder image is not Go %v (go.mod)", goVersion)
+	}
+	for _, want := range []string{"\nFROM ${BUILDER_IMAGE} AS build\n", "\nFROM ${RUNTIME_IMAGE}\n",
+		"\nARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot\n"} {
+		if !strings.Contains(df, want) {
+			t.Errorf("the Dockerfile lacks %q: the base images are build arguments", strings.TrimSpace(want))
+		}
 	}
 
 	runtime := df[strings.LastIndex(df, "\nFROM "):]
