@@ -107,3 +107,15 @@ func compatReply(err error) (int64, bool) {
 	}
 	return 0, false
 }
+
+func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, uid, err := guard.ParseSKUUID(args[1], args[2])
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.guard.Status(ctx, sku, uid)
+	if err != nil {
+		return nil, err
+	}
+	return BulkString(st.String()), nil
+}

@@ -2,8 +2,9 @@ package router
 
 import (
 	"context"
-	"seckill-proxy/sale"
 	"strings"
+
+	"seckill-proxy/sale"
 )
 
 // The connection commands the proxy answers itself: HELLO, PING, ECHO, QUIT, SELECT.
@@ -86,3 +87,23 @@ func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
 
 // cmdCommand answers COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS, enough for
 // clients that call them on connect.
+
+// noReply is written by the proxy itself (subscriber mode).
+type noReply struct{}
+
+func (noReply) write(Writer) {}
+
+func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+	if s.tx != nil && s.tx.Active() {
+		return nil, respError("ERR Command not allowed inside a transaction")
+	}
+	if !s.Admin && !strings.EqualFold(string(args[0]), "psubscribe") {
+		for _, ch := range args[1:] {
+			if sale.ProtectedChannel(ch) {
+				return nil, respError("NOPERM " + sale.EventsChannel + " carries seckill-proxy's own messages, for its admins")
+			}
+		}
+	}
+	s.Subscribe = CopyArgs(args)
+	return noReply{}, nil
+}

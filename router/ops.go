@@ -311,3 +311,15 @@ func (r *Router) CloseSession(s *Session) {
 		s.tx.Close()
 	}
 }
+
+func (r *Router) cmdWarm(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+	sku, opt, err := guard.ParseWarm(args[1:])
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.guard.Warm(ctx, sku, opt)
+	if err != nil {
+		return nil, err
+	}
+	return Fields("sku", sku, "version", w.Version, "stock", w.Stock, "in_flight", w.InFlight), nil
+}

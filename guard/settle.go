@@ -1,0 +1,137 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/sale"
+)
+
+// settle turns the buy script's reply for one attempt into the buyer's answer, or another
+// round; and the reading of Redis's errors and replies it needs.
+
+// maxRounds bounds the retries of one buy: NOSCRIPT, then a stale version.
+const maxRounds = 3
+
+// settle turns an attempt's reply into its result, or asks for another round.
+func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res *BuyResult, round int) (retry bool) {
+	if err := a.err; err != nil {
+		if round+1 < maxRounds {
+			switch {
+			case redis.HasErrorPrefix(err, "NOSCRIPT"):
+				a.useEval = true
+				return true
+			case isRedirect(err):
+				g.rc.ReloadState(ctx)
+				return true
+			}
+		}
+		if isConnError(err) {
+			// go-redis reloads its slot map on MOVED, not when a node refuses or drops
+			// connections, as a dead master does until the map names its successor.
+			g.ReloadSlots()
+		}
+		g.stats.unavailable.Add(1)
+		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			err = errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String())
+		}
+		res.Err = unavailable(err)
+		return false
+	}
+	reply := a.reply
+	code, arg := replyString(reply, 0), replyString(reply, 1)
+	if code == "CLOSED" && arg == "not warmed" {
+		g.stats.closed.Add(1) // no sale: no counters of its own
+		g.noSales.add(a.req.SKU, g.opt.Now().Add(g.opt.Buy.SoldOutReprobe), a.noSaleGen)
+		res.Err = closed(arg)
+		return false
+	}
+	counters := g.countersFor(a.req.SKU)
+	switch code {
+	case "OK":
+		g.stats.successes.Add(1)
+		counters.successes.Add(1)
+		res.OrderID = arg
+		version := replyString(reply, 2)
+		counters.known.add(a.req.UID, arg, version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
+		if a.version != version {
+			g.versions.Store(a.req.SKU, version)
+		}
+		if replyString(reply, 3) == "0" {
+			g.soldOut(a.req.SKU)
+			g.signal(eventSoldOut, a.req.SKU)
+		}
+		v, _ := strconv.ParseInt(version, 10, 64)
+		ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
+		a.sold = sale.Sold{Kind: sale.TypeOrder, OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
+			EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}
+	case "DUPLICATE":
+		g.stats.duplicates.Add(1)
+		counters.duplicates.Add(1)
+		if a.version != "" {
+			counters.known.add(a.req.UID, arg, a.version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
+		}
+		res.Err = &DuplicateError{OrderID: arg}
+	case "SOLDOUT":
+		g.stats.soldOut.Add(1)
+		counters.soldOut.Add(1)
+		if left, err := strconv.ParseInt(arg, 10, 64); err == nil && left <= 0 {
+			g.soldOut(a.req.SKU)
+		}
+		res.Err = soldOut(a.req.SKU)
+	case "CLOSED":
+		g.stats.closed.Add(1)
+		counters.closed.Add(1)
+		res.Err = closed(arg)
+	case "LIMIT":
+		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
+	case "DRIFT":
+		res.Err = g.drifted(a.req.SKU, arg)
+	case "STALE":
+		// The sale was re-warmed: forget what this proxy knew of the old version.
+		g.versions.Store(a.req.SKU, arg)
+		g.clearFlag(a.req.SKU)
+		if round+1 < maxRounds {
+			a.version = arg
+			return true
+		}
+		g.stats.unavailable.Add(1)
+		res.Err = unavailable(errors.New("sale version kept changing"))
+	default:
+		g.stats.unavailable.Add(1)
+		res.Err = unavailable(errors.New("unexpected script reply " + strconv.Quote(code)))
+	}
+	return false
+}
+
+// isConnError says whether err is the connection's, not Redis's answer: refused, reset,
+// closed or timed out.
+func isConnError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
+		redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
+}
+
+func replyString(reply []any, i int) string {
+	if i >= len(reply) {
+		return ""
+	}
+	switch v := reply[i].(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}

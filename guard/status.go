@@ -1,0 +1,53 @@
+package guard
+
+import (
+	"context"
+	"strings"
+
+	"seckill-proxy/sale"
+)
+
+// SECKILL.STATUS: a buyer's standing in a sale, from Redis alone.
+
+// Status is a buyer's standing in a sale.
+type Status struct {
+	// State is "none", "pending", "confirmed", "rejected" or "cancelled".
+	State   string
+	OrderID string
+	// Reason says why an order was rejected.
+	Reason string
+}
+
+// String renders s as SECKILL.STATUS answers it: "none", "pending <id>", "confirmed <id>",
+// "rejected <id> <reason>" or "cancelled <id>".
+func (s Status) String() string {
+	out := s.State
+	if s.OrderID != "" {
+		out += " " + s.OrderID
+	}
+	if s.Reason != "" {
+		out += " " + s.Reason
+	}
+	return out
+}
+
+// Status reports uid's order in sku's sale, from Redis alone.
+func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	v, err := statusScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid).Slice()
+	if err != nil {
+		return Status{}, unavailable(err)
+	}
+	if len(v) == 0 {
+		return Status{State: "none"}, nil
+	}
+	st := Status{State: "pending", OrderID: replyString(v, 0)}
+	if outcome := replyString(v, 1); outcome != "" {
+		st.State, st.Reason, _ = strings.Cut(outcome, " ")
+	}
+	if replyString(v, 2) == "1" {
+		st.State, st.Reason = "cancelled", ""
+	}
+	return st, nil
+}
