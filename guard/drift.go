@@ -53,6 +53,3 @@ func (g *Guard) drifted(sku, saleRoute string) error {
 	return fmt.Errorf("%w sale %s sends its orders to %s, this proxy to %s: %s; fix this proxy's kafka settings, or re-warm the sale with FORCE",
 		ErrDrift, sku, saleRoute, g.opt.Route, diff)
 }
-
-// Route is where this proxy sends orders (Options.Route).
-func (g *Guard) Route() string { return g.opt.Route }

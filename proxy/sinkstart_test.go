@@ -68,10 +68,12 @@ func (f *forwarder) start(t *testing.T) {
 	})
 }
 
+// stop closes the listener and waits for the relays, which end as their clients close.
 func (f *forwarder) stop() {
 	if f.ln != nil {
 		_ = f.ln.Close()
 	}
+	f.wg.Wait()
 }
 
 // TestSinkWaitsForMySQL: a sink started while MySQL is down (nothing listens at its address)
