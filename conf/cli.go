@@ -1,10 +1,12 @@
 package conf
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -55,6 +57,9 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := refuseUnsafe(cfg); err != nil {
+		return nil, err
+	}
 	if *check {
 		for _, w := range cfg.Warnings() {
 			if _, err := fmt.Fprintln(out, "warning: "+w); err != nil {
@@ -72,10 +77,25 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 		if err != nil {
 			return Config{}, err
 		}
-		return cfg, cfg.Validate()
+		if err := cfg.Validate(); err != nil {
+			return Config{}, err
+		}
+		return cfg, refuseUnsafe(cfg)
 	}
 	return &CommandLine{Config: cfg, Migrate: *migrate, PrintRedisACL: *printACL, Done: *check || *print,
 		Level: zap.NewAtomicLevelAt(zapcore.InfoLevel), reload: reload}, err
+}
+
+// ErrUnsafe is the error of a configuration that Config.Unsafe refuses.
+var ErrUnsafe = errors.New("unsafe configuration refused")
+
+// refuseUnsafe is ErrUnsafe with every finding of cfg.Unsafe, or nil.
+func refuseUnsafe(cfg Config) error {
+	u := cfg.Unsafe()
+	if len(u) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n  %s", ErrUnsafe, strings.Join(u, "\n  "))
 }
 
 // cliFlags are the command line's flags besides the settings.

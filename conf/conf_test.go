@@ -384,6 +384,52 @@ func TestAddressMap(t *testing.T) {
 	}
 }
 
+// TestUnsafe: a proxy open to its network with protected mode off, or a secret left at a
+// placeholder, is refused by -check-config (exit status 2, with every finding), at start and
+// at a reload; loopback-only or authenticated proxies pass.
+func TestUnsafe(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		environ []string
+		want    []string
+	}{
+		{"the defaults", nil, nil, nil},
+		{"open, protected mode off", []string{"-listen=:6380", "-protected_mode=false"}, nil, []string{"every client that reaches it would be an admin"}},
+		{"open on loopback, protected mode off", []string{"-listen=127.0.0.1:6380", "-protected_mode=false"}, nil, nil},
+		{"users, protected mode off", []string{"-listen=:6380", "-protected_mode=false"}, []string{"SECKILL_USERS=a:pw1:app"}, nil},
+		{"the manifests' placeholders", nil, []string{"SECKILL_USERS=shop:CHANGE-ME:app,ops:s3cr3t-ops:admin",
+			"SECKILL_ADMIN_TOKEN=change_me_admin", "SECKILL_REDIS_PASSWORD=ChangeMe",
+			"SECKILL_MYSQL_DSN=seckill:CHANGE-ME@tcp(mysql:3306)/seckill"},
+			[]string{"admin_token", "redis.password", "mysql.dsn", "users shop"}},
+		{"real secrets", nil, []string{"SECKILL_USERS=shop:Zq8-x1:app", "SECKILL_ADMIN_TOKEN=9f1c0e77d2", "SECKILL_MYSQL_DSN=seckill:Zq8@tcp(mysql:3306)/seckill"}, nil},
+	} {
+		var out strings.Builder
+		_, err := ParseCommandLine("x", append([]string{"-check-config"}, tt.args...), tt.environ, &out)
+		if len(tt.want) == 0 {
+			if err != nil || !strings.Contains(out.String(), "config OK") {
+				t.Errorf("%s: %v %q, want config OK", tt.name, err, out.String())
+			}
+			continue
+		}
+		if !errors.Is(err, ErrUnsafe) {
+			t.Errorf("%s: %v, want ErrUnsafe", tt.name, err)
+			continue
+		}
+		if strings.Contains(out.String(), "config OK") {
+			t.Errorf("%s: says config OK: %q", tt.name, out.String())
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %q", tt.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "s3cr3t-ops") {
+			t.Errorf("%s: the refusal prints a real secret: %q", tt.name, err)
+		}
+	}
+}
+
 // TestWarnings: -check-config warns about a proxy open to its network and about admin ports
 // reachable without a token, and says nothing of the loopback defaults.
 func TestWarnings(t *testing.T) {
@@ -394,7 +440,6 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"the defaults", func(*Config) {}, nil},
 		{"open on every interface", func(c *Config) { c.Listen = "0.0.0.0:6380" }, []string{"protected_mode"}},
-		{"open, protected mode off", func(c *Config) { c.Listen, c.ProtectedMode = ":6380", false }, []string{"is an admin"}},
 		{"users on every interface", func(c *Config) { c.Listen, c.Users = "0.0.0.0:6380", []User{{Name: "a", Password: "p", Role: RoleApp}} }, nil},
 		{"admin ports on the network", func(c *Config) { c.AdminListen, c.Sink.AdminListen = "0.0.0.0:6381", "0.0.0.0:6382" },
 			[]string{"admin_listen 0.0.0.0:6381", "sink.admin_listen 0.0.0.0:6382"}},

@@ -295,6 +295,44 @@ func isSHA1(s string) bool {
 	return true
 }
 
+// Unsafe lists what makes a valid configuration unfit to run: a proxy open to its network
+// with protected_mode off (every client that reaches it is an admin), and a secret still set
+// to a placeholder such as the manifests' CHANGE-ME. The command line refuses such a
+// configuration, at -check-config, at start and at a reload.
+func (c Config) Unsafe() []string {
+	var u []string
+	if c.Password == "" && len(c.Users) == 0 && !c.ProtectedMode && !loopbackOnly(c.Listen) {
+		u = append(u, "no password, no users and protected_mode off on "+c.Listen+": every client that reaches it would be an admin (WARM, CLOSE, RELEASE, DENY); set users (SECKILL_USERS) or password, or listen on loopback")
+	}
+	secrets := []struct{ key, value string }{{"password", c.Password}, {"admin_token", c.AdminToken},
+		{"redis.password", c.Redis.Password}, {"redis.passthrough_password", c.Redis.PassthroughPassword},
+		{"mysql.dsn", dsnPassword(c.MySQL.DSN)}}
+	for _, user := range c.Users {
+		secrets = append(secrets, struct{ key, value string }{"users " + user.Name, user.Password})
+	}
+	for _, s := range secrets {
+		if isPlaceholder(s.value) {
+			u = append(u, s.key+": the secret is still a placeholder ("+strconv.Quote(s.value)+"); set a real one")
+		}
+	}
+	return u
+}
+
+// isPlaceholder: s is a stand-in for a secret, as the shipped manifests' "CHANGE-ME".
+func isPlaceholder(s string) bool {
+	folded := strings.ToLower(strings.NewReplacer("-", "", "_", "", " ", "").Replace(s))
+	return strings.Contains(folded, "changeme") || folded == "password" || folded == "secret"
+}
+
+// dsnPassword is the password of a go-sql-driver DSN, or "".
+func dsnPassword(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return ""
+	}
+	return cfg.Passwd
+}
+
 // Warnings lists what a valid configuration leaves open: a proxy that serves every client as
 // an admin, and admin ports reachable from the network without a token.
 func (c Config) Warnings() []string {
@@ -303,8 +341,6 @@ func (c Config) Warnings() []string {
 	if open && !loopbackOnly(c.Listen) {
 		if c.ProtectedMode {
 			w = append(w, "no password and no users: clients from outside loopback on "+c.Listen+" are refused (protected_mode); set users (SECKILL_USERS) or password")
-		} else {
-			w = append(w, "no password, no users and protected_mode off: every client that reaches "+c.Listen+" is an admin (WARM, CLOSE, RELEASE, DENY)")
 		}
 	}
 	if c.AdminToken == "" {

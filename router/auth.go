@@ -125,7 +125,7 @@ func (r *Router) authFailed(ctx context.Context, s *Session, user string) error 
 }
 
 var (
-	errProtectedMode = respError("DENIED seckill-proxy is running in protected mode: it has no password and no users, so it serves loopback clients only. Set users (SECKILL_USERS) or password, or turn protected_mode off if every client that can reach it may be an admin")
+	errProtectedMode = respError("DENIED seckill-proxy is running in protected mode: it has no password and no users, so it serves loopback clients only. Set users (SECKILL_USERS) or password")
 	errRevoked       = respError("NOAUTH this connection's user was removed by a reload; the connection is closed")
 )
 
