@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -35,6 +37,10 @@ type clientConn struct {
 	// ended, set before chunks is closed.
 	chunks, free chan []byte
 	readErr      error
+	// shut: the client shut its sending side (reading met EOF); what it sent is still served.
+	// blockingRuns: a batch with a blocking command runs for it. Either side that sets its
+	// flag and then finds the other's ends ctx: a shut client waits for no BLPOP.
+	shut, blockingRuns atomic.Bool
 }
 
 // connReadSize and connReadBuffers: what one client read ahead may hold.
@@ -55,12 +61,22 @@ func newClientConn(parent context.Context, nc net.Conn, sess *router.Session, ma
 }
 
 // reading reads the client into the free buffers and hands each to batch, until the client
-// goes or sends something unreadable; then it ends the client's context, so that what runs
-// for it stops (Redis unblocks a BLPOP whose client has gone, and so does the proxy), and
-// closes chunks.
+// goes or sends something unreadable; then it closes chunks. A client that only shut its
+// sending side (EOF) is still answered what it sent, unless a blocking command waits for it;
+// otherwise reading ends the client's context, so that what runs for it stops (Redis unblocks
+// a BLPOP whose client has gone, and so does the proxy).
 func (c *clientConn) reading() {
 	defer close(c.chunks)
-	defer c.cancel()
+	defer func() {
+		if !errors.Is(c.readErr, io.EOF) {
+			c.cancel()
+			return
+		}
+		c.shut.Store(true)
+		if c.blockingRuns.Load() {
+			c.cancel()
+		}
+	}()
 	for buf := range c.free {
 		n, err := c.nc.Read(buf[:cap(buf)])
 		if n > 0 {
@@ -171,7 +187,16 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 			_ = c.w.Flush()
 			return
 		}
+		mayBlock := slices.ContainsFunc(cmds, blocking)
+		c.blockingRuns.Store(mayBlock)
+		if mayBlock && c.shut.Load() {
+			c.cancel()
+		}
 		s.router.Serve(c.ctx, sess, cmds, c.w)
+		if mayBlock && c.shut.Load() { // forgotten, as Redis forgets it: no reply
+			s.end()
+			return
+		}
 		err := c.w.Flush() // before end: a shutdown closes the connection once all are done
 		s.end()
 		cmds = nil

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -87,6 +89,10 @@ type client struct {
 	closing bool // close once every reply owed is written (QUIT, a protocol error)
 	handoff bool // hand to a goroutine of its own once every reply owed is written
 	closed  bool // gone: replies still owed are dropped
+	// shut: the client shut its sending side (a FIN, as `printf ... | nc` sends): what it
+	// sent is still served and answered, then it is closed. mayBlock: the batch the router
+	// serves for it holds a blocking command, which such a client is not waiting for.
+	shut, mayBlock bool
 	blocked bool // the last write did not take everything: wait until writable
 	dirty   bool // in core.dirty
 	stalled bool // rd holds commands that wait until the client can be served
@@ -155,7 +161,7 @@ func (k *core) canServe(c *client) bool {
 
 // readable: the client may be read from (a bound on its unserved input besides canServe).
 func (k *core) readable(c *client) bool {
-	return k.canServe(c) && c.rd.Buffered() <= k.lim.maxReq
+	return !c.shut && k.canServe(c) && c.rd.Buffered() <= k.lim.maxReq
 }
 
 // clientRead takes what a client sent. data is borrowed: what is left unserved is copied.
@@ -251,7 +257,7 @@ func (k *core) process(c *client) {
 			}
 			cmds = append(cmds, router.CopyArgs(cmd.Args))
 		}
-		c.busy = true
+		c.busy, c.mayBlock = true, slices.ContainsFunc(cmds, blocking)
 		k.env.serveSlow(c, cmds)
 		return
 	}
@@ -355,6 +361,25 @@ func consume(buf []byte, n int) []byte {
 	return buf[:0]
 }
 
+// blockingCommands are Redis's commands that may wait for other clients' writes.
+var blockingCommands = map[string]bool{"blpop": true, "brpop": true, "brpoplpush": true, "blmove": true,
+	"blmpop": true, "bzpopmin": true, "bzpopmax": true, "bzmpop": true, "xread": true, "xreadgroup": true,
+	"wait": true, "waitaof": true}
+
+// blocking: args is a command that may block (by name: XREAD without BLOCK counts too, as in
+// Redis's own command table).
+func blocking(args [][]byte) bool {
+	return len(args) > 0 && len(args[0]) <= 10 && blockingCommands[strings.ToLower(string(args[0]))]
+}
+
+// peerShut takes a client that shut its sending side. It is closed at once when nothing is
+// owed to it, or when a blocking command runs for it (as Redis forgets such a client);
+// otherwise once what it sent is answered. It reports whether to close it now.
+func (k *core) peerShut(c *client) bool {
+	c.shut = true
+	return (c.busy && c.mayBlock) || k.settled(c) == "close"
+}
+
 // settled says what to do with a client that asked to be closed or handed over, once nothing
 // is owed to it: "close", "handoff", or "".
 func (k *core) settled(c *client) string {
@@ -362,7 +387,7 @@ func (k *core) settled(c *client) string {
 		return ""
 	}
 	switch {
-	case c.closing:
+	case c.closing, c.shut && !c.stalled:
 		return "close"
 	case c.handoff:
 		return "handoff"

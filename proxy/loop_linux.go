@@ -208,9 +208,12 @@ func (l *loop) clientEvent(c *client, ev uint32, rbuf []byte) {
 		c.blocked = false
 	}
 	if ev&unix.EPOLLRDHUP != 0 && !l.core.readable(c) {
-		// The client has gone while a command of its runs (or its replies wait): as Redis
-		// does, forget it, and what runs for it (a BLPOP) with it.
-		l.closeClient(c)
+		// The client shut its sending side while a command of its runs (or its replies
+		// wait): it is answered, then closed; one waiting on a blocking command is forgotten
+		// at once, as Redis does, and what runs for it (a BLPOP) with it.
+		if l.core.peerShut(c) {
+			l.closeClient(c)
+		}
 		return
 	}
 	if ev&unix.EPOLLIN == 0 || !l.core.readable(c) {
@@ -227,8 +230,11 @@ func (l *loop) clientEvent(c *client, ev uint32, rbuf []byte) {
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 		return
 	}
-	if err != nil || n == 0 {
+	if err != nil || (n == 0 && l.core.peerShut(c)) {
 		l.closeClient(c)
+		return
+	}
+	if n == 0 {
 		return
 	}
 	if c.rd.Buffered() > 0 {
@@ -350,6 +356,9 @@ func (l *loop) arm(c *client) {
 		return
 	}
 	want := uint32(unix.EPOLLRDHUP)
+	if c.shut { // told once; EPOLLRDHUP would wake the loop on every turn
+		want = 0
+	}
 	if l.core.readable(c) {
 		want |= unix.EPOLLIN
 	}

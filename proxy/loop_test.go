@@ -169,6 +169,37 @@ func TestLoopAuth(t *testing.T) {
 		fmt.Sprintf("*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(ch), ch), "$-1\r\n")
 }
 
+// TestHalfClose: a client that shuts its sending side after its commands (as
+// `printf ... | nc` does) is answered every command it sent, the router's (AUTH, QUIT) and
+// Redis's alike, and then closed; a command it left incomplete is dropped. One that shuts
+// while a blocking command waits for it is forgotten at once, as Redis does.
+func TestHalfClose(t *testing.T) {
+	eachUpstreamWith(t, func(c *conf.Config) { c.Password = "s3cret" }, func(t *testing.T, s *stack) {
+		k := "half:" + xid.New().String()
+		shut := func(rc *rawClient, raw string) {
+			t.Helper()
+			if _, err := rc.c.Write([]byte(raw)); err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := dialRaw(t, s.addr)
+		shut(c, resp("PING")+resp("AUTH", "s3cret")+resp("SET", k, "v")+resp("GET", k)+"PING\r\n"+resp("QUIT"))
+		c.expectClosed(t, "-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n$1\r\nv\r\n+PONG\r\n+OK\r\n")
+
+		c = dialRaw(t, s.addr)
+		shut(c, resp("AUTH", "s3cret")+resp("GET", k)+resp("DEL", k)+"*2\r\n$3\r\nGET\r\n$5\r\nab")
+		c.expectClosed(t, "+OK\r\n$1\r\nv\r\n:1\r\n")
+
+		c = dialRaw(t, s.addr)
+		c.expect(t, resp("AUTH", "s3cret"), "+OK\r\n")
+		shut(c, resp("BLPOP", k, "0"))
+		c.expectClosed(t, "")
+	})
+}
+
 // TestLoopBadInput: a protocol error is answered after the replies owed, then the connection
 // is closed; so is a client that sends more than the bound without completing a command. The
 // loop serves others all along.
