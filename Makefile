@@ -3,7 +3,7 @@ SHELL := /bin/bash
 STACK := scripts/devstack.sh
 GO_PACKAGES := ./...
 
-.PHONY: run demo bench chaos test vet build stack-up stack-down stack-status clean
+.PHONY: run demo bench chaos test vet build image stack-up stack-down stack-status clean
 
 # run: bring up the dev stack, start the sink in the background and the proxy in the
 # foreground; Ctrl-C stops both.
@@ -27,7 +27,8 @@ bench:
 chaos:
 	CHAOS_OUT=RELIABILITY.md CHAOS_RUNS_MASTER_KILL=10 scripts/chaos.sh 3
 
-# test: the dev stack, go vet, then every test with the race detector against real services,
+# test: the dev stack, go vet, then every test with the race detector against real services
+# (deploy/ builds the image with podman, installing it on the first run, and sells through it),
 # and the proxy's tests once more with every client on a goroutine of its own (no event loop,
 # as off Linux), then the short chaos profile (one run each of a proxy kill, a Kafka cut, a
 # drifted topic and a sink started with MySQL down; three master kills). -p 1: packages share one cluster, and the failover test kills one of its masters.
@@ -44,6 +45,11 @@ vet:
 
 build:
 	go build -o bin/ ./cmd/...
+
+# image: the Dockerfile's image, built with podman from local stand-ins of its base images
+# (installs podman on the first run); IMAGE names it.
+image:
+	scripts/image.sh build $${IMAGE:-localhost/seckill-proxy:dev}
 
 stack-up:
 	$(STACK) up

@@ -93,10 +93,10 @@ type client struct {
 	// sent is still served and answered, then it is closed. mayBlock: the batch the router
 	// serves for it holds a blocking command, which such a client is not waiting for.
 	shut, mayBlock bool
-	blocked bool // the last write did not take everything: wait until writable
-	dirty   bool // in core.dirty
-	stalled bool // rd holds commands that wait until the client can be served
-	remote  string
+	blocked        bool // the last write did not take everything: wait until writable
+	dirty          bool // in core.dirty
+	stalled        bool // rd holds commands that wait until the client can be served
+	remote         string
 }
 
 type slotUse struct {
