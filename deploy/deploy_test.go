@@ -127,6 +127,10 @@ func TestProxySidecarManifest(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the ConfigMap and Secret do not validate: %v", err)
 	}
+	// As shipped, its secrets are placeholders, which the proxy refuses to run with.
+	if u := cfg.Unsafe(); len(u) < 4 {
+		t.Errorf("the Secret's placeholders are not all refused: %q", u)
+	}
 	deps := find[*appsv1.Deployment](objs)
 	if len(deps) != 1 {
 		t.Fatalf("%d Deployments, want 1", len(deps))
