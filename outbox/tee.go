@@ -14,6 +14,7 @@ import (
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/retry"
 	"seckill-proxy/sale"
 )
 
@@ -99,7 +100,7 @@ func (t *Tee) Start() error {
 }
 
 func (t *Tee) connect(sc *sarama.Config) {
-	backoff := 200 * time.Millisecond
+	wait := retry.New(200*time.Millisecond, 5*time.Second)
 	for {
 		p, err := sarama.NewAsyncProducer(t.kafka.Brokers, sc)
 		if err == nil {
@@ -121,9 +122,8 @@ func (t *Tee) connect(sc *sarama.Config) {
 		select {
 		case <-t.stop:
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait.NextBackOff()):
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/retry"
 	"seckill-proxy/sale"
 )
 
@@ -367,23 +367,22 @@ func (s *Sink) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause 
 	return err
 }
 
-// retry runs fn until it succeeds or ctx ends, with exponential backoff between
-// sink.retry_min and sink.retry_max, each wait drawn from its upper half (jitter), so that
-// many sinks restarted together do not retry in step.
+// retry runs fn until it succeeds or ctx ends, with the jittered exponential backoff of
+// internal/retry between sink.retry_min and sink.retry_max, so that many sinks restarted
+// together do not retry in step.
 func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
-	backoff := s.cfg.Sink.RetryMin
+	b := retry.New(s.cfg.Sink.RetryMin, s.cfg.Sink.RetryMax)
 	for {
 		err := fn()
 		if err == nil {
 			return nil
 		}
 		s.retries.Add(1)
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := b.NextBackOff()
 		s.log.Warn("retrying", zap.String("what", what), zap.Duration("in", wait), zap.Error(err))
 		if !s.sleep(ctx, wait) {
 			return errors.Join(ctx.Err(), err)
 		}
-		backoff = min(2*backoff, s.cfg.Sink.RetryMax)
 	}
 }
 
