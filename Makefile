@@ -38,9 +38,11 @@ test: stack-up vet
 	CHAOS_RUNS_MASTER_KILL=3 scripts/chaos.sh 1 proxy-kill kafka-cut master-kill topic-drift sink-mysql-down
 
 # vet also builds for macOS, where there is no epoll: the goroutine server must build off Linux.
+# staticcheck is go.mod's tool (go tool staticcheck), with no findings allowed.
 vet:
 	go vet $(GO_PACKAGES)
 	GOOS=darwin go vet $(GO_PACKAGES)
+	go tool staticcheck $(GO_PACKAGES)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 build:

@@ -10,7 +10,7 @@ import (
 
 var (
 	mdLink  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	docName = regexp.MustCompile("docs/[A-Za-z_-]+\\.md")
+	docName = regexp.MustCompile(`docs/[A-Za-z_-]+\.md`)
 )
 
 // TestDocsLinks: every relative link of README.md and docs/*.md leads to a file or folder of

@@ -111,10 +111,7 @@ var (
 // mergeInfo merges the INFO texts of several masters into one, in the first master's
 // section and field order, and adds a "# Nodes" line naming them.
 func mergeInfo(addrs []string, texts []string) string {
-	type field struct {
-		section, name string
-		value         string
-	}
+	type field struct{ section, name string }
 	var order []field
 	values := map[string][]string{} // section/name -> each master's value
 	section := ""

@@ -159,6 +159,7 @@ func (l *legacyScripts) bySHAOf(sha string) (ls *legacyScript, seen bool) {
 
 var (
 	errLegacyUnknown = errors.New("NOPERM a script on " + LegacyStockPrefix + "<sku> that seckill-proxy does not recognise as a legacy stock script (buy.legacy) is refused: the stock belongs to SECKILL.WARM")
+	//lint:ignore ST1005 Redis's own NOSCRIPT reply, byte for byte: clients match it to fall back to EVAL
 	errLegacyNoSHA   = errors.New("NOSCRIPT No matching script. Please use EVAL.")
 	errLegacyUIDLess = errors.New("NOPERM the seeds' deduct script names no buyer, so one order per buyer, LIMIT, the deny list and the buyer's attempts could not hold: it is off (buy.legacy_uidless); send the seeds' buy script or SECKILL.BUY")
 	errLegacyInMulti = errors.New("NOPERM a legacy stock script, or a command on the seeds' keys, is refused inside MULTI by seckill-proxy: a buy runs outside transactions; EXEC will answer EXECABORT")

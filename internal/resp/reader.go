@@ -10,7 +10,6 @@ package resp
 
 import (
 	"bytes"
-	"errors"
 	"math"
 )
 
@@ -34,15 +33,14 @@ type ProtocolError struct{ Msg string }
 func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
 
 var (
-	errMbulkCount     = &ProtocolError{"too big mbulk count string"}
-	errBulkCount      = &ProtocolError{"too big bulk count string"}
-	errInline         = &ProtocolError{"too big inline request"}
-	errMultibulk      = &ProtocolError{"invalid multibulk length"}
-	errUnauthMbulk    = &ProtocolError{"unauthenticated multibulk length"}
-	errBulkLength     = &ProtocolError{"invalid bulk length"}
-	errUnauthBulk     = &ProtocolError{"unauthenticated bulk length"}
-	errUnbalanced     = &ProtocolError{"unbalanced quotes in request"}
-	errReaderFinished = errors.New("resp: the reader stopped at a protocol error")
+	errMbulkCount  = &ProtocolError{"too big mbulk count string"}
+	errBulkCount   = &ProtocolError{"too big bulk count string"}
+	errInline      = &ProtocolError{"too big inline request"}
+	errMultibulk   = &ProtocolError{"invalid multibulk length"}
+	errUnauthMbulk = &ProtocolError{"unauthenticated multibulk length"}
+	errBulkLength  = &ProtocolError{"invalid bulk length"}
+	errUnauthBulk  = &ProtocolError{"unauthenticated bulk length"}
+	errUnbalanced  = &ProtocolError{"unbalanced quotes in request"}
 )
 
 // Command is one complete request. Args and Raw point into the Reader's buffer, and are valid
