@@ -2,7 +2,7 @@ package guard
 
 import "seckill-proxy/sale"
 
-// Publisher takes sold orders on to Kafka (the tee in package sink). Publish must not block:
+// Publisher takes sold orders on to Kafka (the tee in package outbox). Publish must not block:
 // an order it cannot take now stays in the outbox for the sweeper. done, if not nil, is called
 // once with nil when Kafka has acknowledged the order, or with the reason it has not.
 type Publisher interface {

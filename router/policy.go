@@ -61,9 +61,9 @@ const ProtectedChannelError = "NOPERM " + sale.EventsChannel + " carries seckill
 // noScriptsError answers a script or function when there is no restricted pass-through user.
 const noScriptsError = "NOPERM scripts and functions are refused: this proxy has no restricted Redis user for pass-through (redis.passthrough_username)"
 
-// special are the names any of the tables above holds: a command outside it (nearly every
+// policyNames are the names any of the tables above holds: a command outside it (nearly every
 // one) costs pass one map lookup before its keys are looked at.
-var special = func() map[string]bool {
+var policyNames = func() map[string]bool {
 	m := map[string]bool{"script": true}
 	for _, t := range []map[string]bool{unsupported, scripting, publishing} {
 		for k := range t {
@@ -81,7 +81,7 @@ var special = func() map[string]bool {
 func (r *Router) pass(s *Session, args [][]byte) error {
 	var buf [32]byte
 	name := resp.AppendLower(buf[:0], args[0])
-	if special[string(name)] {
+	if policyNames[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			return err
 		}

@@ -115,7 +115,7 @@ func flagsOf(ci *redis.CommandInfo) commandFlags {
 func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
 	t := &commandTable{info: info, plain: make(map[string]commandFlags, len(info))}
 	for name, ci := range info {
-		if special[ci.Name] || hasFlag(ci, "movablekeys") || len(ci.Flags) == 0 {
+		if servedSpecially[ci.Name] || hasFlag(ci, "movablekeys") || len(ci.Flags) == 0 {
 			continue
 		}
 		t.plain[name] = flagsOf(ci)

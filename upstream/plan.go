@@ -58,8 +58,8 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 	return c.routeByKeys(ctx, name, flagsOf(ci), args, commandKeys(name, ci, args))
 }
 
-// special are commands handled here rather than routed by key.
-var special = map[string]bool{"dbsize": true, "scan": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true}
+// servedSpecially are the commands that plan serves itself rather than route by key.
+var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true}
 
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.

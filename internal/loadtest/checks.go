@@ -39,7 +39,7 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// Evaluate checks the invariants of DESIGN.md on s. Each check can fail on its own.
+// Evaluate checks the invariants I1-I3 and I5 of docs/ARCHITECTURE.md on s. Each check can fail on its own.
 func Evaluate(s State) []Check {
 	sold := s.Units - s.MySQLStock
 	missing := fmt.Sprintf("%d", len(s.MissingOrders))
@@ -60,8 +60,8 @@ func Evaluate(s State) []Check {
 	}
 }
 
-// EvaluateUnderFaults checks the invariants that hold under any single fault (DESIGN.md's fault
-// table), on s: a reply lost to a fault (an order in MySQL whose buyer was told nothing) and
+// EvaluateUnderFaults checks the invariants that hold under any single fault (the fault table
+// of docs/DELIVERY.md), on s: a reply lost to a fault (an order in MySQL whose buyer was told nothing) and
 // an order MySQL rejected (Redis sold a unit MySQL did not have, as after an operator's SET
 // or a failover that lost a write) are counted in the report, not failures.
 func EvaluateUnderFaults(s State) []Check {
