@@ -34,7 +34,7 @@ chaos:
 # drifted topic and a sink started with MySQL down; three master kills). -p 1: packages share one cluster, and the failover test kills one of its masters.
 test: stack-up vet
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -p 1 -timeout 30m $(GO_PACKAGES)
-	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 SECKILL_REDIS_EVENT_LOOP=false go test -race -count=1 -timeout 20m ./proxy
+	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 SECKILL_REDIS_EVENT_LOOPS=0 go test -race -count=1 -timeout 20m ./proxy
 	CHAOS_RUNS_MASTER_KILL=3 scripts/chaos.sh 1 proxy-kill kafka-cut master-kill topic-drift sink-mysql-down
 
 # vet also builds for macOS, where there is no epoll: the goroutine server must build off Linux.

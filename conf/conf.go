@@ -187,11 +187,9 @@ type Redis struct {
 	// ends makes its master answer BUSY to every client and sale on it, and an app user may
 	// not SCRIPT KILL. ["*"] lets app users run any script. Admins run any script.
 	AppScripts []string `koanf:"app_scripts"`
-	// EventLoop, on Linux, serves clients from epoll event loops, each with one connection per
-	// Redis node, as twemproxy does, instead of a goroutine per client.
-	EventLoop bool `koanf:"event_loop"`
-	// EventLoops is how many event loops serve the clients, each on a goroutine (and so, with
-	// the cores to run them, a core) of its own.
+	// EventLoops is how many epoll event loops serve the clients on Linux, each on a goroutine
+	// (and so, with the cores to run them, a core) of its own and with one connection per Redis
+	// node, as twemproxy does. 0 serves each client from a goroutine of its own (as off Linux).
 	EventLoops int `koanf:"event_loops"`
 	// CommandTimeout bounds one pass-through command: past it its caller gets UNAVAILABLE (a
 	// command slower than this still runs in Redis, and nobody else's command fails for it). A
@@ -351,7 +349,6 @@ func Default() Config {
 			PassthroughConns:    2,
 			AdminAllow:          []string{},
 			AppScripts:          []string{},
-			EventLoop:           true,
 			EventLoops:          1,
 			CommandTimeout:      5 * time.Second,
 			AddressMap:          []string{},

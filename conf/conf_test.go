@@ -459,3 +459,25 @@ func TestWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedKeys: redis.event_loop, from a file or the environment, is refused with what to
+// set instead; redis.event_loops 0 is a goroutine per client, and a negative count is refused.
+func TestRemovedKeys(t *testing.T) {
+	file := t.TempDir() + "/c.yaml"
+	if err := os.WriteFile(file, []byte("redis:\n  event_loop: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, environ := range [][]string{{EnvConfigFile + "=" + file}, {"SECKILL_REDIS_EVENT_LOOP=false"}} {
+		if _, err := Load(nil, environ); err == nil || !strings.Contains(err.Error(), "redis.event_loops: 0") {
+			t.Errorf("%v: %v, want a refusal that names redis.event_loops: 0", environ, err)
+		}
+	}
+	c, err := Load(nil, []string{"SECKILL_REDIS_EVENT_LOOPS=0"})
+	if err != nil || c.Validate() != nil || c.Redis.EventLoops != 0 {
+		t.Errorf("event_loops 0: %v, %v", err, c.Validate())
+	}
+	c.Redis.EventLoops = -1
+	if err := c.Validate(); err == nil {
+		t.Error("event_loops -1 validates")
+	}
+}

@@ -62,6 +62,11 @@ func BindFlags(fs *flag.FlagSet) {
 	}
 }
 
+// removedKeys are settings that are gone, with what to set instead.
+var removedKeys = map[string]string{
+	"redis.event_loop": "set redis.event_loops: 0 for a goroutine per client, or leave it at 1 or more for event loops",
+}
+
 // Load builds a Config from Default, then the YAML file named by fs's -config flag or by
 // SECKILL_CONFIG, then the SECKILL_* variables in environ (as os.Environ gives them), then
 // the flags set on fs (which must have been bound with BindFlags and parsed; nil means none).
@@ -91,6 +96,16 @@ func Load(fs *flag.FlagSet, environ []string) (Config, error) {
 	if path != "" {
 		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
 			return Config{}, fmt.Errorf("config: file %s: %w", path, err)
+		}
+		for key, hint := range removedKeys {
+			if k.Exists(key) {
+				return Config{}, fmt.Errorf("config: file %s: %s was removed: %s", path, key, hint)
+			}
+		}
+	}
+	for key, hint := range removedKeys {
+		if _, ok := env[EnvName(key)]; ok {
+			return Config{}, fmt.Errorf("config: %s (%s) was removed: %s", EnvName(key), key, hint)
 		}
 	}
 	known := map[string]bool{EnvConfigFile: true, EnvRequireServices: true}

@@ -61,8 +61,8 @@ func (c *Config) Validate() error {
 	v.between("redis.state_reload_interval", c.Redis.StateReloadInterval, 100*time.Millisecond, time.Minute)
 	v.atLeast("redis.max_redirects", c.Redis.MaxRedirects, 1)
 	v.atLeast("redis.passthrough_conns", c.Redis.PassthroughConns, 1)
-	if c.Redis.EventLoops < 1 || c.Redis.EventLoops > 64 {
-		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 1 to 64")
+	if c.Redis.EventLoops < 0 || c.Redis.EventLoops > 64 {
+		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 0 (a goroutine per client) to 64")
 	}
 	v.positive("redis.command_timeout", c.Redis.CommandTimeout)
 

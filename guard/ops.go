@@ -16,9 +16,23 @@ import (
 )
 
 // Field is one field/value pair of an INFO or CHECK reply. Value is a string or an int64.
+// Metric, beside it, is how /metrics exports a counter of INFO seckill; InfoOnly says that
+// such a counter is shown in INFO only (the process collector has it already). The proxy's
+// metrics are derived from these, and a test fails on a counter that has neither.
 type Field struct {
-	Name  string
-	Value any
+	Name     string
+	Value    any
+	Metric   *Metric
+	InfoOnly bool
+}
+
+// Metric is how a Field is exported to Prometheus.
+type Metric struct {
+	Name, Help string
+	Gauge      bool
+	// Outcome is the value of the outcome label, for one metric that several fields share
+	// (seckill_proxy_buys_total: one field per outcome).
+	Outcome string
 }
 
 // maxCheckOrders bounds the rejected orders CHECK lists one by one.
@@ -174,37 +188,37 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 		c = &skuCounters{} // this proxy has not served the sale yet
 	}
 	return []Field{
-		{"sku", sku},
-		{"state", st.meta["state"]},
-		{"version", metaInt(st.meta, "version")},
-		{"start_ms", metaInt(st.meta, "start")},
-		{"end_ms", metaInt(st.meta, "end")},
-		{"limit", metaInt(st.meta, "limit")},
-		{"initial_stock", initial},
-		{"remaining_stock", st.stock},
-		{"sold", initial - st.stock},
-		{"buyers", st.buyers},
-		{"outbox_backlog", st.outbox},
-		{"confirmed", metaInt(st.meta, "confirmed")},
-		{"rejected", metaInt(st.meta, "rejected")},
-		{"cancelled", metaInt(st.meta, "cancelled")},
-		{"local_flag", flag},
-		{"local_successes", c.successes.Load()},
-		{"local_soldout", c.soldOut.Load()},
-		{"local_duplicates", c.duplicates.Load()},
-		{"local_closed", c.closed.Load()},
-		{"local_answers_without_redis", c.local.Load()},
-		{"route", st.meta["route"]},
-		{"late_orders", metaInt(st.meta, "late")},
-		{"late_checked_ms", metaInt(st.meta, "late_checked_ms")},
-		{"rate", metaInt(st.meta, "rate")},
-		{"burst", metaInt(st.meta, "burst")},
-		{"rate_tokens_in_redis", metaInt(st.meta, "tokens")},
-		{"local_rate", g.localRate(sku)},
-		{"rate_tokens_held", g.heldTokens(sku)},
-		{"local_limited_rate", c.limitedRate.Load()},
-		{"local_limited_buyer", c.limitedBuyer.Load()},
-		{"local_limited_denied", c.limitedDenied.Load()},
+		{Name: "sku", Value: sku},
+		{Name: "state", Value: st.meta["state"]},
+		{Name: "version", Value: metaInt(st.meta, "version")},
+		{Name: "start_ms", Value: metaInt(st.meta, "start")},
+		{Name: "end_ms", Value: metaInt(st.meta, "end")},
+		{Name: "limit", Value: metaInt(st.meta, "limit")},
+		{Name: "initial_stock", Value: initial},
+		{Name: "remaining_stock", Value: st.stock},
+		{Name: "sold", Value: initial - st.stock},
+		{Name: "buyers", Value: st.buyers},
+		{Name: "outbox_backlog", Value: st.outbox},
+		{Name: "confirmed", Value: metaInt(st.meta, "confirmed")},
+		{Name: "rejected", Value: metaInt(st.meta, "rejected")},
+		{Name: "cancelled", Value: metaInt(st.meta, "cancelled")},
+		{Name: "local_flag", Value: flag},
+		{Name: "local_successes", Value: c.successes.Load()},
+		{Name: "local_soldout", Value: c.soldOut.Load()},
+		{Name: "local_duplicates", Value: c.duplicates.Load()},
+		{Name: "local_closed", Value: c.closed.Load()},
+		{Name: "local_answers_without_redis", Value: c.local.Load()},
+		{Name: "route", Value: st.meta["route"]},
+		{Name: "late_orders", Value: metaInt(st.meta, "late")},
+		{Name: "late_checked_ms", Value: metaInt(st.meta, "late_checked_ms")},
+		{Name: "rate", Value: metaInt(st.meta, "rate")},
+		{Name: "burst", Value: metaInt(st.meta, "burst")},
+		{Name: "rate_tokens_in_redis", Value: metaInt(st.meta, "tokens")},
+		{Name: "local_rate", Value: g.localRate(sku)},
+		{Name: "rate_tokens_held", Value: g.heldTokens(sku)},
+		{Name: "local_limited_rate", Value: c.limitedRate.Load()},
+		{Name: "local_limited_buyer", Value: c.limitedBuyer.Load()},
+		{Name: "local_limited_denied", Value: c.limitedDenied.Load()},
 	}, nil
 }
 

@@ -54,9 +54,9 @@ func (s *Sweeper) Stats() SweeperStats {
 func (s *Sweeper) InfoFields() []guard.Field {
 	st := s.Stats()
 	return []guard.Field{
-		{Name: "outbox_republished", Value: st.Republished},
-		{Name: "outbox_buried", Value: st.Buried},
-		{Name: "outbox_drifted", Value: st.Drifted},
+		{Name: "outbox_republished", Value: st.Republished, Metric: &guard.Metric{Name: "seckill_proxy_outbox_republished_total", Help: "Outbox entries the sweeper published again."}},
+		{Name: "outbox_buried", Value: st.Buried, Metric: &guard.Metric{Name: "seckill_proxy_outbox_dead_total", Help: "Unreadable outbox entries moved to the dead-letter stream."}},
+		{Name: "outbox_drifted", Value: st.Drifted, Metric: &guard.Metric{Name: "seckill_proxy_outbox_drifted_total", Help: "Sweeps of a sale left alone because the sale's orders go to another topic than this proxy's."}},
 	}
 }
 

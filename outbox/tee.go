@@ -355,11 +355,11 @@ func (t *Tee) InfoFields() []guard.Field {
 		healthy = 1
 	}
 	return []guard.Field{
-		{Name: "kafka_healthy", Value: healthy},
-		{Name: "kafka_published", Value: st.Published},
-		{Name: "kafka_acked", Value: st.Acked},
-		{Name: "kafka_failed", Value: st.Failed},
-		{Name: "outbox_deleted", Value: st.Deleted},
-		{Name: "kafka_queued", Value: t.queued.Load()},
+		{Name: "kafka_healthy", Value: healthy, Metric: &guard.Metric{Name: "seckill_proxy_kafka_healthy", Help: "1 while the tee's Kafka producer is taking orders.", Gauge: true}},
+		{Name: "kafka_published", Value: st.Published, Metric: &guard.Metric{Name: "seckill_proxy_kafka_published_total", Help: "Orders handed to the Kafka producer (sweeper republishes included)."}},
+		{Name: "kafka_acked", Value: st.Acked, Metric: &guard.Metric{Name: "seckill_proxy_kafka_acked_total", Help: "Orders Kafka acknowledged."}},
+		{Name: "kafka_failed", Value: st.Failed, Metric: &guard.Metric{Name: "seckill_proxy_kafka_failed_total", Help: "Orders Kafka refused or timed out (they stay in the outbox)."}},
+		{Name: "outbox_deleted", Value: st.Deleted, Metric: &guard.Metric{Name: "seckill_proxy_outbox_deleted_total", Help: "Outbox entries deleted after Kafka's acknowledgement."}},
+		{Name: "kafka_queued", Value: t.queued.Load(), Metric: &guard.Metric{Name: "seckill_proxy_kafka_queue", Help: "Orders waiting for the Kafka producer.", Gauge: true}},
 	}
 }

@@ -11,8 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
-	"seckill-proxy/guard"
-	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/app"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
@@ -169,28 +168,25 @@ func fuzzEventLoop(f *testing.F, upstreamOf func(*conf.Config)) {
 	f.Fuzz(func(t *testing.T, in []byte) { sendAndProbe(t, addr, in, probe, "$2\r\nok\r\n", "$-1\r\n", "$-1\r\n") })
 }
 
-// fuzzProxy starts a proxy on cfg (no database, no Kafka), for a fuzz target or a benchmark,
-// passing commands through to Redis or not, and returns its address.
+// fuzzProxy starts a proxy on cfg (no database, no Kafka), assembled as the binary assembles
+// it, for a fuzz target or a benchmark, and returns its address. passThrough waits until the
+// pass-through user is verified.
 func fuzzProxy(tb testing.TB, cfg conf.Config, passThrough bool) string {
-	rc := connect.Redis(cfg.Redis)
-	tb.Cleanup(func() { _ = rc.Close() })
-	g := guard.New(rc, nil, zap.NewNop(), guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: "fuzz"})
-	tb.Cleanup(g.Close)
-	var pass *upstream.Cluster
-	if passThrough {
-		pass = upstream.FromConf(rc, cfg.Redis)
-		tb.Cleanup(pass.Close)
-		if err := pass.CheckACL(context.Background(), zap.NewNop(), 100*time.Millisecond); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	r := router.New(g, zap.NewNop(), router.Options{Upstream: pass, MaxArgBytes: cfg.Limits.MaxArgBytes})
-	srv := proxy.New(r, pass, zap.NewNop(), cfg.Limits)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	go func() { _ = srv.Serve(ln) }()
-	tb.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return ln.Addr().String()
+	p, err := app.Start(cfg, app.Options{Instance: "fuzz", NoTee: true, Listener: ln, ACLRetry: 100 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = p.Shutdown(context.Background(), time.Second) })
+	if passThrough {
+		select {
+		case <-p.Verified():
+		case err := <-p.Unfit():
+			tb.Fatal(err)
+		}
+	}
+	return p.Addr
 }

@@ -19,15 +19,14 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/app"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/outbox"
 	"seckill-proxy/proxy"
-	"seckill-proxy/router"
 	"seckill-proxy/sale"
 	"seckill-proxy/sink"
-	"seckill-proxy/upstream"
 )
 
 // stack is a proxy started in-process on 127.0.0.1:0 against the real cluster, Kafka and
@@ -39,9 +38,10 @@ type stack struct {
 	g       *guard.Guard
 	tee     *outbox.Tee
 	addr    string
-	admin   http.Handler   // the admin port's handler: /metrics, /readyz, ...
-	metrics *proxy.Metrics // its metrics; the live sale page's sampler runs only if runSampler is called
-	close   func()         // stops the proxy; tests that stop it early call it, cleanup calls it again
+	admin   http.Handler         // the admin port's handler: /metrics, /readyz, ...
+	metrics *proxy.Metrics       // its metrics; the live sale page's sampler runs only if runSampler is called
+	fields  func() []guard.Field // INFO seckill's fields, from which the metrics are derived
+	close   func()               // stops the proxy; tests that stop it early call it, cleanup calls it again
 }
 
 // runSampler runs the live sale page's sampler every interval until the test ends.
@@ -101,108 +101,43 @@ func start(t *testing.T, mutate func(*conf.Config)) *stack {
 	return startProxy(t, newConfig(t, mutate), true)
 }
 
-// startProxy starts a proxy on cfg. withTee false leaves orders in the outboxes, as a proxy
-// killed between the script and Kafka does.
+// startProxy starts a proxy on cfg, assembled as the binary assembles it (internal/app), on
+// 127.0.0.1:0. withTee false leaves orders in the outboxes, as a proxy killed between the
+// script and Kafka does.
 func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	t.Helper()
 	db := testenv.MySQL(t)
-	ctx := context.Background()
-	if _, err := schema.Migrate(ctx, db, zap.NewNop()); err != nil {
+	if _, err := schema.Migrate(context.Background(), db, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	rc := connect.Redis(cfg.Redis)
-	instance := "test-" + xid.New().String()
-	s := &stack{cfg: cfg, rc: rc, db: db}
-	opt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: instance, Admission: cfg.Admission,
-		Route: sale.Route(cfg.Kafka.Topic), LateAfter: cfg.Outbox.LateAfter}
-	if cfg.Redis.Mode != conf.ModeStandalone {
-		opt.Topology = connect.NewTopology(cfg.Redis).Masters
-	}
-	sweepCtx, stopSweeper := context.WithCancel(ctx)
-	sweeperDone := make(chan struct{})
-	var sweeper *outbox.Sweeper
-	if withTee {
-		s.tee = outbox.NewTee(rc, cfg, instance, log)
-		if err := s.tee.Start(); err != nil {
-			t.Fatal(err)
-		}
-		opt.Publisher = s.tee
-		sweeper = outbox.NewSweeper(rc, s.tee, cfg.Outbox, instance, log)
-		go func() {
-			defer close(sweeperDone)
-			sweeper.Run(sweepCtx)
-		}()
-	} else {
-		close(sweeperDone)
-	}
-	s.g = guard.New(rc, db, log, opt)
-	var srv *proxy.Server
-	pass := upstream.FromConf(rc, cfg.Redis)
-	t.Cleanup(pass.Close)
-	// Where Redis cannot be reached (a test of that), pass-through stays unverified.
-	vctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	err := pass.CheckACL(vctx, log, 100*time.Millisecond)
-	if err != nil && vctx.Err() == nil {
-		t.Fatal(err)
-	}
-	verified := err == nil
-	cancel()
-	ropt := router.Options{Upstream: pass, Password: cfg.Password, Users: cfg.Users, CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy, ProtectedMode: cfg.ProtectedMode, LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
-		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, Clients: func() int64 { return srv.Clients() }}
-	if s.tee != nil {
-		ropt.Extra = func() []guard.Field { return append(s.tee.InfoFields(), sweeper.InfoFields()...) }
-	}
-	var metrics *proxy.Metrics
-	ropt.ObserveBuy = func(d time.Duration) { metrics.ObserveBuy(d) }
-	ropt.ObservePass = func(args [][]byte, reply []byte, d time.Duration) { metrics.ObservePass(args, reply, d) }
-	r := router.New(s.g, log, ropt)
-	metrics = proxy.NewMetrics(r.InfoFields, s.g.SaleMetrics)
-	s.metrics = metrics
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetAnnounce(ln.Addr().String())
-	srv = proxy.New(r, pass, log, cfg.Limits)
-	srv.UseMetrics(metrics)
-	s.admin = srv.AdminHandler(s.g.Ping)
-	srv.UseEventLoops(cfg.Redis.EventLoops)
-	if !cfg.Redis.EventLoop {
-		srv.UseEventLoops(0)
+	p, err := app.Start(cfg, app.Options{Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), DB: db,
+		Instance: "test-" + xid.New().String(), NoTee: !withTee, Listener: ln, ACLRetry: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	s.addr = ln.Addr().String()
-	stopped := false
+	s := &stack{cfg: cfg, rc: p.Redis, db: db, g: p.Guard, tee: p.Tee, addr: p.Addr, admin: p.AdminHandler(),
+		metrics: p.Metrics, fields: p.Router.InfoFields}
 	s.close = func() {
-		if stopped {
-			return
-		}
-		stopped = true
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
+		if err := p.Shutdown(sctx, 5*time.Second); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		stopSweeper()
-		<-sweeperDone
-		if s.tee != nil {
-			if err := s.tee.Close(); err != nil {
-				t.Errorf("tee: %v", err)
-			}
-		}
-		s.g.Close()
-		_ = rc.Close()
 	}
 	t.Cleanup(s.close)
-	if verified {
+	// Where Redis cannot be reached (a test of that), pass-through stays unverified.
+	select {
+	case <-p.Verified():
 		// A proxy hears the others' sale events once subscribed: a test's second proxy
 		// must not miss the first one's events for starting late.
 		eventually(t, 10*time.Second, "the proxy subscribed to the sale events", s.g.Subscribed)
+	case err := <-p.Unfit():
+		t.Fatal(err)
+	case <-time.After(3 * time.Second):
 	}
 	return s
 }

@@ -50,7 +50,7 @@ type loop struct {
 	done   chan struct{}
 }
 
-// serveLoop serves ln from event loops, unless redis.event_loop is off (ok false: the caller
+// serveLoop serves ln from event loops, unless redis.event_loops is 0 (ok false: the caller
 // serves ln with a goroutine per client).
 func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 	if s.upstream == nil || s.noLoop {

@@ -39,7 +39,7 @@ const (
 	unavailLost     = "lost"      // the connection broke with the command in flight
 	unavailNoAnswer = "no_answer" // the node answered nothing for two timeouts
 	unavailProtocol = "protocol"  // the node's reply could not be read
-	unavailOffLoop  = "off_loop"  // a command served off the event loop (transactions, blocking commands, event_loop: false)
+	unavailOffLoop  = "off_loop"  // a command served off the event loop (transactions, blocking commands, event_loops: 0)
 )
 
 var passDesc = struct{ calls, errors, latency *prometheus.Desc }{

@@ -111,6 +111,24 @@ func TestMetricsAndProbes(t *testing.T) {
 	if got := value(fams, "seckill_proxy_upstream_unavailable_total", map[string]string{"reason": "timeout"}); got != 0 {
 		t.Errorf("seckill_proxy_upstream_unavailable_total{reason=timeout} = %v, want 0", got)
 	}
+	// Every counter of INFO seckill is exported under the metric named beside it, or is
+	// marked INFO-only.
+	for _, f := range s.fields() {
+		_, ok := f.Value.(int64)
+		switch {
+		case !ok:
+		case f.Metric == nil && !f.InfoOnly:
+			t.Errorf("INFO seckill's %s is not exported: give its guard.Field a Metric, or mark it InfoOnly", f.Name)
+		case f.Metric != nil:
+			var labels map[string]string
+			if f.Metric.Outcome != "" {
+				labels = map[string]string{"outcome": f.Metric.Outcome}
+			}
+			if got := value(fams, f.Metric.Name, labels); got < 0 {
+				t.Errorf("%s (INFO %s) is not in /metrics", f.Metric.Name, f.Name)
+			}
+		}
+	}
 	st := s.g.Stats()
 	for outcome, want := range map[string]int64{"order": st.Successes, "soldout": st.SoldOut, "duplicate": st.Duplicates} {
 		if got := value(fams, "seckill_proxy_buys_total", map[string]string{"outcome": outcome}); got != float64(want) {

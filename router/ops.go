@@ -51,31 +51,31 @@ func (r *Router) cmdSaleInfo(ctx context.Context, _ *Session, args [][]byte) (Re
 func (r *Router) proxyCounters() []guard.Field {
 	st := r.guard.Stats()
 	fs := []guard.Field{
-		{Name: "buys", Value: st.Buys},
-		{Name: "buy_successes", Value: st.Successes},
-		{Name: "buy_duplicates", Value: st.Duplicates},
-		{Name: "buy_soldout", Value: st.SoldOut},
-		{Name: "buy_closed", Value: st.Closed},
-		{Name: "buy_unavailable", Value: st.Unavailable},
-		{Name: "buy_busy", Value: st.Busy},
-		{Name: "buy_answered_locally", Value: st.LocalSoldOut},
-		{Name: "buy_scripts", Value: st.Scripts},
-		{Name: "wait_short", Value: st.WaitShort},
-		{Name: "wait_off", Value: st.WaitOff},
-		{Name: "buy_drift", Value: st.Drift},
-		{Name: "buy_no_sale_local", Value: st.NoSale},
-		{Name: "buy_limited_unknown_sku", Value: st.LimitedUnknown},
-		{Name: "sale_events", Value: st.Events},
-		{Name: "sale_events_ignored", Value: st.EventsIgnored},
-		{Name: "buy_limited_rate", Value: st.LimitedRate},
-		{Name: "buy_limited_buyer", Value: st.LimitedBuyer},
-		{Name: "buy_limited_denied", Value: st.LimitedDenied},
-		{Name: "buy_shed", Value: st.Shed},
-		{Name: "buy_known_duplicates", Value: st.KnownDuplicates},
-		{Name: "rate_leases", Value: st.Leases},
-		{Name: "rate_leased_tokens", Value: st.LeasedTokens},
-		{Name: "rate_lease_errors", Value: st.LeaseErrors},
-		{Name: "denied_uids", Value: st.Denied},
+		{Name: "buys", Value: st.Buys, Metric: &guard.Metric{Name: "seckill_proxy_buy_requests_total", Help: "SECKILL.BUY requests (and legacy stock script calls) that passed argument checks."}},
+		{Name: "buy_successes", Value: st.Successes, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "order"}},
+		{Name: "buy_duplicates", Value: st.Duplicates, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "duplicate"}},
+		{Name: "buy_soldout", Value: st.SoldOut, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "soldout"}},
+		{Name: "buy_closed", Value: st.Closed, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "closed"}},
+		{Name: "buy_unavailable", Value: st.Unavailable, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "unavailable"}},
+		{Name: "buy_busy", Value: st.Busy, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "busy"}},
+		{Name: "buy_answered_locally", Value: st.LocalSoldOut, Metric: &guard.Metric{Name: "seckill_proxy_buys_answered_locally_total", Help: "Buys answered from the sold-out or closed flag, with no Redis call."}},
+		{Name: "buy_scripts", Value: st.Scripts, Metric: &guard.Metric{Name: "seckill_proxy_buy_scripts_total", Help: "Buys sent to the buy script, retries included."}},
+		{Name: "wait_short", Value: st.WaitShort, Metric: &guard.Metric{Name: "seckill_proxy_wait_short_total", Help: "WAITs after the buy script that came back with fewer replicas than asked for."}},
+		{Name: "wait_off", Value: st.WaitOff, Metric: &guard.Metric{Name: "seckill_proxy_wait_off_total", Help: "WAITs that no replica acknowledged, each turning WAIT off on its master for a second."}},
+		{Name: "buy_drift", Value: st.Drift, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "drift"}},
+		{Name: "buy_no_sale_local", Value: st.NoSale, Metric: &guard.Metric{Name: "seckill_proxy_buy_no_sale_local_total", Help: "Buys of a SKU with no sale answered with no Redis call, from the SKUs the script recently found to have none."}},
+		{Name: "buy_limited_unknown_sku", Value: st.LimitedUnknown, Metric: &guard.Metric{Name: "seckill_proxy_buy_limited_unknown_sku_total", Help: "Buys of SKUs this proxy knew nothing of, LIMITED past admission.unknown_sku_rate (counted in the limited rate outcome too)."}},
+		{Name: "sale_events", Value: st.Events, Metric: &guard.Metric{Name: "seckill_proxy_sale_events_total", Help: "Sale events heard from other proxies."}},
+		{Name: "sale_events_ignored", Value: st.EventsIgnored, Metric: &guard.Metric{Name: "seckill_proxy_sale_events_ignored_total", Help: "Sale events that Redis did not bear out, or malformed."}},
+		{Name: "buy_limited_rate", Value: st.LimitedRate, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "limited_rate"}},
+		{Name: "buy_limited_buyer", Value: st.LimitedBuyer, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "limited_buyer"}},
+		{Name: "buy_limited_denied", Value: st.LimitedDenied, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "limited_denied"}},
+		{Name: "buy_shed", Value: st.Shed, Metric: &guard.Metric{Name: "seckill_proxy_buys_shed_total", Help: "Buys answered BUSY because admission.max_waiting_per_sku of their SKU's were waiting."}},
+		{Name: "buy_known_duplicates", Value: st.KnownDuplicates, Metric: &guard.Metric{Name: "seckill_proxy_buys_known_duplicates_total", Help: "Buys answered DUPLICATE from the buyers this proxy sold to, with no Redis call."}},
+		{Name: "rate_leases", Value: st.Leases, Metric: &guard.Metric{Name: "seckill_proxy_rate_leases_total", Help: "Lease calls for a sale's rate tokens."}},
+		{Name: "rate_leased_tokens", Value: st.LeasedTokens, Metric: &guard.Metric{Name: "seckill_proxy_rate_leased_tokens_total", Help: "Rate tokens the lease calls got."}},
+		{Name: "rate_lease_errors", Value: st.LeaseErrors, Metric: &guard.Metric{Name: "seckill_proxy_rate_lease_errors_total", Help: "Lease calls that failed."}},
+		{Name: "denied_uids", Value: st.Denied, Metric: &guard.Metric{Name: "seckill_proxy_denied_uids", Help: "Uids on the deny list, as this proxy last read it.", Gauge: true}},
 	}
 	if r.opt.Extra != nil {
 		fs = append(fs, r.opt.Extra()...)
@@ -227,15 +227,10 @@ func (r *Router) cmdInfo(ctx context.Context, s *Session, args [][]byte) (Reply,
 		{Name: "uptime_in_seconds", Value: int64(time.Since(r.started).Seconds())},
 	})
 	section("clients", []guard.Field{{Name: "connected_clients", Value: clients}})
-	section("stats", []guard.Field{
+	section("stats", append([]guard.Field{
 		{Name: "total_connections_received", Value: r.nextID.Load()},
 		{Name: "total_commands_processed", Value: r.commands.Load()},
-		{Name: "auth_failures", Value: r.auth.failures.Load()},
-		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load()},
-		{Name: "auth_limited_source", Value: r.auth.limitedSource.Load()},
-		{Name: "auth_limited_user", Value: r.auth.limitedUser.Load()},
-		{Name: "auth_revoked_sessions", Value: r.auth.revoked.Load()},
-	})
+	}, r.authFields()...))
 	if r.guard != nil {
 		section("seckill", r.proxyCounters())
 	}
@@ -258,17 +253,23 @@ func (r *Router) proxyStats() []guard.Field {
 	if r.opt.Clients != nil {
 		clients = r.opt.Clients()
 	}
+	return append([]guard.Field{
+		{Name: "proxy_process_id", Value: int64(os.Getpid()), InfoOnly: true},
+		{Name: "proxy_uptime_in_seconds", Value: int64(time.Since(r.started).Seconds()), InfoOnly: true},
+		{Name: "proxy_connected_clients", Value: clients, Metric: &guard.Metric{Name: "seckill_proxy_clients", Help: "Client connections open now.", Gauge: true}},
+		{Name: "proxy_total_connections_received", Value: r.nextID.Load(), Metric: &guard.Metric{Name: "seckill_proxy_connections_total", Help: "Client connections accepted."}},
+		{Name: "proxy_total_commands_processed", Value: r.commands.Load(), Metric: &guard.Metric{Name: "seckill_proxy_commands_total", Help: "Commands served, of every kind."}},
+	}, r.authFields()...)
+}
+
+// authFields are AUTH's counters, for INFO's stats section and INFO seckill.
+func (r *Router) authFields() []guard.Field {
 	return []guard.Field{
-		{Name: "proxy_process_id", Value: int64(os.Getpid())},
-		{Name: "proxy_uptime_in_seconds", Value: int64(time.Since(r.started).Seconds())},
-		{Name: "proxy_connected_clients", Value: clients},
-		{Name: "proxy_total_connections_received", Value: r.nextID.Load()},
-		{Name: "proxy_total_commands_processed", Value: r.commands.Load()},
-		{Name: "auth_failures", Value: r.auth.failures.Load()},
-		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load()},
-		{Name: "auth_limited_source", Value: r.auth.limitedSource.Load()},
-		{Name: "auth_limited_user", Value: r.auth.limitedUser.Load()},
-		{Name: "auth_revoked_sessions", Value: r.auth.revoked.Load()},
+		{Name: "auth_failures", Value: r.auth.failures.Load(), Metric: &guard.Metric{Name: "seckill_proxy_auth_failures_total", Help: "AUTH and HELLO AUTH attempts refused."}},
+		{Name: "auth_failures_closed_connections", Value: r.auth.closed.Load(), Metric: &guard.Metric{Name: "seckill_proxy_auth_closed_connections_total", Help: "Connections closed after too many failed AUTHs."}},
+		{Name: "auth_limited_source", Value: r.auth.limitedSource.Load(), Metric: &guard.Metric{Name: "seckill_proxy_auth_limited_source_total", Help: "AUTHs refused unchecked: too many failures from the source address."}},
+		{Name: "auth_limited_user", Value: r.auth.limitedUser.Load(), Metric: &guard.Metric{Name: "seckill_proxy_auth_limited_user_total", Help: "AUTHs refused unchecked: too many failures for the user."}},
+		{Name: "auth_revoked_sessions", Value: r.auth.revoked.Load(), Metric: &guard.Metric{Name: "seckill_proxy_auth_revoked_total", Help: "Connections closed because a reload removed or changed their user."}},
 	}
 }
 

@@ -4,7 +4,7 @@
 #
 #   scripts/bench-passthrough.sh [requests] [rounds]   (defaults: 200000, 3; medians)
 #
-# Standalone: the proxy in standalone mode (its event loop, and with redis.event_loop=false a
+# Standalone: the proxy in standalone mode (its event loop, and with redis.event_loops=0 a
 # goroutine per client), twemproxy and direct, all in front of the dev stack's plain server on
 # :7010. Cluster: the proxy in front of the cluster (the event loop, and without), against
 # redis-benchmark --cluster straight to the masters.
@@ -46,11 +46,11 @@ SECKILL_LISTEN=127.0.0.1:$SP_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn \
   SECKILL_REDIS_MODE=standalone SECKILL_REDIS_ADDRS=$STANDALONE \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
-SECKILL_LISTEN=127.0.0.1:$SG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_REDIS_EVENT_LOOP=false \
+SECKILL_LISTEN=127.0.0.1:$SG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_REDIS_EVENT_LOOPS=0 \
   SECKILL_REDIS_MODE=standalone SECKILL_REDIS_ADDRS=$STANDALONE \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
-SECKILL_LISTEN=127.0.0.1:$CG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_REDIS_EVENT_LOOP=false \
+SECKILL_LISTEN=127.0.0.1:$CG_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_REDIS_EVENT_LOOPS=0 \
   SECKILL_KAFKA_TOPIC=bench.pass SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.pass.dlq ./bin/seckill-proxy &
 pids+=($!)
 SECKILL_LISTEN=127.0.0.1:$CP_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn \
@@ -84,7 +84,7 @@ for test in get set; do
       ds+=("$(rps $STANDALONE $test $P)")
     done
     w=$(printf '%s\n' "${ts[@]}" | median) d=$(printf '%s\n' "${ds[@]}" | median)
-    for row in "standalone:${ps[*]}" "standalone, event_loop=false:${gs[*]}"; do
+    for row in "standalone:${ps[*]}" "standalone, event_loops=0:${gs[*]}"; do
       awk -v u="${row%%:*}" -v t="$test" -v P="$P" -v p="$(printf '%s\n' ${row#*:} | median)" -v w="$w" -v d="$d" \
         'BEGIN { printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", u, t, P, p, w, d, p / w, p / d }'
     done
@@ -99,7 +99,7 @@ for test in get set; do
       ds+=("$(rps 127.0.0.1:7000 $test $P --cluster)")
     done
     d=$(printf '%s\n' "${ds[@]}" | median)
-    for row in "cluster:${ps[*]}" "cluster, event_loop=false:${gs[*]}"; do
+    for row in "cluster:${ps[*]}" "cluster, event_loops=0:${gs[*]}"; do
       awk -v u="${row%%:*}" -v t="$test" -v P="$P" -v p="$(printf '%s\n' ${row#*:} | median)" -v d="$d" \
         'BEGIN { printf "| %s | %s | %s | %.0f | - | %.0f | - | %.2f |\n", u, t, P, p, d, p / d }'
     done

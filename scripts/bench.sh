@@ -214,7 +214,7 @@ the proxy's outbox keeps it.
 
 `scripts/bench-passthrough.sh 200000 5`: `redis-benchmark -c 50 -n 200000 -r 100000 -t get|set -P 1|16`.
 Standalone: seckill-proxy in standalone mode (its epoll event loop, the default; and with
-`redis.event_loop=false`, a goroutine per client), twemproxy (Debian's nutcracker 0.5.0) and
+`redis.event_loops=0`, a goroutine per client), twemproxy (Debian's nutcracker 0.5.0) and
 direct, all in front of one redis-server. Cluster: seckill-proxy in front of the cluster (the
 event loop, and without), against `redis-benchmark --cluster` straight to the masters. Medians
 of 5 rounds, each round running every target once in turn.

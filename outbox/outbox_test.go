@@ -1,0 +1,292 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/xid"
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sale"
+)
+
+// fixture is a tee on a topic of its own, in front of the dev stack, and a SKU of its own.
+type fixture struct {
+	cfg conf.Config
+	rc  *redis.ClusterClient
+	tee *Tee
+	sku string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	testenv.Redis(t)
+	testenv.Kafka(t)
+	cfg := testenv.Config(t)
+	cfg.Kafka.Topic = "test.outbox." + xid.New().String()
+	if err := connect.EnsureTopics(cfg.Kafka); err != nil {
+		t.Fatal(err)
+	}
+	rc := connect.Redis(cfg.Redis)
+	t.Cleanup(func() { _ = rc.Close() })
+	tee := NewTee(rc, cfg, "outbox-test", zap.NewNop())
+	if err := tee.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tee.Close() })
+	f := &fixture{cfg: cfg, rc: rc, tee: tee, sku: "outbox_" + xid.New().String()}
+	t.Cleanup(func() {
+		k := sale.KeysFor(f.sku)
+		ctx := context.Background()
+		_ = rc.SRem(ctx, sale.SalesKey, f.sku).Err()
+		_ = rc.Del(ctx, k.Outbox, k.Dead, k.Meta, k.SweepLease).Err()
+	})
+	await(t, "the tee's producer to connect", tee.Healthy)
+	return f
+}
+
+// await polls cond until it holds, for at most 30 s.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// add writes n outbox entries as buy.lua writes them and returns the orders.
+func (f *fixture) add(t *testing.T, n int) []sale.Sold {
+	t.Helper()
+	ctx := context.Background()
+	var out []sale.Sold
+	for i := range n {
+		s := sale.Sold{Kind: sale.TypeOrder, OrderID: xid.New().String(), SKU: f.sku, UID: fmt.Sprintf("u%d", i),
+			Qty: 1, Version: 1, TS: time.Now().UnixMilli(), By: "outbox-test"}
+		id, err := f.rc.XAdd(ctx, &redis.XAddArgs{Stream: sale.KeysFor(f.sku).Outbox, Values: []string{
+			"order", s.OrderID, "uid", s.UID, "qty", "1", "version", "1", "ts", strconv.FormatInt(s.TS, 10), "by", s.By,
+		}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.EntryID = id
+		out = append(out, s)
+	}
+	return out
+}
+
+// consumed reads the tee's topic from the start until it has want messages, and returns the
+// orders by id.
+func (f *fixture) consumed(t *testing.T, want int) map[string]sale.Order {
+	t.Helper()
+	sc, err := connect.Sarama(f.cfg.Kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sarama.NewConsumer(f.cfg.Kafka.Brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	parts, err := c.Partitions(f.cfg.Kafka.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(chan *sarama.ConsumerMessage)
+	for _, p := range parts {
+		pc, err := c.ConsumePartition(f.cfg.Kafka.Topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		go func() {
+			for m := range pc.Messages() {
+				msgs <- m
+			}
+		}()
+	}
+	out := map[string]sale.Order{}
+	timeout := time.After(30 * time.Second)
+	for len(out) < want { // this sale's orders: a sweep may republish another sale's on the topic too
+		select {
+		case m := <-msgs:
+			o, err := sale.DecodeOrder(m.Value)
+			if err != nil {
+				t.Fatalf("message %q: %v", m.Value, err)
+			}
+			if string(m.Key) != o.SKU {
+				t.Errorf("message of %s keyed %q", o.SKU, m.Key)
+			}
+			if o.SKU == f.sku {
+				out[o.OrderID] = o
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d orders on %s after 30 s", len(out), want, f.cfg.Kafka.Topic)
+		}
+	}
+	return out
+}
+
+func (f *fixture) outboxLen(t *testing.T) int64 {
+	t.Helper()
+	n, err := f.rc.XLen(context.Background(), sale.KeysFor(f.sku).Outbox).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestTeeDeliversThenDeletes: every order the tee takes is acknowledged by Kafka (done is
+// called with nil once each), arrives on the topic keyed by its SKU with every field, and only
+// then leaves the outbox.
+func TestTeeDeliversThenDeletes(t *testing.T) {
+	f := newFixture(t)
+	sold := f.add(t, 20)
+	acks := make(chan error, len(sold))
+	for _, s := range sold[:10] {
+		f.tee.Publish(s, func(err error) { acks <- err })
+	}
+	f.tee.PublishBatch(sold[10:])
+	for range 10 {
+		if err := <-acks; err != nil {
+			t.Fatalf("an order was not acknowledged: %v", err)
+		}
+	}
+	got := f.consumed(t, len(sold))
+	for _, s := range sold {
+		o, ok := got[s.OrderID]
+		if !ok || o.UID != s.UID || o.SKU != s.SKU || o.Qty != 1 || o.SaleVersion != 1 || o.TS != s.TS || o.Proxy != s.By || o.Type != sale.TypeOrder {
+			t.Errorf("order %s: %+v, sent %+v", s.OrderID, o, s)
+		}
+	}
+	await(t, "the acknowledged entries to leave the outbox", func() bool { return f.outboxLen(t) == 0 })
+	if st := f.tee.Stats(); st.Published != 20 || st.Acked != 20 || st.Deleted != 20 || st.Failed != 0 {
+		t.Errorf("stats %+v, want 20 published, acked and deleted", st)
+	}
+}
+
+// TestTeeClosed: an order given to a closed tee is failed at once, and stays in its outbox.
+func TestTeeClosed(t *testing.T) {
+	f := newFixture(t)
+	sold := f.add(t, 1)
+	if err := f.tee.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	f.tee.Publish(sold[0], func(err error) { done <- err })
+	if err := <-done; err != ErrClosed {
+		t.Errorf("publish after Close: %v, want ErrClosed", err)
+	}
+	if n := f.outboxLen(t); n != 1 {
+		t.Errorf("outbox holds %d entries, want the 1 not delivered", n)
+	}
+}
+
+// TestSweeper: one sweep republishes the entries older than the sweep age and no younger
+// one; moves an unreadable entry to the dead letters once; a second sweeper in the same
+// lease term takes nothing; a sale of another route is left alone; and once the outbox is
+// drained, a sale that is over leaves the set of sales.
+func TestSweeper(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	k := sale.KeysFor(f.sku)
+	old := f.add(t, 5)
+	if err := f.rc.XAdd(ctx, &redis.XAddArgs{Stream: k.Outbox, Values: []string{"order", "", "qty", "x"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rc.SAdd(ctx, sale.SalesKey, f.sku).Err(); err != nil {
+		t.Fatal(err)
+	}
+	now, err := f.rc.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The young entries get IDs of a later millisecond than the sweep's cutoff.
+	await(t, "Redis's clock to pass the cutoff", func() bool {
+		later, err := f.rc.Time(ctx).Result()
+		return err == nil && later.UnixMilli() > now.UnixMilli()+1
+	})
+	cfg := f.cfg.Outbox
+	young := f.add(t, 2)
+
+	// A proxy on another topic leaves the sale alone.
+	other := f.cfg
+	other.Kafka.Topic = f.cfg.Kafka.Topic + ".other"
+	drifted := NewSweeper(f.rc, &Tee{kafka: other.Kafka, producer: f.tee.producer}, cfg, "drifted", zap.NewNop())
+	if err := f.rc.HSet(ctx, k.Meta, "route", f.tee.Route()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drifted.SweepOnce(ctx, now.Add(cfg.SweepAge+time.Second)); err != nil || drifted.Stats().Drifted < 1 {
+		t.Fatalf("a sweeper of another route: %v, stats %+v", err, drifted.Stats())
+	}
+	if n, err := f.rc.Exists(ctx, k.SweepLease).Result(); err != nil || n != 0 || f.outboxLen(t) != int64(len(old)+1+len(young)) {
+		t.Fatalf("a sweeper of another route took the lease (%d, %v) or the entries (%d left)", n, err, f.outboxLen(t))
+	}
+
+	s1 := NewSweeper(f.rc, f.tee, cfg, "one", zap.NewNop())
+	s2 := NewSweeper(f.rc, f.tee, cfg, "two", zap.NewNop())
+	// Other sales of the dev stack may be in the set too: what is checked is this sale's.
+	n, err := s1.SweepOnce(ctx, now.Add(cfg.SweepAge))
+	if err != nil || n < len(old) {
+		t.Fatalf("first sweep: %d republished, %v; want the %d old entries", n, err, len(old))
+	}
+	if lease, err := f.rc.Get(ctx, k.SweepLease).Result(); err != nil || lease != "one" {
+		t.Errorf("the sale's sweep lease: %q, %v; want the first sweeper's", lease, err)
+	}
+	before := s2.Stats().Republished
+	if _, err := s2.SweepOnce(ctx, now.Add(cfg.SweepAge)); err != nil {
+		t.Fatal(err)
+	}
+	if s2.Stats().Buried != 0 || f.outboxLen(t) < int64(len(young)) {
+		t.Errorf("a second sweeper within the lease touched the sale: %+v (before: %d republished)", s2.Stats(), before)
+	}
+	if st := s1.Stats(); st.Buried != 1 {
+		t.Errorf("stats %+v, want the 1 unreadable entry buried", st)
+	}
+	if d, err := f.rc.XLen(ctx, k.Dead).Result(); err != nil || d != 1 {
+		t.Errorf("dead letters: %d, %v; want 1", d, err)
+	}
+	got := f.consumed(t, len(old))
+	for _, s := range old {
+		if _, ok := got[s.OrderID]; !ok {
+			t.Errorf("old order %s was not republished", s.OrderID)
+		}
+	}
+	for _, s := range young {
+		if _, ok := got[s.OrderID]; ok {
+			t.Errorf("young order %s was republished before the sweep age", s.OrderID)
+		}
+	}
+	await(t, "the republished entries to leave the outbox", func() bool { return f.outboxLen(t) == int64(len(young)) })
+
+	// Over, and drained: the next sweep takes the sale out of the set.
+	if err := f.rc.XTrimMaxLen(ctx, k.Outbox, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rc.HSet(ctx, k.Meta, "state", "closed").Err(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the drained, closed sale to leave the set of sales", func() bool {
+		if err := f.rc.Del(ctx, k.SweepLease).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s1.SweepOnce(ctx, now.Add(cfg.SweepAge)); err != nil {
+			t.Fatal(err)
+		}
+		in, err := f.rc.SIsMember(ctx, sale.SalesKey, f.sku).Result()
+		return err == nil && !in
+	})
+	if s1.Stats().Retired != 1 {
+		t.Errorf("stats %+v, want 1 retired", s1.Stats())
+	}
+}
