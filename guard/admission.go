@@ -408,13 +408,13 @@ func (g *Guard) Limit(ctx context.Context, sku string, opt LimitOptions) (state 
 	if err != nil {
 		return "", unavailable(err)
 	}
-	if code := replyString(v, 0); code != "OK" {
-		return "", closed(replyString(v, 1))
+	if code := sale.Field(v, 0); code != "OK" {
+		return "", closed(sale.Field(v, 1))
 	}
 	g.setRate(sku, opt.Rate, opt.Burst)
 	g.signal(eventLimit, sku)
 	g.log.Info("sale rate changed", zap.String("sku", sku), zap.Int64("rate", opt.Rate), zap.Int64("burst", opt.Burst))
-	return replyString(v, 1), nil
+	return sale.Field(v, 1), nil
 }
 
 // Deny puts uid on the deny list (SECKILL.DENY); it returns the list's length.
@@ -426,8 +426,8 @@ func (g *Guard) Deny(ctx context.Context, uid string, opt DenyOptions) (int64, e
 	if err != nil {
 		return 0, unavailable(err)
 	}
-	n, _ := strconv.ParseInt(replyString(v, 1), 10, 64)
-	if replyString(v, 0) == "FULL" {
+	n, _ := strconv.ParseInt(sale.Field(v, 1), 10, 64)
+	if sale.Field(v, 0) == "FULL" {
 		return n, badArgs("the deny list holds %d uids, admission.max_denied; ALLOW some first", n)
 	}
 	g.afterDenyChange(uid)
@@ -442,7 +442,7 @@ func (g *Guard) Allow(ctx context.Context, uid string) (bool, error) {
 	if err != nil {
 		return false, unavailable(err)
 	}
-	removed := replyString(v, 1) == "1"
+	removed := sale.Field(v, 1) == "1"
 	if removed {
 		g.afterDenyChange(uid)
 	}

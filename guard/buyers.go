@@ -25,9 +25,9 @@ func (g *Guard) probe(ctx context.Context, sku string) (probe, error) {
 	if err != nil {
 		return probe{}, err
 	}
-	p := probe{state: replyString(v, 0), version: replyString(v, 1)}
-	p.stock, _ = strconv.ParseInt(replyString(v, 2), 10, 64)
-	p.buyers, _ = strconv.ParseInt(replyString(v, 3), 10, 64)
+	p := probe{state: sale.Field(v, 0), version: sale.Field(v, 1)}
+	p.stock, _ = strconv.ParseInt(sale.Field(v, 2), 10, 64)
+	p.buyers, _ = strconv.ParseInt(sale.Field(v, 3), 10, 64)
 	return p, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard/admit"
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/sale"
 )
 
@@ -202,7 +203,7 @@ type Outcome struct {
 // SettleCall takes the raw reply of one script call for as (round counts the calls an
 // attempt has had before this one) and appends each attempt's outcome to out.
 func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) []Outcome {
-	v, err := decodeReply(raw)
+	v, err := resp.Decode(raw)
 	replies, isArray := v.([]any)
 	if err == nil && (!isArray || len(replies) != len(as)) {
 		err = fmt.Errorf("buy script answered %q for %d buys", clip(raw), len(as))
@@ -237,20 +238,18 @@ func (g *Guard) TimedOut(*Attempt) BuyResult {
 // Late takes the reply of a call whose attempts were answered TimedOut already: what it sold
 // is teed (their buyers learn their orders by retrying), and nothing is counted twice.
 func (g *Guard) Late(as []*Attempt, raw []byte) {
-	v, err := decodeReply(raw)
+	v, err := resp.Decode(raw)
 	replies, _ := v.([]any)
 	if err != nil || len(replies) != len(as) {
 		return
 	}
 	for i, a := range as {
-		r, _ := replies[i].([]any)
-		if replyString(r, 0) != "OK" || g.opt.Publisher == nil {
+		reply, _ := replies[i].([]any)
+		r := sale.ParseBuyReply(reply)
+		if r.Code != "OK" || g.opt.Publisher == nil {
 			continue
 		}
-		v, _ := strconv.ParseInt(replyString(r, 2), 10, 64)
-		ts, _ := strconv.ParseInt(replyString(r, 5), 10, 64)
-		g.opt.Publisher.Publish(sale.Sold{Kind: sale.TypeOrder, OrderID: replyString(r, 1), SKU: a.req.SKU, UID: a.req.UID,
-			Qty: a.req.Qty, Version: v, EntryID: replyString(r, 4), TS: ts, By: g.opt.Instance}, nil)
+		g.opt.Publisher.Publish(r.Sold(a.req.SKU, a.req.UID, a.req.Qty, g.opt.Instance), nil)
 	}
 }
 
@@ -311,14 +310,7 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// replyError is an error reply from Redis, as go-redis would give it: redis.HasErrorPrefix
-// and friends read it the same way.
-type replyError string
-
-func (e replyError) Error() string { return string(e) }
-func (replyError) RedisError()     {}
-
-var _ redis.Error = replyError("")
+var _ redis.Error = resp.ReplyError("") // go-redis reads the buy script's errors as Redis's
 
 // CallTimeout bounds one call to Redis (buy.call_timeout).
 func (g *Guard) CallTimeout() time.Duration { return g.opt.Buy.CallTimeout }

@@ -50,10 +50,10 @@ func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
 	if err != nil {
 		return "", unavailable(err)
 	}
-	if replyString(reply, 0) != "OK" {
+	if sale.Field(reply, 0) != "OK" {
 		return "", noSale(sku)
 	}
-	prev := replyString(reply, 1)
+	prev := sale.Field(reply, 1)
 	g.flags.SetClosed(sku, g.opt.Now(), g.flags.Gen())
 	g.signal(eventClose, sku)
 	if g.db != nil {
@@ -98,23 +98,18 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	if err != nil {
 		return Released{}, unavailable(err)
 	}
-	switch replyString(reply, 0) {
+	rr := sale.ParseReleaseReply(reply, sku, uid, g.opt.Instance)
+	switch rr.Code {
 	case "NONE":
 		return Released{}, badArgs("%s has no order in sale %s", uid, sku)
 	case "ALREADY":
-		return Released{OrderID: replyString(reply, 1), Already: true}, nil
+		return Released{OrderID: rr.Arg, Already: true}, nil
 	case "DRIFT":
-		return Released{}, g.drifted(sku, replyString(reply, 1))
+		return Released{}, g.drifted(sku, rr.Arg)
 	}
-	r := Released{OrderID: replyString(reply, 1)}
-	r.Units, _ = strconv.ParseInt(replyString(reply, 2), 10, 64)
-	r.Stock, _ = strconv.ParseInt(replyString(reply, 3), 10, 64)
-	ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
-	version, _ := strconv.ParseInt(replyString(reply, 6), 10, 64)
-	qty, _ := strconv.ParseInt(replyString(reply, 7), 10, 64)
+	r := Released{OrderID: rr.Arg, Units: rr.Units, Stock: rr.Stock}
 	if g.opt.Publisher != nil {
-		g.opt.Publisher.Publish(sale.Sold{Kind: sale.TypeRelease, OrderID: r.OrderID, SKU: sku, UID: uid, Qty: qty,
-			Version: version, EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}, nil)
+		g.opt.Publisher.Publish(rr.Sold, nil)
 	}
 	g.clearFlag(sku)
 	g.signal(eventRelease, sku)

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"seckill-proxy/internal/resp"
 	"strconv"
 	"sync"
 	"time"
@@ -66,7 +67,7 @@ func (g *Guard) WaitCommand(addr string) []byte {
 // WaitReply takes the reply of a WAIT on addr: it counts a WAIT that came back with fewer
 // replicas than asked for, and turns WAIT off for a while on a master no replica answered.
 func (g *Guard) WaitReply(addr string, raw []byte) {
-	v, err := decodeReply(raw)
+	v, err := resp.Decode(raw)
 	n, ok := v.(int64)
 	if err != nil || !ok {
 		n = -1

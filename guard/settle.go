@@ -45,8 +45,8 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 		res.Err = unavailable(err)
 		return false
 	}
-	reply := a.reply
-	code, arg := replyString(reply, 0), replyString(reply, 1)
+	r := sale.ParseBuyReply(a.reply)
+	code, arg := r.Code, r.Arg
 	if code == "CLOSED" && arg == "not warmed" {
 		g.stats.closed.Add(1) // no sale: no counters of its own
 		g.noSales.add(a.req.SKU, g.opt.Now().Add(g.opt.Buy.SoldOutReprobe), a.noSaleGen)
@@ -59,19 +59,15 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 		g.stats.successes.Add(1)
 		counters.successes.Add(1)
 		res.OrderID = arg
-		version := replyString(reply, 2)
-		counters.known.add(a.req.UID, arg, version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
-		if a.version != version {
-			g.versions.Store(a.req.SKU, version)
+		counters.known.add(a.req.UID, arg, r.Version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
+		if a.version != r.Version {
+			g.versions.Store(a.req.SKU, r.Version)
 		}
-		if replyString(reply, 3) == "0" {
+		if r.Stock == "0" {
 			g.soldOut(a.req.SKU)
 			g.signal(eventSoldOut, a.req.SKU)
 		}
-		v, _ := strconv.ParseInt(version, 10, 64)
-		ts, _ := strconv.ParseInt(replyString(reply, 5), 10, 64)
-		a.sold = sale.Sold{Kind: sale.TypeOrder, OrderID: arg, SKU: a.req.SKU, UID: a.req.UID, Qty: a.req.Qty, Version: v,
-			EntryID: replyString(reply, 4), TS: ts, By: g.opt.Instance}
+		a.sold = r.Sold(a.req.SKU, a.req.UID, a.req.Qty, g.opt.Instance)
 	case "DUPLICATE":
 		g.stats.duplicates.Add(1)
 		counters.duplicates.Add(1)
@@ -121,17 +117,4 @@ func isConnError(err error) bool {
 func isRedirect(err error) bool {
 	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
 		redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
-}
-
-func replyString(reply []any, i int) string {
-	if i >= len(reply) {
-		return ""
-	}
-	switch v := reply[i].(type) {
-	case string:
-		return v
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	return ""
 }

@@ -42,11 +42,11 @@ func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
 	if len(v) == 0 {
 		return Status{State: "none"}, nil
 	}
-	st := Status{State: "pending", OrderID: replyString(v, 0)}
-	if outcome := replyString(v, 1); outcome != "" {
+	st := Status{State: "pending", OrderID: sale.Field(v, 0)}
+	if outcome := sale.Field(v, 1); outcome != "" {
 		st.State, st.Reason, _ = strings.Cut(outcome, " ")
 	}
-	if replyString(v, 2) == "1" {
+	if sale.Field(v, 2) == "1" {
 		st.State, st.Reason = "cancelled", ""
 	}
 	return st, nil

@@ -75,9 +75,9 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 	}
 	var inflight int64
-	switch code, arg := replyString(reply, 0), replyString(reply, 1); code {
+	switch code, arg := sale.Field(reply, 0), sale.Field(reply, 1); code {
 	case "OK":
-		inflight, _ = strconv.ParseInt(replyString(reply, 2), 10, 64)
+		inflight, _ = strconv.ParseInt(sale.Field(reply, 2), 10, 64)
 	case "OPEN":
 		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s is open in Redis (version %s); add FORCE to re-warm it", sku, arg))
 	case "ENDED":

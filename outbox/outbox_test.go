@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,6 +34,32 @@ func newFixture(t *testing.T) *fixture {
 	if err := connect.EnsureTopics(cfg.Kafka); err != nil {
 		t.Fatal(err)
 	}
+	// A new topic's partitions get their leaders a moment after it is created; a producer that
+	// asks before then is told the partition does not exist.
+	sc, err := connect.Sarama(cfg.Kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the new topic's partitions to have leaders", func() bool {
+		if kc.RefreshMetadata(cfg.Kafka.Topic) != nil {
+			return false
+		}
+		parts, err := kc.Partitions(cfg.Kafka.Topic)
+		if err != nil || len(parts) != cfg.Kafka.Partitions {
+			return false
+		}
+		for _, p := range parts {
+			if _, err := kc.Leader(cfg.Kafka.Topic, p); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	_ = kc.Close()
 	rc := connect.Redis(cfg.Redis)
 	t.Cleanup(func() { _ = rc.Close() })
 	tee := NewTee(rc, cfg, "outbox-test", zap.NewNop())
@@ -73,9 +98,7 @@ func (f *fixture) add(t *testing.T, n int) []sale.Sold {
 	for i := range n {
 		s := sale.Sold{Kind: sale.TypeOrder, OrderID: xid.New().String(), SKU: f.sku, UID: fmt.Sprintf("u%d", i),
 			Qty: 1, Version: 1, TS: time.Now().UnixMilli(), By: "outbox-test"}
-		id, err := f.rc.XAdd(ctx, &redis.XAddArgs{Stream: sale.KeysFor(f.sku).Outbox, Values: []string{
-			"order", s.OrderID, "uid", s.UID, "qty", "1", "version", "1", "ts", strconv.FormatInt(s.TS, 10), "by", s.By,
-		}}).Result()
+		id, err := f.rc.XAdd(ctx, &redis.XAddArgs{Stream: sale.KeysFor(f.sku).Outbox, Values: sale.EntryFields(s)}).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -144,7 +143,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 			idle = append(idle, sku)
 		}
 		for _, e := range entries {
-			sold, err := soldFromEntry(sku, e)
+			sold, err := sale.SoldFromEntry(sku, e.ID, e.Values)
 			if err != nil {
 				s.bury(ctx, sku, e.ID, err, fail)
 				continue
@@ -247,27 +246,4 @@ func (s *Sweeper) retire(ctx context.Context, skus []string, fail func(string, s
 		s.retired.Add(1)
 		s.log.Info("sale over and drained: the sweepers stop visiting it", zap.String("sku", sku))
 	}
-}
-
-// soldFromEntry reads an outbox entry as buy.lua wrote it.
-func soldFromEntry(sku string, e redis.XMessage) (sale.Sold, error) {
-	str := func(k string) string { v, _ := e.Values[k].(string); return v }
-	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
-	version, err1 := num("version")
-	qty, err2 := num("qty")
-	ts, err3 := num("ts")
-	kind := str("type")
-	if kind == "" {
-		kind = sale.TypeOrder
-	}
-	s := sale.Sold{Kind: kind, OrderID: str("order"), SKU: sku, UID: str("uid"), Qty: qty, Version: version, EntryID: e.ID, TS: ts, By: str("by")}
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			return s, err
-		}
-	}
-	if s.OrderID == "" || s.UID == "" || strings.ContainsAny(s.UID, " \r\n") {
-		return s, sale.ErrMalformed
-	}
-	return s, nil
 }

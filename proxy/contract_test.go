@@ -13,8 +13,8 @@ import (
 	"github.com/rs/xid"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/internal/testenv"
-	"seckill-proxy/upstream"
 )
 
 // contractCase is a sequence of commands sent on one connection, one at a time; through the
@@ -62,6 +62,8 @@ var contractCases = []contractCase{
 		{"MULTI"}, {"HGETALL", "{k}h"}, {"ZSCORE", "{k}z", "m"}, {"EXEC"}, {"PING"}, {"ECHO", "e"}}},
 	{name: "resp3 back to resp2", resp3: true, cmds: [][]string{
 		{"HSET", "{k}h", "f", "v"}, {"HGETALL", "{k}h"}, {"HELLO", "2"}, {"HGETALL", "{k}h"}, {"GET", "{k}nope"}}},
+	{name: "a reply nested 100 deep, as Redis gives it", cmds: [][]string{
+		{"EVAL", "local t = {1} for i = 1, 100 do t = {t} end return t", "0"}}},
 	{name: "watch then a change aborts exec", cmds: [][]string{
 		{"WATCH", "{k}a"}, {"SET", "{k}a", "1"}, {"MULTI"}, {"GET", "{k}a"}, {"EXEC"}}},
 }
@@ -336,12 +338,12 @@ func testRESP3PubSub(t *testing.T, s *stack) {
 	message, messages := push("message", ch, "$2\r\nhi\r\n"), 0
 	reply := func(args ...string) string {
 		t.Helper()
-		if _, err := sub.c.Write([]byte(resp(args...))); err != nil {
+		if _, err := sub.c.Write([]byte(respCmd(args...))); err != nil {
 			t.Fatal(err)
 		}
 		for {
 			_ = sub.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			got, err := upstream.ReadReply(sub.r)
+			got, err := resp.ReadReply(sub.r)
 			if err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}
@@ -361,7 +363,7 @@ func testRESP3PubSub(t *testing.T, s *stack) {
 	// GET's reply may overtake a message published just before it; the message still comes.
 	for messages == 0 {
 		_ = sub.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		got, err := upstream.ReadReply(sub.r)
+		got, err := resp.ReadReply(sub.r)
 		if err != nil || string(got) != message {
 			t.Fatalf("after GET: %q, %v; want the published message", got, err)
 		}

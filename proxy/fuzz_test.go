@@ -12,10 +12,10 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/app"
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
-	"seckill-proxy/upstream"
 )
 
 // FuzzRequestPath sends arbitrary bytes to a proxy (no services behind it): malformed RESP,
@@ -64,7 +64,7 @@ func sendAndProbe(t *testing.T, addr string, in []byte, probe string, want ...st
 	}
 	br := bufio.NewReader(p)
 	for i, w := range want {
-		if got, err := upstream.ReadReply(br); err != nil || string(got) != w {
+		if got, err := resp.ReadReply(br); err != nil || string(got) != w {
 			t.Fatalf("after %q, probe reply %d = %q, %v; want %q", in, i, got, err, w)
 		}
 	}

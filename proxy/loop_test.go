@@ -15,9 +15,9 @@ import (
 	"github.com/rs/xid"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/router"
-	"seckill-proxy/upstream"
 )
 
 // The event loop serves a standalone upstream's clients; these tests run against one. The
@@ -50,7 +50,7 @@ func eachUpstreamWith(t *testing.T, mutate func(*conf.Config), f func(t *testing
 	t.Run("standalone", func(t *testing.T) { f(t, startStandalone(t, mutate)) })
 }
 
-func resp(args ...string) string {
+func respCmd(args ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -67,7 +67,7 @@ func (rc *rawClient) expect(t *testing.T, raw string, want ...string) {
 		t.Fatal(err)
 	}
 	for i, w := range want {
-		got, err := upstream.ReadReply(rc.r)
+		got, err := resp.ReadReply(rc.r)
 		if err != nil || string(got) != w {
 			t.Fatalf("reply %d = %q, %v; want %q", i, got, err, w)
 		}
@@ -94,9 +94,9 @@ func TestLoopPipelineOrder(t *testing.T) { eachUpstream(t, testLoopPipelineOrder
 func testLoopPipelineOrder(t *testing.T, s *stack) {
 	c := dialRaw(t, s.addr)
 	k := "loop:" + xid.New().String()
-	raw := resp("SET", k, "1") + resp("CLIENT", "SETNAME", "app") + resp("INCR", k) + resp("CLIENT", "GETNAME") +
-		resp("GET", k) + resp("ECHO", "hi") + resp("MULTI") + resp("INCR", k) + resp("EXEC") +
-		"GET " + k + "\r\n" + resp("SECKILL.STATUS", "nosku", "u") + resp("GET", k) + "PING\r\n" + resp("SET", "seckill:{loop}:x", "1") + resp("DEL", k)
+	raw := respCmd("SET", k, "1") + respCmd("CLIENT", "SETNAME", "app") + respCmd("INCR", k) + respCmd("CLIENT", "GETNAME") +
+		respCmd("GET", k) + respCmd("ECHO", "hi") + respCmd("MULTI") + respCmd("INCR", k) + respCmd("EXEC") +
+		"GET " + k + "\r\n" + respCmd("SECKILL.STATUS", "nosku", "u") + respCmd("GET", k) + "PING\r\n" + respCmd("SET", "seckill:{loop}:x", "1") + respCmd("DEL", k)
 	c.expect(t, raw, "+OK\r\n", "+OK\r\n", ":2\r\n", "$3\r\napp\r\n", "$1\r\n2\r\n", "$2\r\nhi\r\n",
 		"+OK\r\n", "+QUEUED\r\n", "*1\r\n:3\r\n", "$1\r\n3\r\n", "$4\r\nnone\r\n", "$1\r\n3\r\n", "+PONG\r\n",
 		"-"+router.ProtectedKeysError+"\r\n", ":1\r\n")
@@ -105,13 +105,13 @@ func testLoopPipelineOrder(t *testing.T, s *stack) {
 	s.sale(t, s.client(t, 1), sku, 1)
 	buyer := dialRaw(t, s.addr)
 	_ = buyer.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := buyer.c.Write([]byte(resp("SET", k, "b") + resp("SECKILL.BUY", sku, "u1") + resp("GET", k) +
-		resp("SECKILL.BUY", sku, "u2") + resp("DEL", k))); err != nil {
+	if _, err := buyer.c.Write([]byte(respCmd("SET", k, "b") + respCmd("SECKILL.BUY", sku, "u1") + respCmd("GET", k) +
+		respCmd("SECKILL.BUY", sku, "u2") + respCmd("DEL", k))); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for range 5 {
-		r, err := upstream.ReadReply(buyer.r)
+		r, err := resp.ReadReply(buyer.r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func testLoopPipelineOrder(t *testing.T, s *stack) {
 	for i, cc := range conns {
 		var b strings.Builder
 		for j := range depth {
-			b.WriteString(resp("SET", key(i, j), fmt.Sprint(j)) + resp("GET", key(i, j)) + resp("DEL", key(i, j)))
+			b.WriteString(respCmd("SET", key(i, j), fmt.Sprint(j)) + respCmd("GET", key(i, j)) + respCmd("DEL", key(i, j)))
 		}
 		if _, err := cc.c.Write([]byte(b.String())); err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func testLoopPipelineOrder(t *testing.T, s *stack) {
 		for j := range depth {
 			v := fmt.Sprint(j)
 			for _, want := range []string{"+OK\r\n", fmt.Sprintf("$%d\r\n%s\r\n", len(v), v), ":1\r\n"} {
-				if got, err := upstream.ReadReply(cc.r); err != nil || string(got) != want {
+				if got, err := resp.ReadReply(cc.r); err != nil || string(got) != want {
 					t.Fatalf("client %d, command %d: %q, %v; want %q", i, j, got, err, want)
 				}
 			}
@@ -155,16 +155,16 @@ func TestLoopAuth(t *testing.T) {
 	s := startStandalone(t, func(c *conf.Config) { c.Password = "s3cret" })
 	c := dialRaw(t, s.addr)
 	k := "loop:" + xid.New().String()
-	c.expect(t, resp("GET", k)+resp("AUTH", "wrong")+resp("AUTH", "s3cret")+resp("SET", k, "v")+resp("GET", k)+resp("DEL", k),
+	c.expect(t, respCmd("GET", k)+respCmd("AUTH", "wrong")+respCmd("AUTH", "s3cret")+respCmd("SET", k, "v")+respCmd("GET", k)+respCmd("DEL", k),
 		"-NOAUTH Authentication required.\r\n",
 		"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
 		"+OK\r\n", "+OK\r\n", "$1\r\nv\r\n", ":1\r\n")
 	// A subscriber is handed over with its session: still logged in after subscriber mode.
 	ch := "loop:ch:" + xid.New().String()
-	c.expect(t, resp("SUBSCRIBE", ch), fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(ch), ch))
+	c.expect(t, respCmd("SUBSCRIBE", ch), fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(ch), ch))
 	pub := dialRaw(t, s.addr)
-	pub.expect(t, resp("AUTH", "s3cret")+resp("PUBLISH", ch, "hi"), "+OK\r\n", ":1\r\n")
-	c.expect(t, resp("UNSUBSCRIBE", ch)+resp("GET", k),
+	pub.expect(t, respCmd("AUTH", "s3cret")+respCmd("PUBLISH", ch, "hi"), "+OK\r\n", ":1\r\n")
+	c.expect(t, respCmd("UNSUBSCRIBE", ch)+respCmd("GET", k),
 		fmt.Sprintf("*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$2\r\nhi\r\n", len(ch), ch),
 		fmt.Sprintf("*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(ch), ch), "$-1\r\n")
 }
@@ -186,16 +186,16 @@ func TestHalfClose(t *testing.T) {
 			}
 		}
 		c := dialRaw(t, s.addr)
-		shut(c, resp("PING")+resp("AUTH", "s3cret")+resp("SET", k, "v")+resp("GET", k)+"PING\r\n"+resp("QUIT"))
+		shut(c, respCmd("PING")+respCmd("AUTH", "s3cret")+respCmd("SET", k, "v")+respCmd("GET", k)+"PING\r\n"+respCmd("QUIT"))
 		c.expectClosed(t, "-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n$1\r\nv\r\n+PONG\r\n+OK\r\n")
 
 		c = dialRaw(t, s.addr)
-		shut(c, resp("AUTH", "s3cret")+resp("GET", k)+resp("DEL", k)+"*2\r\n$3\r\nGET\r\n$5\r\nab")
+		shut(c, respCmd("AUTH", "s3cret")+respCmd("GET", k)+respCmd("DEL", k)+"*2\r\n$3\r\nGET\r\n$5\r\nab")
 		c.expectClosed(t, "+OK\r\n$1\r\nv\r\n:1\r\n")
 
 		c = dialRaw(t, s.addr)
-		c.expect(t, resp("AUTH", "s3cret"), "+OK\r\n")
-		shut(c, resp("BLPOP", k, "0"))
+		c.expect(t, respCmd("AUTH", "s3cret"), "+OK\r\n")
+		shut(c, respCmd("BLPOP", k, "0"))
 		c.expectClosed(t, "")
 	})
 }
@@ -206,7 +206,7 @@ func TestHalfClose(t *testing.T) {
 func TestLoopBadInput(t *testing.T) {
 	s := startStandalone(t, func(c *conf.Config) { c.Limits.MaxArgBytes = 1024 })
 	c := dialRaw(t, s.addr)
-	c.expect(t, resp("PING")+resp("GET", "loop:none")+"*2\r\n$3\r\nGET\r\n:1\r\n", "+PONG\r\n", "$-1\r\n")
+	c.expect(t, respCmd("PING")+respCmd("GET", "loop:none")+"*2\r\n$3\r\nGET\r\n:1\r\n", "+PONG\r\n", "$-1\r\n")
 	c.expectClosed(t, "-ERR Protocol error: expected '$', got ':'\r\n")
 
 	big := dialRaw(t, s.addr)
@@ -240,19 +240,19 @@ func TestLoopBigRepliesSlowReader(t *testing.T) {
 	go func() {
 		var b strings.Builder
 		for i := range n {
-			b.WriteString(resp("GET", k))
-			b.WriteString(resp("ECHO", fmt.Sprint(i)))
+			b.WriteString(respCmd("GET", k))
+			b.WriteString(respCmd("ECHO", fmt.Sprint(i)))
 		}
 		_, _ = c.c.Write([]byte(b.String()))
 	}()
 	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	want := fmt.Sprintf("$%d\r\n%s\r\n", len(value), value)
 	for i := range n {
-		got, err := upstream.ReadReply(c.r)
+		got, err := resp.ReadReply(c.r)
 		if err != nil || string(got) != want {
 			t.Fatalf("GET %d: %d bytes, %v", i, len(got), err)
 		}
-		if got, err := upstream.ReadReply(c.r); err != nil || string(got) != fmt.Sprintf("$%d\r\n%d\r\n", len(fmt.Sprint(i)), i) {
+		if got, err := resp.ReadReply(c.r); err != nil || string(got) != fmt.Sprintf("$%d\r\n%d\r\n", len(fmt.Sprint(i)), i) {
 			t.Fatalf("ECHO %d = %q, %v", i, got, err)
 		}
 	}
@@ -361,7 +361,7 @@ func TestLoopShutdownDrains(t *testing.T) {
 		return n
 	}
 	before := processed()
-	if _, err := c.c.Write([]byte(resp("GET", "k"))); err != nil {
+	if _, err := c.c.Write([]byte(respCmd("GET", "k"))); err != nil {
 		t.Fatal(err)
 	}
 	infos := 0
@@ -417,7 +417,7 @@ func TestLoopMaxClients(t *testing.T) {
 		}
 		defer nc.Close()
 		_ = nc.SetDeadline(time.Now().Add(time.Second))
-		_, _ = nc.Write([]byte(resp("PING")))
+		_, _ = nc.Write([]byte(respCmd("PING")))
 		got := make([]byte, 7)
 		_, err = io.ReadFull(nc, got)
 		return err == nil && string(got) == "+PONG\r\n"

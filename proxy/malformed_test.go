@@ -116,7 +116,7 @@ func TestAuthGuessingIsCapped(t *testing.T) {
 	eachUpstreamWith(t, func(c *conf.Config) { c.Password = "right" }, func(t *testing.T, s *stack) {
 		var b strings.Builder
 		for i := range 100000 {
-			b.WriteString(resp("AUTH", fmt.Sprint("guess", i)))
+			b.WriteString(respCmd("AUTH", fmt.Sprint("guess", i)))
 		}
 		got := transcript(t, s.addr, b.String(), 10*time.Second)
 		wrong := "-WRONGPASS invalid username-password pair or user is disabled.\r\n"

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/xid"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/resp"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/upstream"
 )
@@ -48,7 +49,7 @@ func (rc *rawClient) do(t *testing.T, args ...string) string {
 	if _, err := rc.c.Write([]byte(b.String())); err != nil {
 		t.Fatal(err)
 	}
-	reply, err := upstream.ReadReply(rc.r)
+	reply, err := resp.ReadReply(rc.r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func testSubscriberMode(t *testing.T, s *stack) {
 	if got := pub.do(t, "PUBLISH", ch, "hello"); got != ":0\r\n" && got != ":1\r\n" {
 		t.Fatalf("PUBLISH = %q", got)
 	}
-	if got, err := upstream.ReadReply(sub.r); err != nil || string(got) != fmt.Sprintf("*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$5\r\nhello\r\n", len(ch), ch) {
+	if got, err := resp.ReadReply(sub.r); err != nil || string(got) != fmt.Sprintf("*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$5\r\nhello\r\n", len(ch), ch) {
 		t.Fatalf("message = %q, %v", got, err)
 	}
 	if got := sub.do(t, "GET", "x"); got != "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n" {
@@ -422,7 +423,7 @@ func testSubscriberMode(t *testing.T, s *stack) {
 		"$1\r\nv\r\n",
 		"+PONG\r\n",
 	} {
-		if got, err := upstream.ReadReply(sub.r); err != nil || string(got) != want {
+		if got, err := resp.ReadReply(sub.r); err != nil || string(got) != want {
 			t.Fatalf("pipelined reply %d = %q, %v; want %q", i, got, err, want)
 		}
 	}
@@ -441,7 +442,7 @@ func testSubscriberMode(t *testing.T, s *stack) {
 		"$1\r\nv\r\n",
 		"+PONG\r\n",
 	} {
-		if got, err := upstream.ReadReply(c.r); err != nil || string(got) != want {
+		if got, err := resp.ReadReply(c.r); err != nil || string(got) != want {
 			t.Fatalf("one-read reply %d = %q, %v; want %q", i, got, err, want)
 		}
 	}

@@ -144,7 +144,7 @@ func TestReshardRedirects(t *testing.T) {
 	var replies []string
 	for j := range 50 {
 		k, v := "{"+key+"}:p"+strconv.Itoa(j), strconv.Itoa(j)
-		pipeline.WriteString(resp("SET", k, v) + resp("GET", k) + resp("DEL", k))
+		pipeline.WriteString(respCmd("SET", k, v) + respCmd("GET", k) + respCmd("DEL", k))
 		replies = append(replies, "+OK\r\n", "$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n", ":1\r\n")
 	}
 	c.expect(t, pipeline.String(), replies...)

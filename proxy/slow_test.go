@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/connect"
-	"seckill-proxy/upstream"
+	"seckill-proxy/internal/resp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,7 +32,7 @@ func testBlockingDoesNotHoldUpOthers(t *testing.T, s *stack) {
 		fmt.Fprintf(&b, "*3\r\n$5\r\nBLPOP\r\n$%d\r\n%s\r\n$1\r\n5\r\n", len(key), key)
 		_, _ = blocker.c.Write([]byte(b.String()))
 		_ = blocker.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		reply, _ := upstream.ReadReply(blocker.r)
+		reply, _ := resp.ReadReply(blocker.r)
 		done <- string(reply)
 	}()
 	for i := range 100 {
@@ -59,7 +59,7 @@ func TestBlockedClientLeaves(t *testing.T) { eachUpstream(t, testBlockedClientLe
 func testBlockedClientLeaves(t *testing.T, s *stack) {
 	key := "{left" + xid.New().String() + "}"
 	blocker := dialRaw(t, s.addr)
-	if _, err := blocker.c.Write([]byte(resp("BLPOP", key, "0"))); err != nil {
+	if _, err := blocker.c.Write([]byte(respCmd("BLPOP", key, "0"))); err != nil {
 		t.Fatal(err)
 	}
 	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
@@ -124,14 +124,14 @@ end`
 	if err := probe.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := slow.c.Write([]byte(resp("EVAL", slowLua, "1", key+"a", "1500000"))); err != nil {
+	if _, err := slow.c.Write([]byte(respCmd("EVAL", slowLua, "1", key+"a", "1500000"))); err != nil {
 		t.Fatal(err)
 	}
 	// Redis runs the script: a PING straight to the node gets no answer in 50 ms.
 	eventually(t, 5*time.Second, "Redis runs the slow script", func() bool { return probe.Ping(ctx).Err() != nil })
-	other.expect(t, resp("GET", key+"b"), "$-1\r\n")
+	other.expect(t, respCmd("GET", key+"b"), "$-1\r\n")
 	_ = slow.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if got, err := upstream.ReadReply(slow.r); err != nil || string(got) != ":1\r\n" {
+	if got, err := resp.ReadReply(slow.r); err != nil || string(got) != ":1\r\n" {
 		t.Fatalf("the slow script's reply = %q, %v; want :1", got, err)
 	}
 }

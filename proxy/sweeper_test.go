@@ -52,7 +52,7 @@ func TestSweeper(t *testing.T) {
 		t.Fatalf("%d dead letters, want 1", n)
 	}
 	dead := s.rc.XRange(ctx, k.Dead, "-", "+").Val()[0].Values
-	if dead["order"] != "forged" || !strings.Contains(dead["error"].(string), "invalid syntax") {
+	if dead["order"] != "forged" || !strings.Contains(dead["error"].(string), `qty "seven" is not a number`) {
 		t.Fatalf("dead letter %v", dead)
 	}
 	lines, err := c.Do(ctx, "seckill.check", sku).StringSlice()

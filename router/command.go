@@ -3,10 +3,9 @@ package router
 import (
 	"context"
 	"path"
+	"seckill-proxy/internal/resp"
 	"slices"
 	"strings"
-
-	"seckill-proxy/upstream"
 )
 
 // cmdCommand answers COMMAND and its subcommands from Redis's own table, with the proxy's
@@ -27,7 +26,7 @@ func (r *Router) cmdCommand(ctx context.Context, s *Session, args [][]byte) (Rep
 	own := r.ownCommands()
 	switch sub {
 	case "count":
-		n, err := upstream.ParseInt(raw)
+		n, err := resp.ParseInt(raw)
 		if err != nil {
 			return rawReply(raw), nil
 		}
@@ -36,7 +35,7 @@ func (r *Router) cmdCommand(ctx context.Context, s *Session, args [][]byte) (Rep
 	default:
 		return rawReply(raw), nil
 	}
-	els, err := upstream.SplitArray(raw)
+	els, err := resp.SplitArray(raw)
 	if err != nil {
 		return rawReply(raw), nil
 	}

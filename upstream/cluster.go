@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"slices"
@@ -378,29 +377,6 @@ func (c *Cluster) masters(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(addrs)
 	return addrs, nil
-}
-
-// splitArray returns the raw elements of a raw array reply.
-func splitArray(raw []byte) ([][]byte, error) {
-	r := bufio.NewReader(bytes.NewReader(raw))
-	var head []byte
-	body, err := readLine(r, &head)
-	if err != nil || head[0] != '*' {
-		return nil, ErrProtocol
-	}
-	n, err := strconv.Atoi(string(body))
-	if err != nil {
-		return nil, ErrProtocol
-	}
-	out := make([][]byte, 0, max(n, 0))
-	for range max(n, 0) {
-		el, err := readReply(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, el)
-	}
-	return out, nil
 }
 
 func arrayReply(els [][]byte) []byte {

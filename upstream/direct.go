@@ -2,9 +2,7 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"net"
-	"strconv"
 	"time"
 )
 
@@ -78,16 +76,3 @@ func (c *Cluster) Timeout() time.Duration { return c.opt.Timeout }
 
 // DialTimeout bounds connecting (and logging in) to a node.
 func (c *Cluster) DialTimeout() time.Duration { return c.opt.DialTimeout }
-
-// SplitArray returns the raw elements of a raw array reply.
-func SplitArray(raw []byte) ([][]byte, error) { return splitArray(raw) }
-
-// ParseInt reads a raw integer reply.
-func ParseInt(raw []byte) (int64, error) {
-	if len(raw) < 4 || raw[0] != ':' {
-		return 0, errNotInteger
-	}
-	return strconv.ParseInt(string(raw[1:len(raw)-2]), 10, 64)
-}
-
-var errNotInteger = errors.New("not an integer reply")

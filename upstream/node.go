@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/resp"
 	"time"
 )
 
@@ -19,7 +20,8 @@ type node struct {
 type conn struct {
 	nc   net.Conn
 	r    *bufio.Reader
-	wbuf []byte // the last write, reused
+	scan resp.ReplyScanner // reads r's replies; kept so that reading allocates nothing
+	wbuf []byte            // the last write, reused
 }
 
 func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte) *node {
@@ -133,7 +135,8 @@ func (c *conn) roundTripUntil(deadline time.Time, cmds [][][]byte) ([][]byte, er
 	ends := make([]int, len(cmds))
 	var all []byte
 	for i := range cmds {
-		if err := appendReply(c.r, &all, 0); err != nil {
+		var err error
+		if all, err = c.scan.Append(c.r, all); err != nil {
 			return nil, err
 		}
 		ends[i] = len(all)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"seckill-proxy/internal/resp"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,7 +85,7 @@ func (c *Cluster) split(ctx context.Context, name string, args [][]byte) []byte 
 	case "mget":
 		values := make([][]byte, (len(args)-1)/step)
 		for j, s := range order {
-			els, err := splitArray(replies[j])
+			els, err := resp.SplitArray(replies[j])
 			if err != nil || len(els) != len(parts[s].pos) {
 				return errorReply("ERR upstream MGET reply did not match its keys")
 			}
@@ -143,7 +144,7 @@ func (c *Cluster) scan(ctx context.Context, args [][]byte) []byte {
 	idx, own := cursor%k, cursor/k
 	sub := append([][]byte{args[0], []byte(strconv.FormatUint(own, 10))}, args[2:]...)
 	r := c.one(ctx, ms[idx], sub)
-	els, err := splitArray(r)
+	els, err := resp.SplitArray(r)
 	if err != nil || len(els) != 2 {
 		return r
 	}
@@ -247,7 +248,7 @@ func mergeExists(replies [][]byte) []byte {
 		if r[0] == '-' {
 			return r
 		}
-		els, err := splitArray(r)
+		els, err := resp.SplitArray(r)
 		if err != nil {
 			return r
 		}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"seckill-proxy/internal/resp"
 	"strings"
 )
 
@@ -37,7 +38,7 @@ func (s *Subscriber) Send(args [][]byte) error {
 }
 
 // Next waits for the next reply or message, as raw RESP.
-func (s *Subscriber) Next() ([]byte, error) { return readReply(s.c.r) }
+func (s *Subscriber) Next() ([]byte, error) { return resp.ReadReply(s.c.r) }
 
 // Close closes the connection; Next then returns an error.
 func (s *Subscriber) Close() { s.c.nc.Close() }

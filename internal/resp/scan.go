@@ -18,6 +18,9 @@ type ReplyScanner struct {
 	need int     // the current reply is at least this long, as far as is known
 }
 
+// reset forgets a reply half scanned.
+func (s *ReplyScanner) reset() { s.pos, s.left, s.need = 0, s.left[:0], 0 }
+
 // Need is how long the current reply is at least, as far as the last Scan could tell (the
 // end of the bulk string it waits for): a reader may grow its buffer to it at once.
 func (s *ReplyScanner) Need() int { return s.need }
@@ -53,6 +56,9 @@ func (s *ReplyScanner) Scan(buf []byte) (int, error) {
 					return 0, nil // the header is scanned again next time: O(1)
 				}
 				end += int(n) + 2
+				if buf[end-2] != '\r' || buf[end-1] != '\n' {
+					return 0, ErrReply // the bulk's length is not its length: out of step
+				}
 			}
 			elems = -1
 		case '*', '~', '>', '%', '|':
