@@ -14,7 +14,7 @@ import (
 // loop (with ParseBuy and the guard's loop API), rather than through Serve: one of sess's,
 // not inside MULTI.
 func (r *Router) IsBuy(s *Session, args [][]byte) bool {
-	if r.guard == nil || len(args) == 0 || (s.tx != nil && s.tx.Active()) || s.stale(r) {
+	if r.guard == nil || len(args) == 0 || s.inTx() || s.stale(r) {
 		return false // a stale session goes through Serve, which closes it if it must
 	}
 	c := r.lookup(args[0])

@@ -94,7 +94,7 @@ type noReply struct{}
 func (noReply) write(Writer) {}
 
 func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
-	if s.tx != nil && s.tx.Active() {
+	if s.inTx() {
 		return nil, respError("ERR Command not allowed inside a transaction")
 	}
 	if !s.Admin && !strings.EqualFold(string(args[0]), "psubscribe") {

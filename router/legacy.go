@@ -261,6 +261,25 @@ func intReply(ints *guard.IntReplies, res guard.BuyResult) (int64, bool) {
 	return 0, false
 }
 
+// serveLegacy takes what of a pipeline is the seeds' legacy client code: a legacy stock script
+// inside MULTI (the transaction is refused), a legacy stock script call (gathered as a buy),
+// and SCRIPT LOAD of a script it may recognise later. It reports whether it took args.
+func (r *Router) serveLegacy(b *batch, args [][]byte) bool {
+	s := b.s
+	if s.inTx() && r.inMultiLegacy(args) {
+		b.flush()
+		s.tx.Abort()
+		WriteError(b.w, errLegacyInMulti)
+		return true
+	}
+	if req, lerr, ok := r.checkedLegacyBuy(s, args); ok {
+		b.addBuy(req, lerr)
+		return true
+	}
+	r.learnLegacy(args)
+	return false
+}
+
 // buyCheckArgs stand for a legacy buy in the router's checks: it may run where SECKILL.BUY
 // may (logged in, a role that buys), whatever the policy says of scripts.
 var buyCheckArgs = [][]byte{[]byte("seckill.buy"), []byte("sku"), []byte("uid")}
@@ -268,7 +287,7 @@ var buyCheckArgs = [][]byte{[]byte("seckill.buy"), []byte("sku"), []byte("uid")}
 // checkedLegacyBuy is legacyBuy after the checks a SECKILL.BUY gets, and, for a script with
 // no buyer, the connection's cap (buy.legacy_uidless_per_conn).
 func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyRequest, err error, ok bool) {
-	if r.legacy == nil || !r.legacy.isLegacyCall(args) || (s.tx != nil && s.tx.Active()) {
+	if r.legacy == nil || !r.legacy.isLegacyCall(args) || s.inTx() {
 		return req, nil, false
 	}
 	if _, err := r.check(s, buyCheckArgs); err != nil {

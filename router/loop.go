@@ -16,7 +16,7 @@ import (
 // upstream.Cluster.Direct), and the slot of its keys. A server may then forward args itself
 // (and count it with Counted) instead of calling Serve.
 func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
-	if r.opt.Upstream == nil || (s.tx != nil && s.tx.Active()) {
+	if r.opt.Upstream == nil || s.inTx() {
 		return "", 0
 	}
 	if _, err := r.check(s, args); err != errPassThrough {
@@ -41,7 +41,7 @@ func (r *Router) Immediate(dst []byte, s *Session, args [][]byte) (out []byte, o
 		r.commands.Add(1)
 		return redcon.AppendError(dst, resp.UnknownCommand(args)), true
 	}
-	if !s.Authed || (s.tx != nil && s.tx.Active()) || len(args) > 2 {
+	if !s.Authed || s.inTx() || len(args) > 2 {
 		return dst, false
 	}
 	switch c := r.lookup(args[0]); {

@@ -219,6 +219,9 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	return r
 }
 
+// inTx: the session is inside MULTI.
+func (s *Session) inTx() bool { return s.tx != nil && s.tx.Active() }
+
 // NewSession returns the state of a new connection. With no password and no users, it is
 // the default user with every right; otherwise it must AUTH first.
 //
@@ -258,128 +261,18 @@ func (r *Router) lookup(name []byte) *command {
 }
 
 // Serve runs one client pipeline, cmds, writing one reply per command to w, in order.
-// Consecutive SECKILL.BUY commands go to Redis as one batch. cmds may point into a buffer that
-// the caller reuses once Serve returns: what must outlive the call is copied.
+// Consecutive SECKILL.BUY commands go to Redis as one batch, and so do consecutive
+// pass-through commands. cmds may point into a buffer that the caller reuses once Serve
+// returns: what must outlive the call is copied. Each command is classified (a legacy stock
+// call or key command, a command queued in MULTI, a buy, a pass-through command, the proxy's
+// own), then dispatched.
 func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Writer) {
-	buys, buyErrs := s.buys[:0], s.buyErrs[:0] // buyErrs: per pending buy, an argument error or nil
-	flush := func() {
-		if len(buyErrs) == 0 {
-			return
-		}
-		s.results = r.writeBuys(ctx, buys, buyErrs, s.results, w)
-		buys, buyErrs = buys[:0], buyErrs[:0]
-	}
-	defer func() { s.buys, s.buyErrs = buys[:0], buyErrs[:0] }()
-	var pass [][][]byte // commands for the upstream, sent together
-	flushPass := func() {
-		if len(pass) == 0 {
-			return
-		}
-		var start time.Time
-		if r.opt.ObservePass != nil {
-			start = time.Now()
-		}
-		replies := r.opt.Upstream.For(s.Proto).Do(ctx, pass)
-		if r.opt.ObservePass != nil {
-			d := time.Since(start)
-			for i, reply := range replies {
-				r.opt.ObservePass(pass[i], reply, d)
-			}
-		}
-		for _, reply := range replies {
-			w.WriteRaw(reply)
-		}
-		pass = pass[:0]
-	}
+	b := &batch{r: r, s: s, ctx: ctx, w: w, buys: s.buys[:0], buyErrs: s.buyErrs[:0]}
+	defer func() { s.buys, s.buyErrs = b.buys[:0], b.buyErrs[:0] }()
 	r.commands.Add(int64(len(cmds)))
 	s.Active(time.Now())
 	for i, args := range cmds {
-		if s.tx != nil && s.tx.Active() && r.inMultiLegacy(args) {
-			flush()
-			flushPass()
-			s.tx.Abort()
-			WriteError(w, errLegacyInMulti)
-			continue
-		}
-		if req, lerr, ok := r.checkedLegacyBuy(s, args); ok {
-			flushPass()
-			if lerr == nil {
-				buys = append(buys, req)
-			}
-			buyErrs = append(buyErrs, lerr)
-			continue
-		}
-		r.learnLegacy(args)
-		c, err := r.check(s, args)
-		if err == errPassThrough {
-			if reply, lerr, ok := r.legacyKeyCommand(ctx, args); ok {
-				flush()
-				flushPass()
-				if lerr != nil {
-					WriteError(w, lerr)
-				} else {
-					reply.write(writerFor(w, s))
-				}
-				continue
-			}
-		}
-		if c != nil {
-			s.view.mu.Lock()
-			s.view.lastCmd = c.name
-			s.view.mu.Unlock()
-		}
-		if s.tx != nil && s.tx.Active() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit")) {
-			flush()
-			flushPass()
-			switch {
-			case err == errPassThrough:
-				w.WriteRaw(s.tx.Queue(ctx, args))
-			case err == nil && c.flags&flagQueued != 0:
-				// Redis's own answer, in EXEC's array; a SELECT of another database is
-				// refused here as it is outside MULTI.
-				if c.name == "select" && string(args[1]) != "0" {
-					s.tx.Abort()
-					_, serr := cmdSelect(ctx, s, args)
-					WriteError(w, serr)
-					continue
-				}
-				w.WriteRaw(s.tx.Queue(ctx, args))
-			case err != nil:
-				// As in Redis, a command refused while queued fails the transaction.
-				s.tx.Abort()
-				WriteError(w, err)
-			default:
-				// The proxy's own commands do not run inside a Redis transaction.
-				s.tx.Abort()
-				WriteError(w, respError("ERR '"+c.name+"' is not allowed inside MULTI through seckill-proxy"))
-			}
-			continue
-		}
-		if err == errPassThrough {
-			flush()
-			pass = append(pass, args)
-			continue
-		}
-		flushPass()
-		if err == nil && c.flags&flagBuy != 0 {
-			req, perr := guard.ParseBuy(args[1:])
-			if perr == nil {
-				buys = append(buys, req)
-			}
-			buyErrs = append(buyErrs, perr)
-			continue
-		}
-		flush()
-		if err != nil {
-			WriteError(w, err)
-			continue
-		}
-		reply, err := c.handler(ctx, s, args)
-		if err != nil {
-			WriteError(w, err)
-		} else {
-			reply.write(writerFor(w, s)) // after HELLO, in the protocol it chose
-		}
+		r.serveOne(b, args)
 		if s.Quit {
 			return
 		}
@@ -390,8 +283,146 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 			return
 		}
 	}
-	flush()
-	flushPass()
+	b.flush()
+}
+
+// serveOne classifies one command and dispatches it.
+func (r *Router) serveOne(b *batch, args [][]byte) {
+	s := b.s
+	if r.legacy != nil && r.serveLegacy(b, args) {
+		return
+	}
+	c, err := r.check(s, args)
+	if err == errPassThrough && r.legacy != nil {
+		if reply, lerr, ok := r.legacyKeyCommand(b.ctx, args); ok {
+			b.flush()
+			b.write(reply, lerr)
+			return
+		}
+	}
+	if c != nil {
+		s.view.mu.Lock()
+		s.view.lastCmd = c.name
+		s.view.mu.Unlock()
+	}
+	switch {
+	case s.inTx() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit")):
+		b.flush()
+		r.queue(b.ctx, s, c, err, args, b.w)
+	case err == errPassThrough:
+		b.addPass(args)
+	case err == nil && c.flags&flagBuy != 0:
+		b.addBuy(guard.ParseBuy(args[1:]))
+	default:
+		b.flush()
+		if err != nil {
+			WriteError(b.w, err)
+			return
+		}
+		reply, err := c.handler(b.ctx, s, args)
+		b.write(reply, err)
+	}
+}
+
+// queue answers a command sent inside MULTI: queued in Redis's transaction, or refused with
+// the transaction as Redis refuses it.
+func (r *Router) queue(ctx context.Context, s *Session, c *command, err error, args [][]byte, w Writer) {
+	switch {
+	case err == errPassThrough:
+		w.WriteRaw(s.tx.Queue(ctx, args))
+	case err == nil && c.flags&flagQueued != 0:
+		// Redis's own answer, in EXEC's array; a SELECT of another database is refused here
+		// as it is outside MULTI.
+		if c.name == "select" && string(args[1]) != "0" {
+			s.tx.Abort()
+			_, serr := cmdSelect(ctx, s, args)
+			WriteError(w, serr)
+			return
+		}
+		w.WriteRaw(s.tx.Queue(ctx, args))
+	case err != nil:
+		// As in Redis, a command refused while queued fails the transaction.
+		s.tx.Abort()
+		WriteError(w, err)
+	default:
+		// The proxy's own commands do not run inside a Redis transaction.
+		s.tx.Abort()
+		WriteError(w, respError("ERR '"+c.name+"' is not allowed inside MULTI through seckill-proxy"))
+	}
+}
+
+// batch gathers one Serve call's consecutive buys, and its consecutive pass-through commands,
+// to send each run at once; a command of another kind sends what is gathered first, so that
+// replies keep their commands' order.
+type batch struct {
+	r       *Router
+	s       *Session
+	ctx     context.Context
+	w       Writer
+	buys    []guard.BuyRequest
+	buyErrs []error // per gathered buy, its argument error or nil
+	pass    [][][]byte
+}
+
+// addBuy gathers a buy (req, or the argument error err that answers it).
+func (b *batch) addBuy(req guard.BuyRequest, err error) {
+	b.flushPass()
+	if err == nil {
+		b.buys = append(b.buys, req)
+	}
+	b.buyErrs = append(b.buyErrs, err)
+}
+
+// addPass gathers a pass-through command.
+func (b *batch) addPass(args [][]byte) {
+	b.flushBuys()
+	b.pass = append(b.pass, args)
+}
+
+// flush sends what is gathered.
+func (b *batch) flush() {
+	b.flushBuys()
+	b.flushPass()
+}
+
+func (b *batch) flushBuys() {
+	if len(b.buyErrs) == 0 {
+		return
+	}
+	b.s.results = b.r.writeBuys(b.ctx, b.buys, b.buyErrs, b.s.results, b.w)
+	b.buys, b.buyErrs = b.buys[:0], b.buyErrs[:0]
+}
+
+func (b *batch) flushPass() {
+	if len(b.pass) == 0 {
+		return
+	}
+	observe := b.r.opt.ObservePass
+	var start time.Time
+	if observe != nil {
+		start = time.Now()
+	}
+	replies := b.r.opt.Upstream.For(b.s.Proto).Do(b.ctx, b.pass)
+	if observe != nil {
+		d := time.Since(start)
+		for i, reply := range replies {
+			observe(b.pass[i], reply, d)
+		}
+	}
+	for _, reply := range replies {
+		b.w.WriteRaw(reply)
+	}
+	b.pass = b.pass[:0]
+}
+
+// write writes reply, or err, in the protocol the session speaks (after HELLO, the one it
+// chose).
+func (b *batch) write(reply Reply, err error) {
+	if err != nil {
+		WriteError(b.w, err)
+		return
+	}
+	reply.write(writerFor(b.w, b.s))
 }
 
 // CopyArgs copies a command whose arguments point into a buffer that will be reused.
