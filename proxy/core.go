@@ -244,14 +244,15 @@ func (k *core) process(c *client) {
 			return
 		}
 		// The commands that follow go with it, unless the client has yet to log in: an AUTH
-		// changes what may follow.
+		// changes what may follow. A buy ends the batch: the loop runs every buy itself, with
+		// one engine (core_buy.go), after the replies before it.
 		cmds := [][][]byte{router.CopyArgs(cmd.Args)}
 		for c.sess.Authed && len(cmds) < k.lim.maxPipeline {
 			cmd, ok, err := c.rd.Next(false)
 			if err != nil || !ok {
 				break
 			}
-			if k.env.ownGoroutine(cmd.Args) {
+			if k.env.ownGoroutine(cmd.Args) || (k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args)) {
 				c.rd.Unread()
 				break
 			}

@@ -196,3 +196,31 @@ func TestCoreRetryIsPendingWork(t *testing.T) {
 		t.Fatalf("after the second round: %q, pending %v", got, h.k.pendingWork())
 	}
 }
+
+// TestCoreBuyEndsSlowBatch: a buy that follows a command the router serves (ECHO here) in one
+// read is not handed to the router with it: the loop runs it on the owner connection once the
+// router's reply is in, so that every buy in loop mode takes one engine.
+func TestCoreBuyEndsSlowBatch(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &fakeBuyer{}
+	h.k.buyer = fb
+	c := h.client(true)
+	h.send(c, cmdsOf("ECHO x", "BUY s u1", "ECHO y"))
+	h.k.flushInputs()
+	if len(h.env.slow) != 1 || len(h.env.slow[0].cmds) != 1 || string(h.env.slow[0].cmds[0][0]) != "ECHO" {
+		t.Fatalf("the router was given %v, want ECHO x alone", h.env.slow)
+	}
+	for range 5 {
+		h.serveSlow()
+		h.k.flushInputs()
+		h.connect()
+		h.buyNode(fb)
+		h.flush()
+	}
+	if got, want := h.got[c].String(), echoes("ECHO x")+"$8\r\norder-u1\r\n"+echoes("ECHO y"); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if strings.Join(fb.sold, ",") != "u1" {
+		t.Fatalf("the loop's buyer sold %v, want u1", fb.sold)
+	}
+}
