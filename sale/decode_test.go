@@ -112,3 +112,25 @@ func FuzzParseBuyReply(f *testing.F) {
 		_ = ParseReleaseReply([]any{code, arg, version, stock, entry, ts}, "s", "u", "p")
 	})
 }
+
+// TestNamedKeys: Named lists every key of Keys, once, so that a tool removing a sale by it
+// misses none (as scripts that restated the layout once missed the dead letters).
+func TestNamedKeys(t *testing.T) {
+	k := KeysFor("x")
+	v := reflect.ValueOf(k)
+	named := map[string]bool{}
+	for _, nk := range k.Named() {
+		if named[nk[1]] {
+			t.Errorf("%s named twice", nk[1])
+		}
+		named[nk[1]] = true
+	}
+	for i := range v.NumField() {
+		if key := v.Field(i).String(); !named[key] {
+			t.Errorf("Keys.%s (%s) is not in Named", v.Type().Field(i).Name, key)
+		}
+	}
+	if len(named) != v.NumField() {
+		t.Errorf("Named has %d keys, Keys %d", len(named), v.NumField())
+	}
+}

@@ -36,6 +36,13 @@ func KeysFor(sku string) Keys {
 	}
 }
 
+// Named is every key of the sale by its name (meta, stock, buyers, outbox, result, sweep,
+// dead, late), for tools that read or remove one.
+func (k Keys) Named() [][2]string {
+	return [][2]string{{"meta", k.Meta}, {"stock", k.Stock}, {"buyers", k.Buyers}, {"outbox", k.Outbox},
+		{"result", k.Result}, {"sweep", k.SweepLease}, {"dead", k.Dead}, {"late", k.LateLease}}
+}
+
 // ScriptKeys is the key order that every script of a sale takes: meta, stock, buyers,
 // outbox, result.
 func (k Keys) ScriptKeys() []string {

@@ -37,7 +37,7 @@ done
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
-  for k in stock meta buyers outbox result sweep late; do redis-cli -c -p 7000 del "seckill:{$SKU}:$k" >/dev/null; done
+  for k in $(./bin/seckill-bench -sku "$SKU" -print-keys | cut -d" " -f2); do redis-cli -c -p 7000 del "$k" >/dev/null; done
   redis-cli -c -p 7000 srem seckill:sales "$SKU" >/dev/null
   mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku = '$SKU'; DELETE FROM seckill_orders WHERE sku = '$SKU'"
 }

@@ -18,7 +18,7 @@ PORT=${SECKILL_BENCH_PORT:-6390}
 
 scripts/devstack.sh up
 eval "$(scripts/devstack.sh env)"
-go build -o bin/ ./cmd/seckill-proxy
+go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
 
 run_id=$(date +%s)
 SKU=bench_$run_id
@@ -43,7 +43,7 @@ cleanup() {
   kill "$proxy_pid" 2>/dev/null || true
   wait "$proxy_pid" 2>/dev/null || true
   for sku in "${SKUS[@]}"; do
-    for k in stock meta buyers outbox result sweep; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
+    for k in $(./bin/seckill-bench -sku "$sku" -print-keys | cut -d" " -f2); do redis-cli -c -p 7000 del "$k" >/dev/null; done
     redis-cli -c -p 7000 srem seckill:sales "$sku" >/dev/null
   done
   mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD', '$DSKU', '$DSOLD')"
@@ -57,15 +57,17 @@ redis-cli -p "$PORT" seckill.buy "$DSOLD" first >/dev/null
 redis-cli -c -p 7000 srem seckill:sales "$DSKU" "$DSOLD" >/dev/null
 
 # The master that owns a SKU, and the script's SHA loaded there.
+# sale_key SKU NAME: the sale's key of that name (seckill-bench -print-keys, from package sale).
+sale_key() { ./bin/seckill-bench -sku "$1" -print-keys | awk -v n="$2" '$1 == n { print $2 }'; }
 master_port() {
   local slot
-  slot=$(redis-cli -p 7000 cluster keyslot "seckill:{$1}:stock")
+  slot=$(redis-cli -p 7000 cluster keyslot "$(sale_key "$1" stock)")
   redis-cli -p 7000 cluster shards | awk -v slot="$slot" '
     /^slots$/ { getline a; getline b; inrange = (slot >= a && slot <= b) }
     /^port$/ { getline p; port = p }
     /^role$/ { getline r; if (inrange && r == "master") { print port; exit } }'
 }
-keys() { echo "seckill:{$1}:meta seckill:{$1}:stock seckill:{$1}:buyers seckill:{$1}:outbox seckill:{$1}:result"; }
+keys() { ./bin/seckill-bench -sku "$1" -print-script-keys; }
 MPORT=$(master_port "$DSKU")
 SPORT=$(master_port "$DSOLD")
 SHA=$(redis-cli -p "$MPORT" script load "$(cat guard/lua/buy.lua)")

@@ -22,7 +22,7 @@ PORT=${SECKILL_BENCH_PORT:-6398}
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
 if [[ -z $BIN ]]; then
-  go build -o bin/ ./cmd/seckill-proxy
+  go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
   BIN=./bin/seckill-proxy
 fi
 run_id=$(date +%s%N)
@@ -41,7 +41,7 @@ cleanup() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   for sku in "$SKU" "$SOLD" "$LIM"; do
-    for k in stock meta buyers outbox result sweep dead; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
+    for k in $(./bin/seckill-bench -sku "$sku" -print-keys | cut -d" " -f2); do redis-cli -c -p 7000 del "$k" >/dev/null; done
     redis-cli -c -p 7000 srem seckill:sales "$sku" >/dev/null
   done
   mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD', '$LIM')"

@@ -18,7 +18,7 @@ PORT=${SECKILL_BENCH_PORT:-6389}
 
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
-go build -o bin/ ./cmd/seckill-proxy
+go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
 
 run_id=$(date +%s)
 LSKU=benchlegacy_$run_id
@@ -33,7 +33,7 @@ cleanup() {
   kill "$proxy_pid" 2>/dev/null || true
   wait "$proxy_pid" 2>/dev/null || true
   for sku in "$LSKU" "$BSKU"; do
-    for k in stock meta buyers outbox result sweep; do redis-cli -c -p 7000 del "seckill:{$sku}:$k" >/dev/null; done
+    for k in $(./bin/seckill-bench -sku "$sku" -print-keys | cut -d" " -f2); do redis-cli -c -p 7000 del "$k" >/dev/null; done
     redis-cli -c -p 7000 srem seckill:sales "$sku" >/dev/null
   done
   redis-cli -p 7010 del "seckill:stock:$DSKU" "seckill:buyers:$DSKU" >/dev/null

@@ -191,11 +191,14 @@ stop_all() {
 }
 trap 'stop_all; kill "$TOXI_PID" 2>/dev/null || true; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
 
+# sale_key SKU NAME: the sale's key of that name (seckill-bench -print-keys, from package sale).
+sale_key() { ./bin/seckill-bench -sku "$1" -print-keys | awk -v n="$2" '$1 == n { print $2 }'; }
+
 # owner_port SKU [ASK]: the port of the master that owns SKU's slot, as the node on port ASK
 # (7000) sees it.
 owner_port() {
   local slot ask=${2:-7000}
-  slot=$(redis-cli -p "$ask" cluster keyslot "seckill:{$1}:stock")
+  slot=$(redis-cli -p "$ask" cluster keyslot "$(sale_key "$1" stock)")
   redis-cli -p "$ask" cluster nodes | awk -v slot="$slot" '$3 ~ /master/ && $3 !~ /fail/ {
     for (i = 9; i <= NF; i++) { n = split($i, r, "-"); lo = r[1]; hi = (n > 1 ? r[2] : r[1]);
       if (slot >= lo && slot <= hi) { split($2, a, "[:@]"); print a[2]; exit } } }'
@@ -232,8 +235,8 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       log "the replica on ${cur:-?} took over"
       scripts/devstack.sh up >&2 ;;
     operator-set)
-      cur=$(redis-cli -c -p 7000 get "seckill:{$2}:stock")
-      redis-cli -c -p 7000 set "seckill:{$2}:stock" $((cur + 50)) >/dev/null
+      cur=$(redis-cli -c -p 7000 get "$(sale_key "$2" stock)")
+      redis-cli -c -p 7000 set "$(sale_key "$2" stock)" $((cur + 50)) >/dev/null
       log "stock set from $cur to $((cur + 50)) on Redis directly" ;;
     kafka-and-proxy)
       scripts/devstack.sh stop kafka >&2 &

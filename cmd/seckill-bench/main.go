@@ -16,6 +16,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/loadtest"
+	"seckill-proxy/sale"
 )
 
 func main() {
@@ -42,7 +43,24 @@ func main() {
 	fs.StringVar(&o.Chart, "chart", "", "write an SVG chart of latency over time and of the reply mix to this file")
 	fs.BoolVar(&o.Check, "check", true, "wait for the sink to drain, then check the invariants")
 	fs.DurationVar(&o.Drain, "drain-timeout", 2*time.Minute, "the most to wait for the sink")
+	printKeys := fs.Bool("print-keys", false, "print every Redis key of -sku's sale as \"name key\" lines (meta, stock, buyers, outbox, result, sweep, dead, late), and exit: for scripts that read or remove a sale")
+	printScriptKeys := fs.Bool("print-script-keys", false, "print the keys that the sale's scripts take, in their order, on one line, and exit (for EVALSHA sent directly)")
 	_ = fs.Parse(os.Args[1:])
+	if *printKeys || *printScriptKeys {
+		if !sale.ValidID([]byte(o.SKU)) {
+			fmt.Fprintf(os.Stderr, "seckill-bench: -sku %q is not a valid SKU\n", o.SKU)
+			os.Exit(2)
+		}
+		k := sale.KeysFor(o.SKU)
+		if *printKeys {
+			for _, nk := range k.Named() {
+				fmt.Println(nk[0], nk[1])
+			}
+		} else {
+			fmt.Println(strings.Join(k.ScriptKeys(), " "))
+		}
+		return
+	}
 	o.Password = os.Getenv("SECKILL_BENCH_PASSWORD")
 
 	environ := make([]string, 0, len(os.Environ()))
