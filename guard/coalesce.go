@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -120,15 +119,10 @@ const maxBuysPerScript = 64
 // script is one call of buy.lua: buys of one SKU, with the same expected version, in the
 // order their clients sent them.
 type script struct {
-	key  scriptKey
+	key  CallGroup
 	keys []string
 	as   []*Attempt
 	cmd  *redis.Cmd
-}
-
-type scriptKey struct {
-	sku, version string
-	useEval      bool
 }
 
 // scriptsFor groups the attempts of a pipeline into script calls, a call per SKU (and
@@ -137,16 +131,16 @@ type scriptKey struct {
 // buys of different SKUs touch different keys, so their relative order cannot matter.
 func (g *Guard) scriptsFor(calls []call) []*script {
 	var out []*script
-	var open map[scriptKey]*script // made only when a second SKU shows up
+	var open map[CallGroup]*script // made only when a second SKU shows up
 	for _, cl := range calls {
 		for _, a := range cl.as {
-			k := scriptKey{sku: a.req.SKU, version: a.version, useEval: a.useEval}
+			k := a.Group()
 			var sc *script
 			if last := len(out) - 1; last >= 0 && out[last].key == k {
 				sc = out[last] // the common case: one SKU
 			} else if len(out) > 0 {
 				if open == nil {
-					open = map[scriptKey]*script{}
+					open = map[CallGroup]*script{}
 					for _, o := range out {
 						open[o.key] = o
 					}
@@ -167,13 +161,15 @@ func (g *Guard) scriptsFor(calls []call) []*script {
 }
 
 func (sc *script) queue(ctx context.Context, pipe redis.Pipeliner, instance, route string) {
-	args := make([]any, 2, 2+4*len(sc.as))
-	args[0], args[1] = sc.key.version, route
+	argv := callArgv(sc.as, instance, route)
+	args := make([]any, len(argv))
+	for i, a := range argv {
+		args[i] = a
+	}
 	for _, a := range sc.as {
 		a.err, a.reply = nil, nil
-		args = append(args, a.req.UID, a.req.Qty, a.orderID, instance)
 	}
-	if sc.key.useEval {
+	if sc.key.Eval {
 		sc.cmd = buyScript.Eval(ctx, pipe, sc.keys, args...)
 	} else {
 		sc.cmd = buyScript.EvalSha(ctx, pipe, sc.keys, args...)
@@ -181,20 +177,7 @@ func (sc *script) queue(ctx context.Context, pipe redis.Pipeliner, instance, rou
 }
 
 // settle hands each attempt its own reply, or the call's error.
-func (sc *script) settle() {
-	err := sc.cmd.Err()
-	replies, _ := sc.cmd.Val().([]any)
-	if err == nil && len(replies) != len(sc.as) {
-		err = fmt.Errorf("buy script answered %d replies for %d buys", len(replies), len(sc.as))
-	}
-	for i, a := range sc.as {
-		if err != nil {
-			a.err = err
-			continue
-		}
-		a.reply, _ = replies[i].([]any)
-	}
-}
+func (sc *script) settle() { hand(sc.as, sc.cmd.Val(), sc.cmd.Err()) }
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

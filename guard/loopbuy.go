@@ -176,15 +176,38 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	for _, k := range first.keys {
 		dst = redcon.AppendBulkString(dst, k)
 	}
-	dst = redcon.AppendBulkString(dst, first.version)
-	dst = redcon.AppendBulkString(dst, g.opt.Route)
-	for _, a := range as {
-		dst = redcon.AppendBulkString(dst, a.req.UID)
-		dst = redcon.AppendBulkString(dst, strconv.FormatInt(a.req.Qty, 10))
-		dst = redcon.AppendBulkString(dst, a.orderID)
-		dst = redcon.AppendBulkString(dst, g.opt.Instance)
+	for _, a := range callArgv(as, g.opt.Instance, g.opt.Route) {
+		dst = redcon.AppendBulkString(dst, a)
 	}
 	return dst
+}
+
+// callArgv is buy.lua's ARGV for one call that carries as (one CallGroup), for the loop's
+// owner connection and the coalescer alike: the sale version, the caller's route, then per
+// buy its uid, quantity, order id and this proxy's name.
+func callArgv(as []*Attempt, instance, route string) []string {
+	argv := make([]string, 0, 2+4*len(as))
+	argv = append(argv, as[0].version, route)
+	for _, a := range as {
+		argv = append(argv, a.req.UID, strconv.FormatInt(a.req.Qty, 10), a.orderID, instance)
+	}
+	return argv
+}
+
+// hand gives each attempt of one script call its own reply from the call's decoded reply v,
+// or the call's error (err, or a reply that is not one per attempt), for the loop's owner
+// connection and the coalescer alike.
+func hand(as []*Attempt, v any, err error) {
+	replies, isArray := v.([]any)
+	if err == nil && (!isArray || len(replies) != len(as)) {
+		err = fmt.Errorf("buy script answered %d replies for %d buys", len(replies), len(as))
+	}
+	for i, a := range as {
+		a.err, a.reply = err, nil
+		if err == nil {
+			a.reply, _ = replies[i].([]any)
+		}
+	}
 }
 
 // Outcome is what became of one attempt of a script call.
@@ -204,15 +227,12 @@ type Outcome struct {
 // attempt has had before this one) and appends each attempt's outcome to out.
 func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) []Outcome {
 	v, err := resp.Decode(raw)
-	replies, isArray := v.([]any)
-	if err == nil && (!isArray || len(replies) != len(as)) {
+	if replies, ok := v.([]any); err == nil && (!ok || len(replies) != len(as)) {
 		err = fmt.Errorf("buy script answered %q for %d buys", clip(raw), len(as))
 	}
+	hand(as, v, err)
 	for i, a := range as {
-		a.err, a.reply = err, nil
-		if err == nil {
-			a.reply, _ = replies[i].([]any)
-		}
+		err := a.err
 		var o Outcome
 		if addr, ask, ok := redirectOf(err); ok && round+1 < maxRounds {
 			o.Retry, o.Addr, o.Ask = true, addr, ask
