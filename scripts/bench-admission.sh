@@ -51,15 +51,5 @@ addrs=$(printf '127.0.0.1:%s,' "${PORTS[@]}")
   -buyers "$N" -conns "$CONNS" -check=false -json >"$WORK/report.json" 2>"$WORK/bench.log"
 
 lease() { redis-cli -p "$1" seckill.info | awk '/^rate_lease/ { k = $0; getline; printf "%s=%s ", k, $0 }'; }
-python3 - "$WORK/report.json" "$RATE" "$BURST" <<'PY'
-import json, sys
-rep = json.load(open(sys.argv[1]))
-rate, burst = int(sys.argv[2]), int(sys.argv[3])
-secs = rep["elapsed_ms"] / 1000
-orders = rep["replies"].get("order", 0)
-other = {k: v for k, v in rep["replies"].items() if k not in ("order", "LIMITED")}
-print(f"| rate | burst | requests | seconds | requests/s | orders | orders/s | delivered | other replies |")
-print(f"|---|---|---|---|---|---|---|---|---|")
-print(f"| {rate} | {burst} | {rep['requests']} | {secs:.1f} | {rep['throughput_rps']:.0f} | {orders} | {orders / secs:.0f} | {(orders - burst) / (rate * secs):.3f} | {other or 'none'} |")
-PY
+./bin/seckill-bench admission-table -report "$WORK/report.json" -rate "$RATE" -burst "$BURST"
 for p in "${PORTS[@]}"; do echo "proxy :$p $(lease "$p")"; done

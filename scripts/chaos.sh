@@ -326,24 +326,8 @@ for fault in "${FAULTS[@]}"; do
     rc=0
     wait "$bench" || rc=$?
     stop_all
-    row=$(python3 - "$DIR/bench.json" "$DIR/bench.err" "$fault" "$run" "$delay" "$healed" "$rc" <<'PY'
-import json, sys
-path, errpath, fault, run, delay, healed, rc = sys.argv[1:]
-try:
-    r = json.load(open(path))
-except Exception as e:
-    last = (open(errpath, errors="replace").read().strip().splitlines() or ["nothing on stderr"])[-1]
-    last = last.replace("|", "/")[:300]
-    print(f"| {fault} | {run} | **FAIL** (no report, rc {rc}: {last}) | {delay} | {healed} | - | - | - | - | - | - |")
-    sys.exit()
-rep = r.get("replies", {})
-ok = r.get("passed") and rc == "0"
-failed = ", ".join(c["name"] for c in r.get("checks", []) if not c["ok"])
-verdict = "pass" if ok else "**FAIL**" + (f" ({failed})" if failed else f" (rc {rc})")
-print(f"| {fault} | {run} | {verdict} | {delay} | {healed} | {r.get('error_window_ms', 0):.0f} | {r.get('drain_ms', 0):.0f} | "
-      f"{rep.get('UNAVAILABLE', 0)} | {rep.get('other', 0)} | {r.get('lost_replies', 0)} | {r.get('rejected', 0)} |")
-PY
-)
+    row=$(./bin/seckill-bench fault-row -report "$DIR/bench.json" -stderr "$DIR/bench.err" -fault "$fault" -run "$run" \
+      -injected "$delay" -lasted "$healed" -rc "$rc")
     echo "$row" >&2
     if [[ $row == *FAIL* ]]; then
       log "seckill-bench's last words ($DIR/bench.err):"
@@ -369,8 +353,7 @@ done
   echo "in MySQL whose buyer was told nothing; orders MySQL rejected (units Redis sold that MySQL did"
   echo "not have). What each fault does is in scripts/chaos.sh."
   echo
-  echo "| fault | run | checks | injected at (s) | fault lasted (ms) | error window (ms) | drain (ms) | UNAVAILABLE | other errors | replies lost | rejected |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  ./bin/seckill-bench fault-row -header
   printf '%s\n' "${rows[@]}"
 } >"$OUT"
 cat "$OUT"

@@ -20,6 +20,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		os.Exit(table(os.Args[1], os.Args[2:]))
+	}
 	var o loadtest.Options
 	fs := flag.NewFlagSet("seckill-bench", flag.ExitOnError)
 	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy), legacy (the seeds' client code, EVALSHA of their stock script, through seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
@@ -92,4 +95,57 @@ func main() {
 	if !rep.Passed {
 		os.Exit(1)
 	}
+}
+
+// table serves the subcommands that turn a -json report into a table row:
+//
+//	seckill-bench fault-row -report F -stderr F -fault NAME -run N -injected S -lasted MS -rc N
+//	seckill-bench admission-table -report F -rate R -burst B
+func table(name string, args []string) int {
+	fs := flag.NewFlagSet("seckill-bench "+name, flag.ContinueOnError)
+	report := fs.String("report", "", "the -json report of the run")
+	switch name {
+	case "fault-row":
+		stderr := fs.String("stderr", "", "what seckill-bench wrote on stderr, for a run with no report")
+		var run loadtest.FaultRun
+		fs.StringVar(&run.Fault, "fault", "", "the fault's name")
+		fs.IntVar(&run.Run, "run", 0, "the run's number")
+		fs.StringVar(&run.Injected, "injected", "", "when the fault was injected, seconds into the sale")
+		fs.Int64Var(&run.LastedMs, "lasted", 0, "how long the fault lasted, ms")
+		fs.IntVar(&run.ExitCode, "rc", 0, "seckill-bench's exit status")
+		header := fs.Bool("header", false, "print the table's header instead")
+		if fs.Parse(args) != nil {
+			return 2
+		}
+		if *header {
+			fmt.Println(loadtest.FaultHeader)
+			return 0
+		}
+		var rep *loadtest.Report
+		if r, err := loadtest.ReadReport(*report); err == nil {
+			rep = &r
+		}
+		var last string
+		if b, err := os.ReadFile(*stderr); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			last = lines[len(lines)-1]
+		}
+		fmt.Println(loadtest.FaultRow(run, rep, last))
+		return 0
+	case "admission-table":
+		rate := fs.Int("rate", 0, "the sale's RATE")
+		burst := fs.Int("burst", 0, "the sale's BURST")
+		if fs.Parse(args) != nil {
+			return 2
+		}
+		rep, err := loadtest.ReadReport(*report)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "seckill-bench:", err)
+			return 2
+		}
+		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-row, admission-table; flags for a sale)\n", name)
+	return 2
 }
