@@ -58,68 +58,55 @@ busybox_links() {
   for applet in "$@"; do ln -s busybox "$dir/$applet"; done
 }
 
-# standin_go builds the builder stand-in from this machine's Go and prints its name.
-standin_go() {
-  local goroot version tag ctx
-  goroot=$(go env GOROOT)
-  version=$(go env GOVERSION)
-  tag=localhost/seckill-go-standin:${version#go}
+# scratch_image TAG FILL EXTRA: unless TAG exists, builds it FROM scratch with the rootfs that
+# the function FILL makes in the folder it is given, and the Containerfile lines EXTRA; prints
+# TAG.
+scratch_image() {
+  local tag=$1 fill=$2 extra=$3 ctx
   if podman image exists "$tag"; then
     echo "$tag"
     return
   fi
-  log "building $tag from $goroot and busybox"
+  log "building $tag"
   ctx=$(mktemp -d)
-  mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/usr/local" "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/tmp" "$ctx/rootfs/root"
-  busybox_links "$ctx/rootfs/bin" sh ls mkdir cat env cp rm mv
-  cp -a "$goroot" "$ctx/rootfs/usr/local/go"
-  cp /etc/ssl/certs/ca-certificates.crt "$ctx/rootfs/etc/ssl/certs/"
-  cat >"$ctx/Containerfile" <<'EOF'
-FROM scratch
-COPY rootfs/ /
-ENV PATH=/usr/local/go/bin:/root/go/bin:/bin HOME=/root GOPATH=/root/go
-EOF
+  mkdir -p "$ctx/rootfs/tmp"
+  chmod 1777 "$ctx/rootfs/tmp"
+  "$fill" "$ctx/rootfs"
+  printf 'FROM scratch\nCOPY rootfs/ /\n%s\n' "$extra" >"$ctx/Containerfile"
   podman build --network host -t "$tag" "$ctx" >&2
   rm -rf "$ctx"
   echo "$tag"
 }
 
-# standin_static builds the runtime stand-in and prints its name.
-standin_static() {
-  local tag=localhost/seckill-static-standin:nonroot ctx
-  if podman image exists "$tag"; then
-    echo "$tag"
-    return
-  fi
-  log "building $tag"
-  ctx=$(mktemp -d)
-  mkdir -p "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/tmp"
-  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$ctx/rootfs/etc/passwd"
-  printf 'root:x:0:\nnonroot:x:65532:\n' >"$ctx/rootfs/etc/group"
-  cp /etc/ssl/certs/ca-certificates.crt "$ctx/rootfs/etc/ssl/certs/"
-  chmod 1777 "$ctx/rootfs/tmp"
-  printf 'FROM scratch\nCOPY rootfs/ /\n' >"$ctx/Containerfile"
-  podman build -t "$tag" "$ctx" >&2
-  rm -rf "$ctx"
-  echo "$tag"
+# The builder stand-in: this machine's Go toolchain (GOROOT) and a busybox shell.
+fill_go() {
+  mkdir -p "$1/bin" "$1/usr/local" "$1/etc/ssl/certs" "$1/root"
+  busybox_links "$1/bin" sh ls mkdir cat env cp rm mv
+  cp -a "$(go env GOROOT)" "$1/usr/local/go"
+  cp /etc/ssl/certs/ca-certificates.crt "$1/etc/ssl/certs/"
+}
+standin_go() {
+  local version
+  version=$(go env GOVERSION)
+  scratch_image "localhost/seckill-go-standin:${version#go}" fill_go "ENV PATH=/usr/local/go/bin:/root/go/bin:/bin HOME=/root GOPATH=/root/go"
 }
 
-# standin_app builds the application stand-in and prints its name.
-standin_app() {
-  local tag=localhost/seckill-app-standin:busybox ctx
-  if podman image exists "$tag"; then
-    echo "$tag"
-    return
-  fi
-  log "building $tag"
-  ctx=$(mktemp -d)
-  mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/tmp"
-  busybox_links "$ctx/rootfs/bin" sh nc wget sleep printf cat echo
-  printf 'FROM scratch\nCOPY rootfs/ /\nENV PATH=/bin\nCMD ["sleep", "3600"]\n' >"$ctx/Containerfile"
-  podman build -t "$tag" "$ctx" >&2
-  rm -rf "$ctx"
-  echo "$tag"
+# The runtime stand-in: the nonroot user and group (65532) and the CA certificates.
+fill_static() {
+  mkdir -p "$1/etc/ssl/certs"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$1/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$1/etc/group"
+  cp /etc/ssl/certs/ca-certificates.crt "$1/etc/ssl/certs/"
 }
+standin_static() { scratch_image localhost/seckill-static-standin:nonroot fill_static ""; }
+
+# The application stand-in: busybox's sh, nc and wget.
+fill_app() {
+  mkdir -p "$1/bin"
+  busybox_links "$1/bin" sh nc wget sleep printf cat echo
+}
+standin_app() { scratch_image localhost/seckill-app-standin:busybox fill_app 'ENV PATH=/bin
+CMD ["sleep", "3600"]'; }
 
 case ${1:-} in
 env)
