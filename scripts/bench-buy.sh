@@ -57,16 +57,7 @@ redis-cli -p "$PORT" seckill.buy "$DSOLD" first >/dev/null
 redis-cli -c -p 7000 srem seckill:sales "$DSKU" "$DSOLD" >/dev/null
 
 # The master that owns a SKU, and the script's SHA loaded there.
-# sale_key SKU NAME: the sale's key of that name (seckill-bench -print-keys, from package sale).
-sale_key() { ./bin/seckill-bench -sku "$1" -print-keys | awk -v n="$2" '$1 == n { print $2 }'; }
-master_port() {
-  local slot
-  slot=$(redis-cli -p 7000 cluster keyslot "$(sale_key "$1" stock)")
-  redis-cli -p 7000 cluster shards | awk -v slot="$slot" '
-    /^slots$/ { getline a; getline b; inrange = (slot >= a && slot <= b) }
-    /^port$/ { getline p; port = p }
-    /^role$/ { getline r; if (inrange && r == "master") { print port; exit } }'
-}
+master_port() { ./bin/seckill-bench owner -sku "$1" | cut -d: -f2; }
 keys() { ./bin/seckill-bench -sku "$1" -print-script-keys; }
 MPORT=$(master_port "$DSKU")
 SPORT=$(master_port "$DSOLD")

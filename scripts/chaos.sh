@@ -197,11 +197,7 @@ sale_key() { ./bin/seckill-bench -sku "$1" -print-keys | awk -v n="$2" '$1 == n 
 # owner_port SKU [ASK]: the port of the master that owns SKU's slot, as the node on port ASK
 # (7000) sees it.
 owner_port() {
-  local slot ask=${2:-7000}
-  slot=$(redis-cli -p "$ask" cluster keyslot "$(sale_key "$1" stock)")
-  redis-cli -p "$ask" cluster nodes | awk -v slot="$slot" '$3 ~ /master/ && $3 !~ /fail/ {
-    for (i = 9; i <= NF; i++) { n = split($i, r, "-"); lo = r[1]; hi = (n > 1 ? r[2] : r[1]);
-      if (slot >= lo && slot <= hi) { split($2, a, "[:@]"); print a[2]; exit } } }'
+  { ./bin/seckill-bench owner -sku "$1" -ask "127.0.0.1:${2:-7000}" || true; } | cut -d: -f2
 }
 
 inject() { # inject FAULT SKU: inject the fault, heal it, return once healed

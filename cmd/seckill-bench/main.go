@@ -14,9 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/loadtest"
 	"seckill-proxy/sale"
+	"seckill-proxy/upstream"
 )
 
 func main() {
@@ -97,12 +101,17 @@ func main() {
 	}
 }
 
-// table serves the subcommands that turn a -json report into a table row:
+// table serves the subcommands that the scripts use: two turn a -json report into a table
+// row, one says which master owns a sale:
 //
 //	seckill-bench fault-row -report F -stderr F -fault NAME -run N -injected S -lasted MS -rc N
 //	seckill-bench admission-table -report F -rate R -burst B
+//	seckill-bench owner -sku S [-ask HOST:PORT]
 func table(name string, args []string) int {
 	fs := flag.NewFlagSet("seckill-bench "+name, flag.ContinueOnError)
+	if name == "owner" {
+		return owner(fs, args)
+	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
 	case "fault-row":
@@ -146,6 +155,39 @@ func table(name string, args []string) int {
 		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-row, admission-table; flags for a sale)\n", name)
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-row, admission-table, owner; flags for a sale)\n", name)
 	return 2
+}
+
+// owner prints the address of the master that owns -sku's slot, as the node -ask sees it in
+// CLUSTER NODES (a master flagged failing is not one); exit status 1 when it names none.
+func owner(fs *flag.FlagSet, args []string) int {
+	sku := fs.String("sku", "", "the sale's SKU")
+	ask := fs.String("ask", "127.0.0.1:7000", "the node whose view to read")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if !sale.ValidID([]byte(*sku)) {
+		fmt.Fprintf(os.Stderr, "seckill-bench owner: -sku %q is not a valid SKU\n", *sku)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: *ask, DialTimeout: time.Second})
+	defer c.Close()
+	text, err := c.Do(ctx, "CLUSTER", "NODES").Text()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill-bench owner:", err)
+		return 2
+	}
+	addr, err := connect.SlotOwner(text, int(upstream.Slot([]byte(sale.KeysFor(*sku).Stock))))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill-bench owner:", err)
+		return 2
+	}
+	if addr == "" {
+		return 1
+	}
+	fmt.Println(addr)
+	return 0
 }

@@ -278,3 +278,24 @@ func slotMap(view []clusterNode) ([]redis.ClusterSlot, []string) {
 	slices.SortFunc(slots, func(a, b redis.ClusterSlot) int { return cmp.Compare(a.Start, b.Start) })
 	return slots, addrs
 }
+
+// SlotOwner is the address of the master that owns slot in one node's CLUSTER NODES text,
+// leaving out masters flagged failing; "" when none does (the node has not seen a promotion
+// yet, say).
+func SlotOwner(nodesText string, slot int) (string, error) {
+	nodes, err := parseClusterNodes(nodesText)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range nodes {
+		if !n.isMaster || n.failing {
+			continue
+		}
+		for _, r := range n.slots {
+			if slot >= r[0] && slot <= r[1] {
+				return n.addr, nil
+			}
+		}
+	}
+	return "", nil
+}

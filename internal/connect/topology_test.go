@@ -122,3 +122,22 @@ func FuzzParseClusterNodes(f *testing.F) {
 		slotMap(bestView([][]clusterNode{v}, nil))
 	})
 }
+
+func TestSlotOwner(t *testing.T) {
+	text := "a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n" +
+		"b2 127.0.0.1:7001@17001 master,fail - 0 0 2 connected 5461-10922\n" +
+		"c3 127.0.0.1:7004@17004 master - 0 0 7 connected 5461-10922 [5000->-x]\n" +
+		"d4 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383\n" +
+		"e5 127.0.0.1:7003@17003 slave a1 0 0 1 connected\n"
+	for slot, want := range map[int]string{0: "127.0.0.1:7000", 5461: "127.0.0.1:7004", 16383: "127.0.0.1:7002"} {
+		if got, err := SlotOwner(text, slot); err != nil || got != want {
+			t.Errorf("slot %d: %q, %v; want %q", slot, got, err, want)
+		}
+	}
+	if got, err := SlotOwner("a1 127.0.0.1:7000@17000 master,fail - 0 0 1 connected 0-16383\n", 7); err != nil || got != "" {
+		t.Errorf("only a failing master: %q, %v", got, err)
+	}
+	if _, err := SlotOwner("garbage\n", 0); err == nil {
+		t.Error("a malformed view was read")
+	}
+}
