@@ -108,19 +108,18 @@ LOG_LEVEL=info "$TOXIPROXY" -host 127.0.0.1 -port 8474 >"$WORK/toxiproxy.log" 2>
 TOXI_PID=$!
 trap 'kill "$TOXI_PID" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -fsS "$TOXI/version" >/dev/null 2>&1 && break; sleep 0.1; done
-toxi() { # toxi METHOD PATH [JSON]
-  curl -fsS -X "$1" "$TOXI$2" ${3:+-H 'Content-Type: application/json' -d "$3"} >/dev/null
-}
+# toxi ...: toxiproxy, through its Go client (seckill-bench toxi; the faults are internal/chaos's).
+toxi() { TOXIPROXY_URL=${TOXI#http://} ./bin/seckill-bench toxi "$@"; }
 REDIS_PROXIES=() REDIS_VIA=() REDIS_MAP=()
 for addr in ${SECKILL_REDIS_ADDRS//,/ }; do
   port=${addr##*:}
-  toxi POST /proxies "{\"name\": \"redis$port\", \"listen\": \"127.0.0.1:$((port + 20000))\", \"upstream\": \"$addr\"}"
+  toxi create "redis$port" "127.0.0.1:$((port + 20000))" "$addr"
   REDIS_PROXIES+=("redis$port") REDIS_VIA+=("127.0.0.1:$((port + 20000))") REDIS_MAP+=("$addr=127.0.0.1:$((port + 20000))")
 done
 kafka=${SECKILL_KAFKA_BROKERS%%,*}
-toxi POST /proxies "{\"name\": \"kafka\", \"listen\": \"127.0.0.1:29092\", \"upstream\": \"$kafka\"}"
+toxi create kafka 127.0.0.1:29092 "$kafka"
 mysql=$(sed -E 's/.*@tcp\(([^)]*)\).*/\1/' <<<"$SECKILL_MYSQL_DSN")
-toxi POST /proxies "{\"name\": \"mysql\", \"listen\": \"127.0.0.1:23306\", \"upstream\": \"$mysql\"}"
+toxi create mysql 127.0.0.1:23306 "$mysql"
 # What the proxies and sinks are given: the services through toxiproxy.
 VIA_REDIS_ADDRS=$(IFS=,; echo "${REDIS_VIA[*]}")
 VIA_REDIS_MAP=$(IFS=,; echo "${REDIS_MAP[*]}")
@@ -129,27 +128,14 @@ VIA_MYSQL_DSN=${SECKILL_MYSQL_DSN/"tcp($mysql)"/"tcp(127.0.0.1:23306)"}
 
 # net_fault LINK KIND: the fault on every toxiproxy proxy of LINK for 5 s, then healed.
 net_fault() {
-  local p proxies
+  local proxies
   case $1 in
     redis) proxies=("${REDIS_PROXIES[@]}") ;;
     *) proxies=("$1") ;;
   esac
-  for p in "${proxies[@]}"; do
-    case $2 in
-      cut) toxi POST "/proxies/$p" '{"enabled": false}' ;;
-      slow) toxi POST "/proxies/$p/toxics" '{"name": "slow", "type": "latency", "stream": "downstream", "attributes": {"latency": 200}}' ;;
-      hang)
-        toxi POST "/proxies/$p/toxics" '{"name": "hang_down", "type": "timeout", "stream": "downstream", "attributes": {"timeout": 0}}'
-        toxi POST "/proxies/$p/toxics" '{"name": "hang_up", "type": "timeout", "stream": "upstream", "attributes": {"timeout": 0}}' ;;
-      stall) toxi POST "/proxies/$p/toxics" '{"name": "stall", "type": "bandwidth", "stream": "upstream", "attributes": {"rate": 0}}' ;;
-      reset)
-        # reset_peer at toxicity 0 changes no data; it makes toxiproxy close with a TCP reset.
-        toxi POST "/proxies/$p/toxics" '{"name": "rst", "type": "reset_peer", "stream": "downstream", "toxicity": 0, "attributes": {"timeout": 0}}'
-        toxi POST "/proxies/$p/toxics" '{"name": "reset", "type": "limit_data", "stream": "downstream", "attributes": {"bytes": 4096}}' ;;
-    esac
-  done
+  toxi fault "$2" "${proxies[@]}"
   sleep 5
-  toxi POST /reset
+  toxi reset
 }
 
 declare -A PIDS

@@ -14,9 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/chaos"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/loadtest"
 	"seckill-proxy/sale"
@@ -107,10 +109,14 @@ func main() {
 //	seckill-bench fault-row -report F -stderr F -fault NAME -run N -injected S -lasted MS -rc N
 //	seckill-bench admission-table -report F -rate R -burst B
 //	seckill-bench owner -sku S [-ask HOST:PORT]
+//	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
 func table(name string, args []string) int {
 	fs := flag.NewFlagSet("seckill-bench "+name, flag.ContinueOnError)
-	if name == "owner" {
+	switch name {
+	case "owner":
 		return owner(fs, args)
+	case "toxi":
+		return toxi(args)
 	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
@@ -189,5 +195,34 @@ func owner(fs *flag.FlagSet, args []string) int {
 		return 1
 	}
 	fmt.Println(addr)
+	return 0
+}
+
+// toxi drives the fault suite's toxiproxy (TOXIPROXY_URL, default 127.0.0.1:8474) with
+// toxiproxy's Go client: create a proxy, put a network fault of package chaos on proxies, or
+// heal them all.
+func toxi(args []string) int {
+	endpoint := os.Getenv("TOXIPROXY_URL")
+	if endpoint == "" {
+		endpoint = "127.0.0.1:8474"
+	}
+	c := toxiproxy.NewClient(endpoint)
+	var err error
+	switch {
+	case len(args) == 4 && args[0] == "create":
+		_, err = c.CreateProxy(args[1], args[2], args[3])
+	case len(args) >= 3 && args[0] == "fault":
+		err = chaos.Inject(c, args[1], args[2:]...)
+	case len(args) == 1 && args[0] == "reset":
+		err = c.ResetState()
+	default:
+		fmt.Fprintf(os.Stderr, "usage: seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset (kinds: %s)\n",
+			strings.Join(chaos.NetworkFaults(), ", "))
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill-bench toxi:", err)
+		return 1
+	}
 	return 0
 }
