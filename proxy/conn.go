@@ -193,6 +193,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 			c.cancel()
 		}
 		s.router.Serve(c.ctx, sess, cmds, c.w)
+		c.blockingRuns.Store(false)    // a shut met after this batch must not cancel the next one
 		if mayBlock && c.shut.Load() { // forgotten, as Redis forgets it: no reply
 			s.end()
 			return
