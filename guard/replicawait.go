@@ -1,12 +1,13 @@
 package guard
 
 import (
-	"seckill-proxy/internal/resp"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"seckill-proxy/internal/resp"
 )
 
 // A WAIT after the buy scripts (buy.wait_replicas) narrows the window in which a failover

@@ -3,9 +3,6 @@ package proxy_test
 import (
 	"context"
 	"fmt"
-	"seckill-proxy/conf"
-	"seckill-proxy/internal/connect"
-	"seckill-proxy/internal/resp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/resp"
 )
 
 // Commands that block or run long: they delay nobody else, and a client that leaves takes its

@@ -3,9 +3,10 @@ package router
 import (
 	"context"
 	"path"
-	"seckill-proxy/internal/resp"
 	"slices"
 	"strings"
+
+	"seckill-proxy/internal/resp"
 )
 
 // cmdCommand answers COMMAND and its subcommands from Redis's own table, with the proxy's

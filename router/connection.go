@@ -85,9 +85,6 @@ func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
 	return nil, respError("ERR value is not an integer or out of range")
 }
 
-// cmdCommand answers COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS, enough for
-// clients that call them on connect.
-
 // noReply is written by the proxy itself (subscriber mode).
 type noReply struct{}
 

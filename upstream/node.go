@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"time"
+
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/resp"
-	"time"
 )
 
 // node is one Redis server: a few shared connections (lanes) for ordinary commands, and a

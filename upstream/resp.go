@@ -8,8 +8,9 @@
 package upstream
 
 import (
-	"seckill-proxy/internal/resp"
 	"strconv"
+
+	"seckill-proxy/internal/resp"
 )
 
 // ErrProtocol is a malformed reply from upstream (internal/resp reads them all).

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"seckill-proxy/internal/resp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"seckill-proxy/internal/resp"
 )
 
 // Slot is the Redis Cluster slot of key: CRC16 (XMODEM) of the key, or of its hash tag, the

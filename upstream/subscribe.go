@@ -2,8 +2,9 @@ package upstream
 
 import (
 	"context"
-	"seckill-proxy/internal/resp"
 	"strings"
+
+	"seckill-proxy/internal/resp"
 )
 
 // Subscriber is a client's subscriber-mode connection of its own to one Redis node: what the

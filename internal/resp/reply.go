@@ -63,7 +63,7 @@ func SplitArray(raw []byte) ([][]byte, error) {
 		return nil, ErrReply
 	}
 	rest := raw[i+2:]
-	out := make([][]byte, 0, max(n, 0))
+	out := make([][]byte, 0, min(max(n, 0), int64(len(rest)/3))) // an element takes 3 bytes at least
 	var s ReplyScanner
 	for range max(n, 0) {
 		end, err := s.Scan(rest)
