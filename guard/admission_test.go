@@ -31,7 +31,7 @@ func TestShedFirstComeFirstServed(t *testing.T) {
 	g := newAdmissionGuard(t, rc, cfg.Admission)
 	reqs := []BuyRequest{{SKU: sku, UID: "a", Qty: 1}, {SKU: sku, UID: "b", Qty: 1}, {SKU: sku, UID: "c", Qty: 1},
 		{SKU: sku, UID: "d", Qty: 1}, {SKU: sku, UID: "e", Qty: 1}}
-	res := g.BuyBatch(ctx, reqs, nil)
+	res := buyAll(ctx, t, g, reqs)
 	for i, r := range res {
 		if i < 2 && r.Err != nil {
 			t.Errorf("buy %d (came %d of 5): %v, want an order", i, i+1, r.Err)
@@ -43,7 +43,7 @@ func TestShedFirstComeFirstServed(t *testing.T) {
 	if st := g.Stats(); st.Shed != 3 {
 		t.Errorf("shed %d, want 3", st.Shed)
 	}
-	if res = g.BuyBatch(ctx, reqs[2:4], res); res[0].Err != nil || res[1].Err != nil {
+	if res = buyAll(ctx, t, g, reqs[2:4]); res[0].Err != nil || res[1].Err != nil {
 		t.Errorf("after the batch, the waiting count did not come back down: %+v", res)
 	}
 }
@@ -60,20 +60,20 @@ func TestSetAdmissionLimits(t *testing.T) {
 	cfg.Admission.BuyerAttempts = 0
 	g := newAdmissionGuard(t, rc, cfg.Admission)
 	reqs := []BuyRequest{{SKU: sku, UID: "a", Qty: 1}, {SKU: sku, UID: "b", Qty: 1}}
-	if res := g.BuyBatch(ctx, reqs, nil); !errors.Is(res[1].Err, ErrBusy) {
+	if res := buyAll(ctx, t, g, reqs); !errors.Is(res[1].Err, ErrBusy) {
 		t.Fatalf("with a bound of 1, the second buy of a batch: %+v, want BUSY", res[1])
 	}
 	next := cfg.Admission
 	next.MaxWaitingPerSKU = 10
 	next.BuyerAttempts = 1
 	g.SetAdmissionLimits(next)
-	res := g.BuyBatch(ctx, []BuyRequest{{SKU: sku, UID: "c", Qty: 1}, {SKU: sku, UID: "d", Qty: 1}}, nil)
+	res := buyAll(ctx, t, g, []BuyRequest{{SKU: sku, UID: "c", Qty: 1}, {SKU: sku, UID: "d", Qty: 1}})
 	for i, r := range res {
 		if r.Err != nil {
 			t.Errorf("buy %d after the bound was raised: %v", i, r.Err)
 		}
 	}
-	res = g.BuyBatch(ctx, []BuyRequest{{SKU: sku, UID: "c", Qty: 1}}, res)
+	res = buyAll(ctx, t, g, []BuyRequest{{SKU: sku, UID: "c", Qty: 1}})
 	var lim *LimitedError
 	if !errors.As(res[0].Err, &lim) || lim.Reason != LimitedBuyer {
 		t.Errorf("a second attempt of c after the per-buyer limit was set: %v, want LIMITED buyer", res[0].Err)

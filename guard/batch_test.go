@@ -17,11 +17,11 @@ import (
 	"seckill-proxy/sale"
 )
 
-// TestBuyBatchOneScript runs one client pipeline of buys of one SKU, which the coalescer sends
-// as one call of buy.lua, and checks that every buy got the answer it would have got alone,
+// TestBuysOneScript runs one turn's buys of one SKU, which the engine sends as one call of
+// buy.lua, and checks that every buy got the answer it would have got alone,
 // in order: a duplicate of a buyer earlier in the same call, a quantity above the limit, a
 // quantity above what is left, and a smaller one that still fits.
-func TestBuyBatchOneScript(t *testing.T) {
+func TestBuysOneScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// The count of script calls is the master's, server-wide: a script that another client
@@ -56,7 +56,7 @@ func TestBuyBatchOneScript(t *testing.T) {
 			{SKU: sku, UID: "d", Qty: 1}, // 0 left
 		}
 		before := evalCalls(ctx, t, master)
-		res = g.BuyBatch(ctx, reqs, nil)
+		res = buyAll(ctx, t, g, reqs)
 		calls = evalCalls(ctx, t, master) - before
 	}
 	if calls != 1 {
@@ -130,7 +130,7 @@ func TestUnknownSKUsLeaveNoTrace(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = BuyRequest{SKU: "nosuch_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_" + strconv.Itoa(i), UID: "u", Qty: 1}
 	}
-	for i, r := range g.BuyBatch(ctx, reqs, nil) {
+	for i, r := range buyAll(ctx, t, g, reqs) {
 		if !errors.Is(r.Err, ErrClosed) || r.Err.Error() != "CLOSED not warmed" {
 			t.Fatalf("buy %d: %v, want CLOSED not warmed", i, r.Err)
 		}

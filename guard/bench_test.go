@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"context"
 	"errors"
 	"runtime"
 	"strconv"
@@ -37,12 +36,10 @@ func BenchmarkBuySoldOut(b *testing.B) {
 	g := &Guard{opt: Options{Buy: conf.Default().Buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour),
 		adm: newAdmission(conf.Default().Admission)}
 	g.flags.SetSoldOut("sku_1001", time.Now(), &Buyers{Orders: map[string]string{"u0": "o0"}}, g.flags.Gen())
-	reqs := []BuyRequest{{SKU: "sku_1001", UID: "u1", Qty: 1}}
-	ctx := context.Background()
-	var res []BuyResult
+	req := BuyRequest{SKU: "sku_1001", UID: "u1", Qty: 1}
 	b.ReportAllocs()
 	for b.Loop() {
-		if res = g.BuyBatch(ctx, reqs, res); res[0].Err == nil {
+		if res, ok := g.Local(&req, time.Now()); !ok || res.Err == nil {
 			b.Fatal("not sold out")
 		}
 	}

@@ -62,7 +62,7 @@ func TestEventsAreHints(t *testing.T) {
 	if id, _ := b.order("u2"); id != "order2" {
 		t.Fatalf("released buyer u2's order %q, want order2", id)
 	}
-	res := g.BuyBatch(ctx, []BuyRequest{{SKU: sku, UID: "u1", Qty: 1}, {SKU: sku, UID: "u3", Qty: 1}}, nil)
+	res := buyAll(ctx, t, g, []BuyRequest{{SKU: sku, UID: "u1", Qty: 1}, {SKU: sku, UID: "u3", Qty: 1}})
 	if res[0].Err == nil || res[0].Err.Error() != "DUPLICATE order1" || res[1].Err == nil || res[1].Err.Error() != "SOLDOUT "+sku {
 		t.Fatalf("flagged buys: %v, %v; want DUPLICATE order1 and SOLDOUT", res[0].Err, res[1].Err)
 	}

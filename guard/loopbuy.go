@@ -24,7 +24,8 @@ import (
 // script call (AppendCall) on its own connection to the master, and hands the raw reply to
 // SettleCall, which says for each attempt its result, or where to send it again; Tee hands
 // what was sold to Kafka, and Finish ends an attempt. The outcomes and counters are
-// BuyBatch's, which goes the same way through go-redis.
+// the engine's alone: package proxy runs it, on an event loop's core or on the core that
+// serves the router's buys.
 
 // local answers a buy with no network call, from admission (see admission.go) and the flags:
 // a denied or over-eager buyer, a closed sale, a sold-out one (DUPLICATE for a buyer the flag
@@ -83,7 +84,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 
 // newAttempt starts a buy's way through the script: its order id, the sale version this
 // proxy knows, and the script's keys.
-func (g *Guard) newAttempt(r *BuyRequest, i int) *Attempt {
+func (g *Guard) newAttempt(r *BuyRequest) *Attempt {
 	v, _ := g.versions.Load(r.SKU)
 	ver, _ := v.(string)
 	var keys []string
@@ -92,10 +93,10 @@ func (g *Guard) newAttempt(r *BuyRequest, i int) *Attempt {
 	} else {
 		keys = sale.KeysFor(r.SKU).ScriptKeys()
 	}
-	return &Attempt{i: i, req: r, keys: keys, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation()}
+	return &Attempt{req: r, keys: keys, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation()}
 }
 
-// Local counts a buy and answers it if the proxy can without Redis (see BuyBatch); ok false:
+// Local counts a buy and answers it if the proxy can without Redis (admission, the flags); ok false:
 // call Start.
 func (g *Guard) Local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	g.stats.buys.Add(1)
@@ -121,7 +122,7 @@ func (g *Guard) Start(r *BuyRequest) (*Attempt, error) {
 		g.stats.busy.Add(1)
 		return nil, ErrBusy
 	}
-	a := g.newAttempt(r, 0)
+	a := g.newAttempt(r)
 	a.waitSlot = slot
 	return a, nil
 }
@@ -148,7 +149,7 @@ type CallGroup struct {
 }
 
 // MaxBuysPerCall bounds the buys of one script call, and so how long it holds Redis.
-const MaxBuysPerCall = maxBuysPerScript
+const MaxBuysPerCall = 64
 
 // MasterOf is the address of the node that owns sku's keys, from the slot map.
 func (g *Guard) MasterOf(ctx context.Context, sku string) (string, error) {
@@ -176,27 +177,21 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	for _, k := range first.keys {
 		dst = redcon.AppendBulkString(dst, k)
 	}
-	for _, a := range callArgv(as, g.opt.Instance, g.opt.Route) {
-		dst = redcon.AppendBulkString(dst, a)
+	// ARGV: the sale version, the caller's route, then per buy its uid, quantity, order id
+	// and this proxy's name.
+	dst = redcon.AppendBulkString(dst, first.version)
+	dst = redcon.AppendBulkString(dst, g.opt.Route)
+	for _, a := range as {
+		dst = redcon.AppendBulkString(dst, a.req.UID)
+		dst = redcon.AppendBulkInt(dst, a.req.Qty)
+		dst = redcon.AppendBulkString(dst, a.orderID)
+		dst = redcon.AppendBulkString(dst, g.opt.Instance)
 	}
 	return dst
 }
 
-// callArgv is buy.lua's ARGV for one call that carries as (one CallGroup), for the loop's
-// owner connection and the coalescer alike: the sale version, the caller's route, then per
-// buy its uid, quantity, order id and this proxy's name.
-func callArgv(as []*Attempt, instance, route string) []string {
-	argv := make([]string, 0, 2+4*len(as))
-	argv = append(argv, as[0].version, route)
-	for _, a := range as {
-		argv = append(argv, a.req.UID, strconv.FormatInt(a.req.Qty, 10), a.orderID, instance)
-	}
-	return argv
-}
-
 // hand gives each attempt of one script call its own reply from the call's decoded reply v,
-// or the call's error (err, or a reply that is not one per attempt), for the loop's owner
-// connection and the coalescer alike.
+// or the call's error (err, or a reply that is not one per attempt).
 func hand(as []*Attempt, v any, err error) {
 	replies, isArray := v.([]any)
 	if err == nil && (!isArray || len(replies) != len(as)) {
@@ -240,7 +235,7 @@ func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) 
 				g.rc.ReloadState(context.Background()) // the slot moved for good: learn where
 			}
 		} else {
-			o.Retry = g.settle(context.Background(), time.Time{}, a, &o.Result, round)
+			o.Retry = g.settle(a, &o.Result, round)
 			o.Sold = !o.Retry && a.sold.OrderID != ""
 		}
 		out = append(out, o)

@@ -3,11 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,7 +17,7 @@ import (
 const maxRounds = 3
 
 // settle turns an attempt's reply into its result, or asks for another round.
-func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res *BuyResult, round int) (retry bool) {
+func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 	if err := a.err; err != nil {
 		if round+1 < maxRounds {
 			switch {
@@ -29,19 +25,11 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 				a.useEval = true
 				return true
 			case isRedirect(err):
-				g.rc.ReloadState(ctx)
+				g.rc.ReloadState(context.Background())
 				return true
 			}
 		}
-		if isConnError(err) {
-			// go-redis reloads its slot map on MOVED, not when a node refuses or drops
-			// connections, as a dead master does until the map names its successor.
-			g.ReloadSlots()
-		}
 		g.stats.unavailable.Add(1)
-		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			err = errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String())
-		}
 		res.Err = unavailable(err)
 		return false
 	}
@@ -105,13 +93,6 @@ func (g *Guard) settle(ctx context.Context, deadline time.Time, a *Attempt, res 
 		res.Err = unavailable(errors.New("unexpected script reply " + strconv.Quote(code)))
 	}
 	return false
-}
-
-// isConnError says whether err is the connection's, not Redis's answer: refused, reset,
-// closed or timed out.
-func isConnError(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func isRedirect(err error) bool {

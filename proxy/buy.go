@@ -47,11 +47,11 @@ func (b *guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []b
 	return at, nil
 }
 
-// master finds sku's master in the slot map; the call timeout bounds a load of the map.
+// master finds sku's master in the slot map. The map is go-redis's, loaded in the background;
+// a load this waits for (the first, or after a failover) is bounded by the client's own read
+// and dial timeouts, so no context with a timer of its own is made per turn.
 func (b *guardBuyer) master(sku string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
-	return b.g.MasterOf(ctx, sku)
+	return b.g.MasterOf(context.Background(), sku)
 }
 
 // attempts are as's guard attempts, in a buffer reused from one call to the next.

@@ -459,3 +459,36 @@ func warmed(t *testing.T, reply any) string {
 	m := infoMap(t, reply)
 	return "stock " + m["stock"] + " in_flight " + m["in_flight"]
 }
+
+// TestSubscriberBuys: a RESP3 client that subscribes is served by a goroutine of its own (in
+// loop mode it leaves the loop), and may still buy: its buys run on the same engine, the core
+// of the router's buys, and sell what a buy anywhere else sells, once per buyer.
+func TestSubscriberBuys(t *testing.T) {
+	s := start(t, nil)
+	sku := newSKU("subbuy")
+	s.sale(t, s.client(t, 2), sku, 3)
+	c := dialRaw(t, s.addr)
+	if r := c.do(t, "HELLO", "3"); !strings.HasPrefix(r, "%") {
+		t.Fatalf("HELLO 3: %q", r)
+	}
+	ch := "subbuy:" + sku
+	if r := c.do(t, "SUBSCRIBE", ch); !strings.HasPrefix(r, ">3\r\n$9\r\nsubscribe\r\n") {
+		t.Fatalf("SUBSCRIBE: %q", r)
+	}
+	first := c.do(t, "SECKILL.BUY", sku, "alice")
+	id, ok := strings.CutPrefix(strings.TrimSuffix(first, "\r\n"), "$20\r\n")
+	if !ok {
+		t.Fatalf("a subscriber's buy: %q, want an order id", first)
+	}
+	if r := c.do(t, "SECKILL.BUY", sku, "alice"); r != "-DUPLICATE "+id+"\r\n" {
+		t.Fatalf("the subscriber buys again: %q, want DUPLICATE %s", r, id)
+	}
+	ctx := context.Background()
+	k := sale.KeysFor(sku)
+	if stock, _ := s.rc.Get(ctx, k.Stock).Int(); stock != 2 {
+		t.Fatalf("stock = %d, want 2", stock)
+	}
+	if order, _ := s.rc.HGet(ctx, k.Buyers, "alice").Result(); !strings.HasPrefix(order, id+":") {
+		t.Fatalf("alice's order in Redis: %q, want %s", order, id)
+	}
+}

@@ -55,6 +55,10 @@ type coreLimits struct {
 	maxOut      int           // bytes of one client's unwritten replies before it is not read
 	timeout     time.Duration // a pass-through command's bound
 	redialGap   time.Duration // after a failed dial, commands are failed at once this long
+	// maxCallsOut bounds the buy script calls out to one node (0: none): the buys that come
+	// meanwhile wait, and go together in the next call. An event loop needs no bound, since
+	// its turns gather what every client sent; the buy shell's turns would be a buy each.
+	maxCallsOut int
 }
 
 // client is one client connection's state in a core.
@@ -97,6 +101,9 @@ type client struct {
 	dirty          bool // in core.dirty
 	stalled        bool // rd holds commands that wait until the client can be served
 	remote         string
+	// answer, set for the buys the router hands to the core (runBuys), takes each reply in
+	// place of a socket: such a client has no reader, no output and no shell's handle.
+	answer func(seq uint64, reply []byte)
 }
 
 type slotUse struct {
@@ -128,6 +135,8 @@ type core struct {
 	// attempts that sold, teed at its end (teeSold).
 	buys []*pendingBuy
 	sold []buyAttempt
+	// later holds buys for nodes with lim.maxCallsOut calls out, until one is answered.
+	later []*pendingBuy
 	// metrics takes each buy's latency (nil: none); passNames and passLat are the core's own
 	// pass-through counters' lookup and latency count (passStat).
 	metrics   *Metrics
@@ -301,6 +310,13 @@ func (k *core) track(n int) bool {
 // owned: reply's storage is the client's to keep, not to copy.
 func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
 	if c.closed {
+		return
+	}
+	if c.answer != nil {
+		if !owned {
+			reply = bytes.Clone(reply)
+		}
+		c.answer(seq, reply)
 		return
 	}
 	if seq != c.seqOut {

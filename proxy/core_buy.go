@@ -85,6 +85,7 @@ type buyCall struct {
 	wait     *buyWait // the WAIT that follows it, if any
 	reply    []byte   // its reply, kept until the WAIT's comes
 	replied  bool
+	out      *node // the node it went to, until it is answered, failed or expired (callOver)
 }
 
 // buyWait is a WAIT after a node's calls of one turn: they are settled when it answers.
@@ -100,6 +101,24 @@ func (k *core) serveBuy(c *client, args [][]byte) {
 		k.complete(c, seq, reply, true)
 		return
 	}
+	k.startBuy(c, seq, req)
+}
+
+// runBuys serves buys that the router read on a goroutine of its own (a subscriber's, a
+// client of the goroutine-per-client server, a session a reload revoked) as the core serves
+// its own clients' buys, on the same engine; answer gets each buy's reply, by its index in
+// reqs, on the core's goroutine.
+func (k *core) runBuys(reqs []guard.BuyRequest, answer func(i int, reply []byte)) {
+	c := &client{answer: func(seq uint64, reply []byte) { answer(int(seq), reply) }}
+	for i := range reqs {
+		seq := c.seqNext
+		c.seqNext++
+		k.startBuy(c, seq, reqs[i])
+	}
+}
+
+// startBuy answers a buy from the flags, or refuses it, or gathers it for the end of the turn.
+func (k *core) startBuy(c *client, seq uint64, req guard.BuyRequest) {
 	a, reply := k.buyer.start(req, k.now)
 	if reply != nil {
 		k.metrics.ObserveBuy(0) // answered in the turn that read it
@@ -162,6 +181,11 @@ func (k *core) sendBuys() {
 			k.buyDone(b, upstreamUnavailable(up.lastErr))
 			continue
 		}
+		if k.lim.maxCallsOut > 0 && up.callsOut >= k.lim.maxCallsOut {
+			b.c.buysWaiting++
+			k.later = append(k.later, b) // sent when a call to up is answered
+			continue
+		}
 		key := addr
 		if ask {
 			key += " ask" // ASKING goes before the call: the call is one of its own
@@ -207,13 +231,28 @@ func (k *core) sendBuys() {
 				as[i] = b.a
 			}
 			up.out = k.buyer.appendCall(up.out, as)
-			call.wait = w
+			call.wait, call.out = w, up
+			up.callsOut++
 			up.queue = append(up.queue, inflight{call: call, deadline: deadline})
 		}
 		if w != nil {
 			up.out = append(up.out, wait...)
 			up.queue = append(up.queue, inflight{wait: w, deadline: deadline})
 		}
+	}
+}
+
+// callOver: call is answered, failed or past its deadline, and counts no longer among its
+// node's calls out; the buys held back for that bound go with the next turn's, before them.
+func (k *core) callOver(call *buyCall) {
+	if call.out == nil {
+		return
+	}
+	call.out.callsOut--
+	call.out = nil
+	if len(k.later) > 0 {
+		k.buys = append(k.later, k.buys...)
+		k.later = nil
 	}
 }
 
@@ -231,6 +270,7 @@ func (k *core) teeSold() {
 
 // callReply takes the reply of a script call: settled now, or when its WAIT answers.
 func (k *core) callReply(call *buyCall, raw []byte) {
+	k.callOver(call)
 	if call.wait != nil {
 		call.reply, call.replied = bytes.Clone(raw), true
 		return
@@ -287,6 +327,7 @@ func (k *core) settleCall(call *buyCall, raw []byte) {
 // failCall answers the buys of a call whose connection failed with reply; a call whose reply
 // came (and waited for its WAIT) is settled with it, since it sold what it says.
 func (k *core) failCall(call *buyCall, reply []byte) {
+	k.callOver(call)
 	if call.replied {
 		k.settleCall(call, call.reply)
 		return
@@ -305,6 +346,7 @@ func (k *core) failCall(call *buyCall, reply []byte) {
 // expireCall answers the buys of a call past its deadline; the script may still run, and
 // its reply, when it comes, is taken by late.
 func (k *core) expireCall(call *buyCall) {
+	k.callOver(call)
 	call.answered = true
 	for _, b := range call.buys {
 		k.complete(b.c, b.seq, k.buyer.timedOut(b.a), true)

@@ -2,12 +2,13 @@ package proxy
 
 import (
 	"fmt"
-	"seckill-proxy/guard"
-	"seckill-proxy/internal/resp"
-	"seckill-proxy/router"
 	"strings"
 	"testing"
 	"time"
+
+	"seckill-proxy/guard"
+	"seckill-proxy/internal/resp"
+	"seckill-proxy/router"
 )
 
 // The core's buys, with a fake buy engine: no sockets, no Redis.
@@ -222,5 +223,56 @@ func TestCoreBuyEndsSlowBatch(t *testing.T) {
 	}
 	if strings.Join(fb.sold, ",") != "u1" {
 		t.Fatalf("the loop's buyer sold %v, want u1", fb.sold)
+	}
+}
+
+// TestCoreRunBuysBounded: the router's buys (runBuys) are answered through their callback, by
+// index; with maxCallsOut 1, the buys that come while a call is out wait, and go together in
+// one call once it is answered, before later ones and in their order; an expired call counts
+// no longer, so the buys held behind it go at once.
+func TestCoreRunBuysBounded(t *testing.T) {
+	h := newCoreHarness(t, false)
+	h.k.lim.maxCallsOut = 1
+	fb := &fakeBuyer{}
+	h.k.buyer = fb
+	got := map[string]string{}
+	run := func(name string, uids ...string) {
+		reqs := make([]guard.BuyRequest, len(uids))
+		for i, u := range uids {
+			reqs[i] = guard.BuyRequest{SKU: "s", UID: u, Qty: 1}
+		}
+		h.k.runBuys(reqs, func(i int, reply []byte) { got[name+uids[i]] = string(reply) })
+	}
+	run("a:", "u1", "u2")
+	h.k.flushInputs()
+	h.connect()
+	owner := h.k.ups["owner a"]
+	if n := strings.Count(string(owner.out), "BUYCALL"); n != 1 || owner.callsOut != 1 {
+		t.Fatalf("first turn: %d calls written, %d out; want 1 and 1", n, owner.callsOut)
+	}
+	first := string(owner.out)
+	run("b:", "u3")
+	h.k.flushInputs()
+	run("c:", "u4", "u5")
+	h.k.flushInputs()
+	if string(owner.out) != first || len(h.k.later) != 3 || h.k.pendingWork() {
+		t.Fatalf("while a call is out: out %q, %d held, pending %v; want nothing more written, 3 held, no pending work",
+			owner.out, len(h.k.later), h.k.pendingWork())
+	}
+	h.buyNode(fb)
+	if len(got) != 2 || got["a:u1"] != "$8\r\norder-u1\r\n" || got["a:u2"] != "$8\r\norder-u2\r\n" {
+		t.Fatalf("after the first reply: %v", got)
+	}
+	h.k.flushInputs()
+	if string(owner.out) != cmdsOf("BUYCALL s u3 u4 u5") || owner.callsOut != 1 {
+		t.Fatalf("the held buys: %q (%d out), want one call for u3 u4 u5", owner.out, owner.callsOut)
+	}
+	run("d:", "u6")
+	h.k.flushInputs()
+	h.k.now = h.k.now.Add(600 * time.Millisecond) // past callTimeout: the call is answered, and not out
+	h.k.expire()
+	h.k.flushInputs()
+	if got["b:u3"] != "-UNAVAILABLE timed out\r\n" || !strings.HasSuffix(string(owner.out), cmdsOf("BUYCALL s u6")) {
+		t.Fatalf("after the deadline: u3 %q, out %q; want a timeout and u6's call written", got["b:u3"], owner.out)
 	}
 }

@@ -37,6 +37,7 @@ type node struct {
 	head      int
 	scan      resp.ReplyScanner // where the reply at the front of in ends, kept across reads
 	lastRead  time.Time         // the last time it answered anything
+	callsOut  int               // buy script calls sent and not answered, failed or expired
 }
 
 // inflight is a command sent to Redis, in the order the replies will come back.

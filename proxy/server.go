@@ -38,6 +38,9 @@ type Server struct {
 	loops     int     // event loops to serve clients from; 0: a goroutine per client
 	noLoop    bool    // serve every client from a goroutine of its own
 	loopGroup []*loop // set while the event loops serve
+	// buys runs the buys the router serves on goroutines (buyshell.go); nil: no guard, or no
+	// upstream to buy on.
+	buys *buyShell
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -74,11 +77,26 @@ func (s *Server) Serve(ln net.Listener) error {
 	if draining {
 		return ln.Close()
 	}
+	s.startBuys()
 	if ok, err := s.serveLoop(ln); ok {
 		return err
 	}
 	s.log.Info("serving RESP", zap.String("addr", ln.Addr().String()))
 	return s.serveGoroutines(ln)
+}
+
+// startBuys starts the core that runs the buys the router serves (once).
+func (s *Server) startBuys() {
+	g := s.router.Guard()
+	if g == nil || s.upstream == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.buys == nil {
+		s.buys = newBuyShell(s, g)
+		s.router.SetBuyEngine(s.buys)
+	}
 }
 
 // Clients is the number of connected clients.
@@ -146,6 +164,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for _, l := range loops {
 		l.stop()
+	}
+	s.mu.Lock()
+	buys := s.buys
+	s.mu.Unlock()
+	if buys != nil {
+		buys.stop()
 	}
 	s.mu.Lock()
 	s.stopping = true

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -68,27 +67,38 @@ func errorReply(err error) []byte { return appendError(nil, err) }
 // appendError appends err as WriteError writes it.
 func appendError(dst []byte, err error) []byte { return redcon.AppendError(dst, errorText(err)) }
 
-// writeBuys runs the valid buys as one batch and writes every buy's reply in order, as
-// AppendBuyReply makes it. It returns the results buffer for reuse.
-func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, results []guard.BuyResult, w Writer) []guard.BuyResult {
-	start := time.Now()
-	results = r.guard.BuyBatch(ctx, buys, results)
-	if r.opt.ObserveBuy != nil {
-		d := time.Since(start)
-		for range buys {
-			r.opt.ObserveBuy(d)
-		}
+// BuyEngine runs buys that Serve has read and checked, and gives each its reply as
+// AppendBuyReply makes it, in the order of reqs. The proxy's server is one: its buys run on
+// the same engine as the event loop's (see package proxy).
+type BuyEngine interface {
+	RunBuys(ctx context.Context, reqs []guard.BuyRequest) [][]byte
+}
+
+// errNoBuyEngine answers the buys of a router that serves none (no server set one).
+var errNoBuyEngine = errors.New("UNAVAILABLE no buy engine")
+
+// SetBuyEngine has Serve run its buys on e. Call it before Serve.
+func (r *Router) SetBuyEngine(e BuyEngine) { r.buys = e }
+
+// writeBuys runs the valid buys as one batch and writes every buy's reply in order.
+func (r *Router) writeBuys(ctx context.Context, buys []guard.BuyRequest, errs []error, w Writer) {
+	var replies [][]byte
+	if len(buys) > 0 && r.buys != nil {
+		replies = r.buys.RunBuys(ctx, buys)
 	}
 	next := 0
 	for _, perr := range errs {
-		if perr != nil {
+		switch {
+		case perr != nil:
 			WriteError(w, perr)
 			continue
+		case replies == nil:
+			WriteError(w, errNoBuyEngine)
+		default:
+			w.WriteRaw(replies[next])
 		}
-		w.WriteRaw(r.AppendBuyReply(nil, &buys[next], results[next]))
 		next++
 	}
-	return results
 }
 
 // compatReply maps a buy's outcome to the seeds' integers. The answers made on every request

@@ -94,7 +94,6 @@ type Session struct {
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
 	buyErrs []error
-	results []guard.BuyResult
 }
 
 // Options configure a Router.
@@ -108,8 +107,6 @@ type Options struct {
 	Clients func() int64
 	// Extra adds lines to INFO's seckill section (the tee's counters, say); nil adds none.
 	Extra func() []guard.Field
-	// ObserveBuy takes the latency of each buy served by Serve (nil: none).
-	ObserveBuy func(time.Duration)
 	// ObservePass takes each pass-through command Serve sent upstream with its reply, and how
 	// long the batch it went in took (nil: none).
 	ObservePass func(args [][]byte, reply []byte, d time.Duration)
@@ -148,6 +145,7 @@ var errPassThrough error = respError("pass through")
 type Router struct {
 	table  map[string]*command
 	guard  *guard.Guard
+	buys   BuyEngine // runs Serve's buys (nil: they are answered UNAVAILABLE)
 	log    *zap.Logger
 	opt    Options
 	creds  atomic.Pointer[credentials] // SetCredentials changes them while serving
@@ -389,7 +387,7 @@ func (b *batch) flushBuys() {
 	if len(b.buyErrs) == 0 {
 		return
 	}
-	b.s.results = b.r.writeBuys(b.ctx, b.buys, b.buyErrs, b.s.results, b.w)
+	b.r.writeBuys(b.ctx, b.buys, b.buyErrs, b.w)
 	b.buys, b.buyErrs = b.buys[:0], b.buyErrs[:0]
 }
 

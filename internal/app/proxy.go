@@ -124,7 +124,6 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts,
 		ProtectedMode: cfg.ProtectedMode,
 		Clients:       func() int64 { return p.Server.Clients() },
-		ObserveBuy:    func(d time.Duration) { p.Metrics.ObserveBuy(d) },
 		ObservePass:   func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
 	if p.Tee != nil {
 		ropt.Extra = func() []guard.Field { return append(p.Tee.InfoFields(), p.Sweeper.InfoFields()...) }

@@ -1,5 +1,5 @@
-// Package coalesce gathers work from a channel into batches, for the coalescers that share a
-// few upstream connections among many clients.
+// Package coalesce gathers work from a channel into batches, for the pass-through coalescer
+// that shares a few upstream connections among many clients.
 package coalesce
 
 // Gather waits for the first item on in, then takes whatever else is already waiting,
