@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -110,6 +111,7 @@ func main() {
 //	seckill-bench admission-table -report F -rate R -burst B
 //	seckill-bench owner -sku S [-ask HOST:PORT]
 //	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
+//	seckill-bench bench-report -work DIR -out FILE -n N -base REV -metrics-base REV
 func table(name string, args []string) int {
 	fs := flag.NewFlagSet("seckill-bench "+name, flag.ContinueOnError)
 	switch name {
@@ -117,6 +119,8 @@ func table(name string, args []string) int {
 		return owner(fs, args)
 	case "toxi":
 		return toxi(args)
+	case "bench-report":
+		return benchReport(fs, args)
 	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
@@ -161,8 +165,31 @@ func table(name string, args []string) int {
 		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-row, admission-table, owner; flags for a sale)\n", name)
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-row, admission-table, owner, toxi, bench-report; flags for a sale)\n", name)
 	return 2
+}
+
+// benchReport writes BENCHMARKS.md from what make bench left in its work directory.
+func benchReport(fs *flag.FlagSet, args []string) int {
+	run := loadtest.BenchRun{Now: time.Now(), Cores: runtime.NumCPU()}
+	fs.StringVar(&run.Work, "work", "", "the bench's work directory")
+	out := fs.String("out", "BENCHMARKS.md", "the file to write")
+	fs.IntVar(&run.Requests, "n", 0, "requests per measurement of the buy table")
+	fs.StringVar(&run.Base, "base", "", "the revision the CPU and pass-through tables compare against")
+	fs.StringVar(&run.MetricsBase, "metrics-base", "", "the revision before the metrics")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	md, err := loadtest.BenchReport(run)
+	if err == nil {
+		err = os.WriteFile(*out, []byte(md), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill-bench bench-report:", err)
+		return 2
+	}
+	fmt.Fprintln(os.Stderr, "wrote", *out)
+	return 0
 }
 
 // owner prints the address of the master that owns -sku's slot, as the node -ask sees it in

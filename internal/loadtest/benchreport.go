@@ -1,0 +1,389 @@
+package loadtest
+
+import (
+	"bufio"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// BENCHMARKS.md, written by `make bench` (scripts/bench.sh, through `seckill-bench
+// bench-report`) from what the run left in its work directory: the load tool's -json reports,
+// the tables the bench scripts print, and `go test -bench` output.
+
+//go:embed benchreport.md.tmpl
+var benchTemplate string
+
+// BenchRun names a make bench run: its work directory and what it measured against.
+type BenchRun struct {
+	Work        string    // the directory the bench scripts wrote into
+	Requests    int       // redis-benchmark's -n of the buy table
+	Base        string    // the revision the CPU and pass-through tables compare against
+	MetricsBase string    // the revision before the metrics, for table (k)
+	Now         time.Time // when
+	Cores       int
+}
+
+// benchData is what the template fills BENCHMARKS.md with.
+type benchData struct {
+	Now                        string
+	Cores, N                   int
+	Base, MetricsBase          string
+	Proxy, Seeds, SeedsIn      Report
+	Checks, OldSeeds           string
+	Buy, Pass, PassCompare     string
+	Sink, Batch, Single        float64
+	BigArgs, CPU, Legacy       string
+	BuyPerGet, BuyPerGetBase   float64
+	Admission, Metrics         string
+	AdmissionRush, Hot         string
+	cpuNew, cpuBase, cpuTwo    cpuTable
+	cpuMetrics, cpuMetricsBase cpuTable
+}
+
+// cpuRow is one row of scripts/bench-cpu.sh: CPU per request and requests per second.
+type cpuRow struct{ us, rps float64 }
+
+// cpuTable is bench-cpu.sh's table: its rows by (request, pipeline depth), and their order.
+type cpuTable struct {
+	order [][2]string
+	rows  map[[2]string]cpuRow
+}
+
+// BenchReport makes BENCHMARKS.md from run's work directory.
+func BenchReport(run BenchRun) (string, error) {
+	d := benchData{Now: run.Now.UTC().Format("2006-01-02 15:04 UTC"), Cores: run.Cores, N: run.Requests,
+		Base: run.Base, MetricsBase: run.MetricsBase}
+	w := func(name string) string { return filepath.Join(run.Work, name) }
+	var errs []error
+	must := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	d.Proxy, err = medianRun(w("proxy"))
+	must(err)
+	d.Seeds, err = medianRun(w("seeds"))
+	must(err)
+	d.SeedsIn, err = medianRun(w("seedsin"))
+	must(err)
+	d.Checks = "all passed"
+	if !d.Proxy.Passed {
+		var failed []string
+		for _, c := range d.Proxy.Checks {
+			if !c.OK {
+				failed = append(failed, c.Name)
+			}
+		}
+		d.Checks = "FAILED: " + strings.Join(failed, ", ")
+	}
+	d.Sink, err = ordersPerSecond(w("sink.txt"), "BenchmarkSink")
+	must(err)
+	d.Batch, err = ordersPerSecond(w("persist.txt"), "BenchmarkPersist/batch=1000")
+	must(err)
+	d.Single, err = ordersPerSecond(w("persist.txt"), "BenchmarkPersist/batch=1-")
+	must(err)
+	d.Buy, err = tableBody(w("buy.md"))
+	must(err)
+	d.Pass, err = tableBody(w("pass.md"))
+	must(err)
+	d.Legacy, err = tableBody(w("legacy.md"))
+	must(err)
+	rush, err := os.ReadFile(w("admission.md"))
+	must(err)
+	d.AdmissionRush = strings.TrimSpace(string(rush))
+	hot, err := benchLines(w("hot.txt"))
+	must(err)
+	d.Hot = strings.TrimSpace(hot)
+	for _, t := range []struct {
+		dst  *cpuTable
+		file string
+	}{{&d.cpuNew, "cpu.md"}, {&d.cpuBase, "cpu-base.md"}, {&d.cpuTwo, "cpu-2loops.md"},
+		{&d.cpuMetrics, "cpu-metrics.md"}, {&d.cpuMetricsBase, "cpu-mbase.md"}} {
+		*t.dst, err = readCPUTable(w(t.file))
+		must(err)
+	}
+	old, err := os.ReadFile(w("base-benchmarks.md"))
+	must(err)
+	big, err := readBigArgs(w("bigarg.txt"))
+	must(err)
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	d.CPU = d.cpuRows()
+	d.Metrics = d.metricsRows()
+	if d.Admission, err = d.admissionRows(); err != nil {
+		return "", err
+	}
+	if d.BuyPerGet, err = d.cpuNew.perGet("successful SECKILL.BUY"); err != nil {
+		return "", err
+	}
+	if d.BuyPerGetBase, err = d.cpuBase.perGet("successful SECKILL.BUY"); err != nil {
+		return "", err
+	}
+	d.PassCompare = passCompare(string(old), d.Pass)
+	d.OldSeeds = "-"
+	if m := regexp.MustCompile(`proxy/seeds throughput ratio: \*\*([\d.]+)\*\*`).FindStringSubmatch(string(old)); m != nil {
+		d.OldSeeds = m[1]
+	}
+	d.BigArgs = big
+	var b strings.Builder
+	t := template.Must(template.New("benchmarks").Funcs(template.FuncMap{
+		"f0":  func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
+		"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+		"f2":  func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
+		"div": func(a, b float64) float64 { return a / b },
+	}).Parse(benchTemplate))
+	if err := t.Execute(&b, d); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// medianRun is the report of median throughput among base.1.json, base.2.json, base.3.json.
+func medianRun(base string) (Report, error) {
+	var runs []Report
+	for i := 1; i <= 3; i++ {
+		r, err := ReadReport(fmt.Sprintf("%s.%d.json", base, i))
+		if err != nil {
+			return Report{}, err
+		}
+		runs = append(runs, r)
+	}
+	slices.SortFunc(runs, func(a, b Report) int {
+		switch {
+		case a.Throughput < b.Throughput:
+			return -1
+		case a.Throughput > b.Throughput:
+			return 1
+		}
+		return 0
+	})
+	return runs[1], nil
+}
+
+// ordersPerSecond reads the orders/s metric of the first `go test -bench` result whose name
+// begins with name.
+func ordersPerSecond(path, name string) (float64, error) {
+	re := regexp.MustCompile(regexp.QuoteMeta(name) + `\S*\s+\d+\s+.*?([\d.]+) orders/s`)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	m := re.FindSubmatch(b)
+	if m == nil {
+		return 0, fmt.Errorf("%s: no %s result with orders/s", path, name)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// tableBody is a bench script's output less its first line (the date and settings).
+func tableBody(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 3 {
+		return "", fmt.Errorf("%s: no table", path)
+	}
+	return strings.Join(lines[1:], "\n"), nil
+}
+
+// benchLines are the result lines of `go test -bench` output.
+func benchLines(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "Benchmark") {
+			b.WriteString(sc.Text() + "\n")
+		}
+	}
+	return b.String(), sc.Err()
+}
+
+// cells are the cells of a Markdown table row.
+func cells(line string) []string {
+	cs := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+	for i := range cs {
+		cs[i] = strings.TrimSpace(cs[i])
+	}
+	return cs
+}
+
+func isDigits(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}
+
+func readCPUTable(path string) (cpuTable, error) {
+	t := cpuTable{rows: map[[2]string]cpuRow{}}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return t, err
+	}
+	for line := range strings.Lines(string(b)) {
+		cs := cells(line)
+		if len(cs) != 4 || !isDigits(cs[1]) {
+			continue
+		}
+		us, err1 := strconv.ParseFloat(cs[2], 64)
+		rps, err2 := strconv.ParseFloat(cs[3], 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return t, fmt.Errorf("%s: %q: %w", path, line, err)
+		}
+		key := [2]string{cs[0], cs[1]}
+		if _, dup := t.rows[key]; !dup {
+			t.order = append(t.order, key)
+		}
+		t.rows[key] = cpuRow{us, rps}
+	}
+	if len(t.order) == 0 {
+		return t, fmt.Errorf("%s: no rows", path)
+	}
+	return t, nil
+}
+
+// perGet is CPU per request of name over that of a pass-through GET, at -P 1.
+func (t cpuTable) perGet(name string) (float64, error) {
+	r, ok1 := t.rows[[2]string{name, "1"}]
+	g, ok2 := t.rows[[2]string{"pass-through GET", "1"}]
+	if !ok1 || !ok2 || g.us == 0 {
+		return 0, fmt.Errorf("the CPU table has no %q or GET row at -P 1", name)
+	}
+	return r.us / g.us, nil
+}
+
+// cpuRows is table (h): this tree against the baseline, and with 2 loops. A request the
+// baseline cannot serve (rate-limited buys: see (j)) is left out.
+func (d *benchData) cpuRows() string {
+	var rows []string
+	for _, key := range d.cpuNew.order {
+		n := d.cpuNew.rows[key]
+		b, ok := d.cpuBase.rows[key]
+		if !ok {
+			continue
+		}
+		t := d.cpuTwo.rows[key]
+		rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.0f | %.0f | %.0f |",
+			key[0], key[1], b.us, n.us, n.us/b.us, t.us, b.rps, n.rps, t.rps))
+	}
+	return strings.Join(rows, "\n")
+}
+
+// metricsRows is table (k): this tree against the revision before the metrics.
+func (d *benchData) metricsRows() string {
+	var rows []string
+	for _, key := range d.cpuMetrics.order {
+		n := d.cpuMetrics.rows[key]
+		b, ok := d.cpuMetricsBase.rows[key]
+		if !ok {
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %.1f | %.2f | %.0f | %.0f | %.2f |",
+			key[0], key[1], b.us, n.us, n.us/b.us, b.rps, n.rps, n.rps/b.rps))
+	}
+	return strings.Join(rows, "\n")
+}
+
+// admissionRows is table (j): rate-limited buys against sold-out ones.
+func (d *benchData) admissionRows() (string, error) {
+	var rows []string
+	for _, p := range []string{"1", "16"} {
+		lim, ok1 := d.cpuNew.rows[[2]string{"rate-limited SECKILL.BUY", p}]
+		sold, ok2 := d.cpuNew.rows[[2]string{"sold-out SECKILL.BUY", p}]
+		if !ok1 || !ok2 {
+			return "", fmt.Errorf("the CPU table has no rate-limited or sold-out row at -P %s", p)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %.1f | %.1f | %.0f | %.0f | %.2f |", p, sold.us, lim.us, sold.rps, lim.rps, lim.rps/sold.rps))
+	}
+	return strings.Join(rows, "\n"), nil
+}
+
+// passRatios are the proxy/twemproxy and proxy/direct ratios of a pass-through table, by
+// (upstream, test, pipeline depth), in the table's order.
+func passRatios(table string) (order [][3]string, ratios map[[3]string][2]string) {
+	ratios = map[[3]string][2]string{}
+	for line := range strings.Lines(table) {
+		cs := cells(line)
+		if len(cs) != 8 || !isDigits(cs[2]) {
+			continue
+		}
+		key := [3]string{cs[0], cs[1], cs[2]}
+		if _, dup := ratios[key]; !dup {
+			order = append(order, key)
+		}
+		ratios[key] = [2]string{cs[6], cs[7]}
+	}
+	return order, ratios
+}
+
+// passCompare is the pass-through ratios of this run beside those in the baseline's
+// BENCHMARKS.md (old).
+func passCompare(old, now string) string {
+	if a, b := strings.Index(old, "## (d)"), strings.Index(old, "## (e)"); a >= 0 && b > a {
+		old = old[a:b]
+	} else {
+		old = ""
+	}
+	_, before := passRatios(old)
+	order, after := passRatios(now)
+	var rows []string
+	for _, key := range order {
+		o, ok := before[key]
+		if !ok {
+			o = [2]string{"-", "-"}
+		}
+		n := after[key]
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", key[0], key[1], key[2], o[0], n[0], o[1], n[1]))
+	}
+	return strings.Join(rows, "\n")
+}
+
+// readBigArgs is table (g) from BenchmarkLargeArgument's output: time per SET and GET of each
+// size, straight to redis-server and through the proxy.
+func readBigArgs(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	re := regexp.MustCompile(`(?m)^BenchmarkLargeArgument/(SET|GET)/(\d+)MiB/(redis|proxy)\S*\s+\d+\s+(\d+) ns/op`)
+	ms := map[[3]string]float64{}
+	var sizes []int
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		ns, _ := strconv.ParseFloat(m[4], 64)
+		ms[[3]string{m[1], m[2], m[3]}] = ns / 1e6
+		if n, _ := strconv.Atoi(m[2]); !slices.Contains(sizes, n) {
+			sizes = append(sizes, n)
+		}
+	}
+	slices.Sort(sizes)
+	var rows []string
+	for _, size := range sizes {
+		row := fmt.Sprintf("| %d MiB |", size)
+		for _, op := range []string{"SET", "GET"} {
+			r, p := ms[[3]string{op, strconv.Itoa(size), "redis"}], ms[[3]string{op, strconv.Itoa(size), "proxy"}]
+			if r > 0 && p > 0 {
+				row += fmt.Sprintf(" %.0f ms | %.0f ms | %.1f |", r, p, p/r)
+			} else {
+				row += " - | - | - |"
+			}
+		}
+		rows = append(rows, row)
+	}
+	return strings.Join(rows, "\n"), nil
+}
