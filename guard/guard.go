@@ -73,6 +73,7 @@ type Guard struct {
 	driftLog     driftLog     // when each SKU's DRIFT was last logged (drift.go)
 	subscribed   atomic.Bool  // the sale events' subscription was confirmed once
 	refreshing   atomic.Bool  // a ReloadSlots refresh is running (slots.go)
+	lateFrom     string       // the last sale the late-order watch looked at (its goroutine's)
 
 	stop      chan struct{}
 	closeOnce sync.Once

@@ -129,6 +129,17 @@ func (g *Guard) watchLate(ctx context.Context) {
 	}
 }
 
+// latePassOrder is the order in which a pass looks at skus: sorted, from the first after the
+// last one the previous pass looked at (after), round to it.
+func latePassOrder(skus []string, after string) []string {
+	slices.Sort(skus)
+	i, found := slices.BinarySearch(skus, after)
+	if found {
+		i++
+	}
+	return append(skus[i:len(skus):len(skus)], skus[:i]...)
+}
+
 // checkLate is one pass of watchLate; lease is how long a won SKU is left to this proxy.
 func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
@@ -137,7 +148,10 @@ func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 	if err != nil {
 		return err
 	}
-	for _, sku := range skus {
+	// A pass that runs out of time (many sales, a slow Redis) ends where it is, and the next
+	// begins after the last sale it looked at: every sale is looked at in turn.
+	for _, sku := range latePassOrder(skus, g.lateFrom) {
+		g.lateFrom = sku
 		won, err := g.rc.SetNX(ctx, sale.KeysFor(sku).LateLease, g.opt.Instance, lease).Result()
 		if err != nil || !won {
 			continue

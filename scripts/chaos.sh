@@ -2,8 +2,8 @@
 # chaos.sh (make chaos): faults injected during real sales, then the invariants checked.
 #
 #   scripts/chaos.sh [runs] [fault ...]
-#       runs: how many runs of each fault (default 3); faults: a subset of the list below
-#       (default: all of them)
+#       runs: how many runs of each fault (default 3); faults: a subset of those that
+#       `seckill-bench fault-plan -list` lists (default: all of them)
 #
 # Each run starts a fresh sale of 2,000 units with two proxies and two sinks (one consumer
 # group), drives it with seckill-bench through both proxies, injects the fault at a random
@@ -13,46 +13,14 @@
 # reached MySQL, the outbox drained. A reply lost to the fault (an order in MySQL whose buyer
 # was told nothing) is counted, not a failure.
 #
-# Faults:
-#   proxy-kill      one proxy killed -9, restarted 1 s later
-#   sink-kill       one sink killed -9, restarted 1 s later
-#   kafka-stop      Kafka stopped for 5 s (scripts/devstack.sh stop kafka), then started
-#   mysql-stop      MariaDB stopped for 5 s, then started
-#   master-kill     the Redis master that owns the SKU killed -9; once the cluster has failed
-#                   over, the node is started again and rejoins as a replica
-#   operator-set    an operator's SET of the SKU's stock on Redis directly, 50 units above it
-#   kafka-and-proxy Kafka stopped and a proxy killed -9 at once, both healed
-#   topic-drift     one proxy restarted with another kafka.topic for 5 s, then restarted with
-#                   the sale's: while drifted it must sell nothing (-DRIFT), and every order a
-#                   buyer was told of must still reach MySQL
-#   sink-mysql-down MariaDB stopped, both sinks killed -9 and started again while it is down
-#                   (they must wait, not exit), MariaDB started 5 s later: the sinks drain
-#
-# Admission:
-#   admission-rush  scripts/bench-admission.sh 500 50 400000 100: two proxies of their own on
-#                   one sale's RATE 500 BURST 50, driven flat out; passes when they deliver at
-#                   least 95% of the rate (burst aside) and no reply but an order or LIMITED
-#
-# Network faults, made by toxiproxy (github.com/Shopify/toxiproxy/v2, built into .stack/bin on
-# first use) on the links the proxies have to Redis (one toxiproxy proxy per node) and to Kafka,
-# and the sinks have to MySQL. In every run the proxies and sinks reach those services through
-# toxiproxy (redis.address_map and kafka.address_map send the announced addresses there); each
-# fault lasts 5 s, then toxiproxy is reset. LINK is redis, kafka or mysql:
-#   LINK-cut        the link cut: toxiproxy's proxy disabled (connections dropped, new ones refused)
-#   LINK-slow       200 ms added to every reply (latency toxic, downstream)
-#   LINK-hang       connections accept but nothing comes back, nor goes through (timeout toxic,
-#                   timeout 0, both ways)
-#   LINK-stall      the service stops reading: requests pile up in the buffers until the fault
-#                   heals (bandwidth toxic at rate 0, upstream)
-#   LINK-reset      every connection is closed 4 KiB into its replies, most in the middle of
-#                   one, with a TCP reset on the connections made during the fault (limit_data
-#                   and reset_peer toxics, downstream)
-#
-# Clock trouble:
-#   clock-off       a proxy whose clock is 5 s ahead of Redis's, then 5 s behind: the proxy's
-#                   TestProxyClockOff, whose redis-server runs under datefudge (a Go program's
-#                   clock cannot be faked from outside; a skewed Redis is the same skew seen
-#                   from the other side). A sale window must open and end by Redis's clock.
+# The faults, and what each does, are internal/chaos's catalogue: `seckill-bench fault-plan
+# -list`. This script only starts and stops what they need: processes (the proxies, the sinks,
+# a Redis master, Kafka, MariaDB), toxiproxy's faults on the links to Redis, Kafka and MySQL
+# (`seckill-bench toxi`, toxiproxy's Go client, built into .stack/bin on first use; in every
+# run the proxies and sinks reach those services through toxiproxy), the clock test
+# (TestProxyClockOff) and the admission bench (scripts/bench-admission.sh). The plan, the
+# moment of each fault and every row of the table come from seckill-bench (fault-plan,
+# fault-row, fault-intro).
 #
 # Settings (environment): CHAOS_RUNS_<FAULT> (the runs of one fault, its name in capitals with
 # _ for -, e.g. CHAOS_RUNS_MASTER_KILL=10; default: runs), CHAOS_BUYERS (4000), CHAOS_CONNS (20), CHAOS_RATE (requests per
@@ -66,13 +34,6 @@ cd "$ROOT"
 ARGS=("$@")
 RUNS=${1:-3}
 shift || true
-ALL_FAULTS=(proxy-kill sink-kill kafka-stop mysql-stop master-kill operator-set kafka-and-proxy topic-drift sink-mysql-down)
-for link in redis kafka mysql; do
-  for kind in cut slow hang stall reset; do ALL_FAULTS+=("$link-$kind"); done
-done
-ALL_FAULTS+=(clock-off admission-rush)
-FAULTS=("$@")
-((${#FAULTS[@]})) || FAULTS=("${ALL_FAULTS[@]}")
 BUYERS=${CHAOS_BUYERS:-4000}
 CONNS=${CHAOS_CONNS:-20}
 RATE=${CHAOS_RATE:-500}
@@ -82,13 +43,12 @@ PORTS=(6411 6412)
 SINK_ADMIN_PORTS=(6421 6422)
 mkdir -p "$WORK"
 
-for f in "${FAULTS[@]}"; do
-  [[ " ${ALL_FAULTS[*]} " == *" $f "* ]] || { echo "chaos: unknown fault $f (one of: ${ALL_FAULTS[*]})" >&2; exit 2; }
-done
+go build -o bin/ ./cmd/...
+# PLAN: a line per fault, "NAME KIND RUNS" (unknown names stop the suite here).
+PLAN=$(./bin/seckill-bench fault-plan -runs "$RUNS" "$@")
 
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
-go build -o bin/ ./cmd/...
 
 log() { printf 'chaos: %s\n' "$*" >&2; }
 
@@ -245,44 +205,34 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       done
       log "sink 0 /readyz while MySQL is down: $(curl -sS "http://127.0.0.1:${SINK_ADMIN_PORTS[0]}/readyz" 2>&1 | head -c 200)"
       scripts/devstack.sh up >&2 ;;
-    *-*) net_fault "${1%%-*}" "${1#*-}" ;;
   esac
 }
 
 # admission_rush_run RUN: the admission-rush fault's row, from scripts/bench-admission.sh.
 admission_rush_run() {
-  local rc=0 line verdict
+  local rc=0
+  rm -f .stack/bench-admission/report.json
   scripts/bench-admission.sh 500 50 400000 100 >"$DIR/admission.md" 2>"$DIR/admission.err" || rc=$?
-  line=$(grep -E '^\| 500 \|' "$DIR/admission.md" || true)
-  verdict=$(awk -F' *[|] *' -v rc="$rc" '{ ok = rc == 0 && $9 >= 0.95 && $10 == "none"
-    printf "%s (delivered %s of RATE 500: %s orders in %s s, %s requests/s; other replies: %s)", ok ? "pass" : "**FAIL**", $9, $7, $5, $6, $10 }' <<<"$line")
-  [[ -n $verdict ]] || verdict="**FAIL** (no result, rc $rc; see $DIR/admission.err)"
-  echo "| admission-rush | $1 | $verdict | - | - | - | - | 0 | 0 | 0 | 0 |"
+  ./bin/seckill-bench fault-row -fault admission-rush -run "$1" -rc "$rc" -report .stack/bench-admission/report.json -rate 500 -burst 50
 }
 
 # clock_off_run RUN: the clock-off fault's row, from TestProxyClockOff.
 clock_off_run() {
-  local rc=0 got verdict
+  local rc=0
   SECKILL_REQUIRE_SERVICES=1 go test -count=1 -run 'TestProxyClockOff$' -v ./proxy >"$DIR/test.log" 2>&1 || rc=$?
-  got=$(sed -n 's/.*first order \([^ ]*\) after START, ended \([^ ]*\) after END.*/\1 \/ \2/p' "$DIR/test.log" | paste -sd ';' - | sed 's/;/; behind: /')
-  if ((rc == 0)); then
-    verdict="pass (first order / end after Redis's START / END, proxy ahead: $got)"
-  else
-    verdict="**FAIL** (go test exit $rc; see $DIR/test.log)"
-  fi
-  echo "| clock-off | $1 | $verdict | - | - | - | - | 0 | 0 | 0 | 0 |"
+  ./bin/seckill-bench fault-row -fault clock-off -run "$1" -rc "$rc" -stderr "$DIR/test.log"
 }
 
 rows=()
 failed=0
-for fault in "${FAULTS[@]}"; do
-  runs_var=CHAOS_RUNS_${fault//-/_}
-  runs_var=${runs_var^^}
-  for run in $(seq "${!runs_var:-$RUNS}"); do
+faults=0
+while read -r fault kind runs <&3; do
+  faults=$((faults + 1))
+  for ((run = 1; run <= runs; run++)); do
     id=${fault}_${run}_$(date +%s)
     DIR=$WORK/$id
     mkdir -p "$DIR"
-    if [[ $fault == clock-off || $fault == admission-rush ]]; then
+    if [[ $kind == own ]]; then
       row=$("${fault//-/_}_run" "$run")
       echo "$row" >&2
       rows+=("$row")
@@ -299,11 +249,11 @@ for fault in "${FAULTS[@]}"; do
     ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 \
       -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
     bench=$!
-    # A random moment while units are still being sold (they sell over about 2000/RATE s).
-    delay=$(awk -v r="$RANDOM" -v span="$((2000 * 1000 / RATE))" 'BEGIN { printf "%.2f", (300 + r % (span * 6 / 10)) / 1000 }')
+    # A random moment while units are still being sold.
+    delay=$(./bin/seckill-bench fault-row -delay -units 2000 -rate "$RATE")
     sleep "$delay"
     t0=$(date +%s%N)
-    inject "$fault" "$sku"
+    if [[ $kind == network ]]; then net_fault "${fault%%-*}" "${fault#*-}"; else inject "$fault" "$sku"; fi
     healed=$((($(date +%s%N) - t0) / 1000000))
     rc=0
     wait "$bench" || rc=$?
@@ -318,24 +268,11 @@ for fault in "${FAULTS[@]}"; do
     rows+=("$row")
     [[ $row == *FAIL* ]] && failed=1
   done
-done
+done 3<<<"$PLAN"
 
 {
-  echo "# Reliability: faults during real sales"
-  echo
-  echo "Measured by \`scripts/chaos.sh ${ARGS[*]}\` (${#FAULTS[@]} faults, $RUNS runs each, or as CHAOS_RUNS_<FAULT> says: $(env | grep -o '^CHAOS_RUNS_[A-Z_]*=[0-9]*' | paste -sd ' ' - | sed 's/^$/none/')) on $(date -u '+%Y-%m-%d %H:%M UTC'), on a machine with"
-  echo "$(nproc) cores that also runs the dev stack. Each run: a sale of 2,000 units, $BUYERS requests over"
-  echo "$CONNS connections at $RATE requests per second through two proxies, two sinks in one group; the"
-  echo "fault at a random moment while units sell, healed, then the drain and seckill-bench's checks under"
-  echo "faults (I1 no oversell, I2 every order handed out is in MySQL, I3 no duplicate buyer, every unit"
-  echo "Redis sold reached MySQL, the outbox drained). Columns: when the fault came after the load"
-  echo "started; how long it lasted until healed; the error window (from the first 100 ms sample with an"
-  echo "error reply to the end of the last); the drain (from the last buy until MySQL held every order);"
-  echo "buyers answered \`-UNAVAILABLE\`; other errors (a connection the killed proxy dropped); orders"
-  echo "in MySQL whose buyer was told nothing; orders MySQL rejected (units Redis sold that MySQL did"
-  echo "not have). What each fault does is in scripts/chaos.sh."
-  echo
-  ./bin/seckill-bench fault-row -header
+  ./bin/seckill-bench fault-intro -command "scripts/chaos.sh ${ARGS[*]}" -faults "$faults" -runs "$RUNS" \
+    -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE"
   printf '%s\n' "${rows[@]}"
 } >"$OUT"
 cat "$OUT"

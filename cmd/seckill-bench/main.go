@@ -107,7 +107,10 @@ func main() {
 // table serves the subcommands that the scripts use: two turn a -json report into a table
 // row, one says which master owns a sale:
 //
+//	seckill-bench fault-plan [-runs N] [-list] [FAULT ...]
+//	seckill-bench fault-intro -command C -faults N -runs N -buyers N -conns N -rate N
 //	seckill-bench fault-row -report F -stderr F -fault NAME -run N -injected S -lasted MS -rc N
+//	seckill-bench fault-row -header
 //	seckill-bench admission-table -report F -rate R -burst B
 //	seckill-bench owner -sku S [-ask HOST:PORT]
 //	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
@@ -121,36 +124,15 @@ func table(name string, args []string) int {
 		return toxi(args)
 	case "bench-report":
 		return benchReport(fs, args)
+	case "fault-plan":
+		return faultPlan(fs, args)
+	case "fault-intro":
+		return faultIntro(fs, args)
 	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
 	case "fault-row":
-		stderr := fs.String("stderr", "", "what seckill-bench wrote on stderr, for a run with no report")
-		var run loadtest.FaultRun
-		fs.StringVar(&run.Fault, "fault", "", "the fault's name")
-		fs.IntVar(&run.Run, "run", 0, "the run's number")
-		fs.StringVar(&run.Injected, "injected", "", "when the fault was injected, seconds into the sale")
-		fs.Int64Var(&run.LastedMs, "lasted", 0, "how long the fault lasted, ms")
-		fs.IntVar(&run.ExitCode, "rc", 0, "seckill-bench's exit status")
-		header := fs.Bool("header", false, "print the table's header instead")
-		if fs.Parse(args) != nil {
-			return 2
-		}
-		if *header {
-			fmt.Println(loadtest.FaultHeader)
-			return 0
-		}
-		var rep *loadtest.Report
-		if r, err := loadtest.ReadReport(*report); err == nil {
-			rep = &r
-		}
-		var last string
-		if b, err := os.ReadFile(*stderr); err == nil {
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			last = lines[len(lines)-1]
-		}
-		fmt.Println(loadtest.FaultRow(run, rep, last))
-		return 0
+		return faultRow(fs, report, args)
 	case "admission-table":
 		rate := fs.Int("rate", 0, "the sale's RATE")
 		burst := fs.Int("burst", 0, "the sale's BURST")
@@ -165,7 +147,7 @@ func table(name string, args []string) int {
 		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-row, admission-table, owner, toxi, bench-report; flags for a sale)\n", name)
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, owner, toxi, bench-report; flags for a sale)\n", name)
 	return 2
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -68,11 +69,15 @@ func FaultRow(run FaultRun, rep *Report, lastWords string) string {
 		rep.ErrorWindowMs, rep.DrainMs, rep.Replies[ReplyUnavailable], rep.Replies[ReplyOther], rep.LostReplies, rep.Rejected)
 }
 
-// AdmissionTable is the admission bench's table for a sale warmed with rate and burst: the
-// orders a second, and the share of the rate delivered once the burst is spent.
-func AdmissionTable(rep Report, rate, burst int) string {
-	secs := rep.ElapsedMs / 1000
-	orders := rep.Replies[ReplyOrder]
+// admission is what the admission bench measured of a sale warmed with rate and burst.
+type admission struct {
+	secs, perSec, delivered float64
+	orders                  int64
+	other                   string // the replies other than an order or LIMITED, or "none"
+}
+
+func admissionOf(rep Report, rate, burst int) admission {
+	a := admission{secs: rep.ElapsedMs / 1000, orders: rep.Replies[ReplyOrder]}
 	var other []string
 	for k, v := range rep.Replies {
 		if k != ReplyOrder && k != ReplyLimited {
@@ -83,13 +88,86 @@ func AdmissionTable(rep Report, rate, burst int) string {
 	if len(other) == 0 {
 		other = []string{"none"}
 	}
-	perSec, delivered := 0.0, 0.0
-	if secs > 0 && rate > 0 {
-		perSec = float64(orders) / secs
-		delivered = float64(orders-int64(burst)) / (float64(rate) * secs)
+	a.other = strings.Join(other, ", ")
+	if a.secs > 0 && rate > 0 {
+		a.perSec = float64(a.orders) / a.secs
+		a.delivered = float64(a.orders-int64(burst)) / (float64(rate) * a.secs)
 	}
+	return a
+}
+
+// AdmissionTable is the admission bench's table for a sale warmed with rate and burst: the
+// orders a second, and the share of the rate delivered once the burst is spent.
+func AdmissionTable(rep Report, rate, burst int) string {
+	a := admissionOf(rep, rate, burst)
 	return "| rate | burst | requests | seconds | requests/s | orders | orders/s | delivered | other replies |\n" +
 		"|---|---|---|---|---|---|---|---|---|\n" +
-		fmt.Sprintf("| %d | %d | %d | %.1f | %.0f | %d | %.0f | %.3f | %s |", rate, burst, rep.Requests, secs,
-			rep.Throughput, orders, perSec, delivered, strings.Join(other, ", "))
+		fmt.Sprintf("| %d | %d | %d | %.1f | %.0f | %d | %.0f | %.3f | %s |", rate, burst, rep.Requests, a.secs,
+			rep.Throughput, a.orders, a.perSec, a.delivered, a.other)
+}
+
+// MinDelivered is the share of its rate the admission rush must deliver, burst aside.
+const MinDelivered = 0.95
+
+// AdmissionRushRow is the fault table's row of an admission-rush run (scripts/bench-admission.sh
+// exiting rc, with its report rep, nil when it wrote none): a pass when the proxies delivered
+// at least MinDelivered of the rate and gave no reply but an order or LIMITED.
+func AdmissionRushRow(run int, rep *Report, rc, rate, burst int) string {
+	tail := " | - | - | - | - | 0 | 0 | 0 | 0 |"
+	if rep == nil {
+		return fmt.Sprintf("| admission-rush | %d | **FAIL** (no result, rc %d)%s", run, rc, tail)
+	}
+	a := admissionOf(*rep, rate, burst)
+	verdict := "pass"
+	if rc != 0 || a.delivered < MinDelivered || a.other != "none" {
+		verdict = "**FAIL**"
+	}
+	return fmt.Sprintf("| admission-rush | %d | %s (delivered %.3f of RATE %d: %d orders in %.1f s, %.0f requests/s; other replies: %s)%s",
+		run, verdict, a.delivered, rate, a.orders, a.secs, rep.Throughput, a.other, tail)
+}
+
+var clockLine = regexp.MustCompile(`first order (\S+) after START, ended (\S+) after END`)
+
+// ClockOffRow is the fault table's row of a clock-off run: TestProxyClockOff's verbose log
+// and go test's exit status.
+func ClockOffRow(run int, testLog string, rc int) string {
+	tail := " | - | - | - | - | 0 | 0 | 0 | 0 |"
+	if rc != 0 {
+		return fmt.Sprintf("| clock-off | %d | **FAIL** (go test exit %d)%s", run, rc, tail)
+	}
+	var got []string
+	for _, m := range clockLine.FindAllStringSubmatch(testLog, -1) {
+		got = append(got, m[1]+" / "+m[2])
+	}
+	return fmt.Sprintf("| clock-off | %d | pass (first order / end after Redis's START / END, proxy ahead: %s)%s",
+		run, strings.Join(got, "; behind: "), tail)
+}
+
+// Suite says how the fault suite ran, for its report's opening.
+type Suite struct {
+	Command             string // the command line
+	Faults, Runs        int
+	RunsSet             string // the CHAOS_RUNS_<FAULT> settings, or "none"
+	Buyers, Conns, Rate int
+	Cores               int
+	When                string
+}
+
+// FaultIntro is the opening of the fault suite's report, up to its table.
+func FaultIntro(s Suite) string {
+	return fmt.Sprintf(`# Reliability: faults during real sales
+
+Measured by `+"`%s`"+` (%d faults, %d runs each, or as CHAOS_RUNS_<FAULT> says: %s) on %s, on a machine with
+%d cores that also runs the dev stack. Each run: a sale of 2,000 units, %d requests over
+%d connections at %d requests per second through two proxies, two sinks in one group; the
+fault at a random moment while units sell, healed, then the drain and seckill-bench's checks under
+faults (I1 no oversell, I2 every order handed out is in MySQL, I3 no duplicate buyer, every unit
+Redis sold reached MySQL, the outbox drained). Columns: when the fault came after the load
+started; how long it lasted until healed; the error window (from the first 100 ms sample with an
+error reply to the end of the last); the drain (from the last buy until MySQL held every order);
+buyers answered `+"`-UNAVAILABLE`"+`; other errors (a connection the killed proxy dropped); orders
+in MySQL whose buyer was told nothing; orders MySQL rejected (units Redis sold that MySQL did
+not have). What each fault does: `+"`seckill-bench fault-plan -list`"+`.
+
+%s`, s.Command, s.Faults, s.Runs, s.RunsSet, s.When, s.Cores, s.Buyers, s.Conns, s.Rate, FaultHeader)
 }

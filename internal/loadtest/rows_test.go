@@ -42,3 +42,54 @@ func TestAdmissionTable(t *testing.T) {
 		t.Errorf("an empty report: %s", got)
 	}
 }
+
+// TestAdmissionRushRow: a run passes when the proxies delivered at least 95% of the rate,
+// burst aside, with no reply but an order or LIMITED, and bench-admission.sh exited 0; a run
+// with other replies, too few orders, a failed script or no report fails.
+func TestAdmissionRushRow(t *testing.T) {
+	rep := Report{Requests: 400000, ElapsedMs: 10000, Throughput: 40000, Replies: map[string]int64{ReplyOrder: 5000, ReplyLimited: 395000}}
+	if got := AdmissionRushRow(1, &rep, 0, 500, 50); !strings.HasPrefix(got, "| admission-rush | 1 | pass (delivered 0.990 of RATE 500: 5000 orders in 10.0 s, 40000 requests/s; other replies: none) |") {
+		t.Errorf("a good run: %s", got)
+	}
+	few := rep
+	few.Replies = map[string]int64{ReplyOrder: 4000, ReplyLimited: 396000}
+	other := rep
+	other.Replies = map[string]int64{ReplyOrder: 5000, ReplyLimited: 394999, ReplyUnavailable: 1}
+	for name, got := range map[string]string{
+		"too few orders": AdmissionRushRow(2, &few, 0, 500, 50),
+		"other replies":  AdmissionRushRow(3, &other, 0, 500, 50),
+		"rc 1":           AdmissionRushRow(4, &rep, 1, 500, 50),
+		"no report":      AdmissionRushRow(5, nil, 1, 500, 50),
+	} {
+		if !strings.Contains(got, "**FAIL**") || strings.Count(got, "|") != 12 {
+			t.Errorf("%s: %s, want a FAIL row of 11 cells", name, got)
+		}
+	}
+}
+
+// TestClockOffRow: the test's two measurements, ahead then behind, in a pass row; a failed
+// test fails.
+func TestClockOffRow(t *testing.T) {
+	log := "=== RUN TestProxyClockOff\n    clock_test.go:80: ahead: first order 0.41s after START, ended 0.02s after END\n" +
+		"    clock_test.go:80: behind: first order 0.03s after START, ended 0.40s after END\n--- PASS\n"
+	want := "| clock-off | 1 | pass (first order / end after Redis's START / END, proxy ahead: 0.41s / 0.02s; behind: 0.03s / 0.40s) | - | - | - | - | 0 | 0 | 0 | 0 |"
+	if got := ClockOffRow(1, log, 0); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := ClockOffRow(2, log, 1); !strings.Contains(got, "**FAIL** (go test exit 1)") {
+		t.Errorf("a failed test: %s", got)
+	}
+}
+
+// TestFaultIntro: the report's opening says what ran and ends with the table's header.
+func TestFaultIntro(t *testing.T) {
+	got := FaultIntro(Suite{Command: "scripts/chaos.sh 1 proxy-kill", Faults: 1, Runs: 1, RunsSet: "none", Buyers: 4000, Conns: 20, Rate: 500, Cores: 2, When: "2026-12-01 16:00 UTC"})
+	for _, s := range []string{"`scripts/chaos.sh 1 proxy-kill` (1 faults, 1 runs each", "4000 requests over\n20 connections at 500 requests", "fault-plan -list"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("the opening lacks %q:\n%s", s, got)
+		}
+	}
+	if !strings.HasSuffix(got, FaultHeader) {
+		t.Error("the opening does not end with the table's header")
+	}
+}
