@@ -13,8 +13,14 @@ import (
 	"seckill-proxy/upstream"
 )
 
-// loopReadSize is how much an event loop reads at once, from a client or a node.
-const loopReadSize = 64 << 10
+const (
+	// loopReadSize is how much an event loop reads at once, from a client or a node.
+	loopReadSize = 64 << 10
+	loopMaxOut   = 1 << 20 // a client with this much of its replies unsent is not read from
+	// loopRedialGap: after a failed dial, commands are answered -UNAVAILABLE at once for this
+	// long before the next dial is tried.
+	loopRedialGap = 100 * time.Millisecond
+)
 
 // node is a core's connection to one Redis node: the commands written to it, in order,
 // wait for their replies in queue.

@@ -27,13 +27,7 @@ import (
 // A client that subscribes is handed to a goroutine of its own, with its session and its unread
 // input, and stays there: a subscriber's connection is a stream of its own.
 
-const (
-	loopMaxOut    = 1 << 20 // a client with this much of its replies unsent is not read from
-	loopMaxEvents = 256
-	// loopRedialGap: after a failed dial, commands are answered -UNAVAILABLE at once for this
-	// long before the next dial is tried.
-	loopRedialGap = 100 * time.Millisecond
-)
+const loopMaxEvents = 256
 
 // loop is one event loop: its epoll, its clients and its core.
 type loop struct {

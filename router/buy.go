@@ -16,16 +16,19 @@ func (r *Router) IsBuy(s *Session, args [][]byte) bool {
 	if r.guard == nil || len(args) == 0 || s.inTx() || s.stale(r) {
 		return false // a stale session goes through Serve, which closes it if it must
 	}
-	c := r.lookup(args[0])
-	return (c != nil && c.flags&flagBuy != 0) || (r.legacy != nil && r.legacy.isLegacyCall(args))
+	return r.isBuyCommand(args) || (r.legacy != nil && r.legacy.isLegacyCall(args))
 }
 
 // ParseBuy reads a SECKILL.BUY (IsBuy said so). reply is set when the command fails before the
 // guard (NOAUTH, permission, a wrong argument count, a bad argument), with the error to
 // answer; else req is the buy. Count it with Counted.
 func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, reply []byte) {
-	if req, err, ok := r.checkedLegacyBuy(s, args); ok {
-		if err != nil {
+	if !r.isBuyCommand(args) { // a legacy script's call
+		req, err, ok := r.checkedLegacyBuy(s, args)
+		switch {
+		case !ok:
+			return req, errorReply(errors.New("ERR not a buy"))
+		case err != nil:
 			return req, errorReply(err)
 		}
 		return req, nil

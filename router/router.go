@@ -287,7 +287,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 // serveOne classifies one command and dispatches it.
 func (r *Router) serveOne(b *batch, args [][]byte) {
 	s := b.s
-	if r.legacy != nil && r.serveLegacy(b, args) {
+	if r.legacy != nil && !r.isBuyCommand(args) && r.serveLegacy(b, args) {
 		return
 	}
 	c, err := r.check(s, args)
@@ -320,6 +320,15 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		reply, err := c.handler(b.ctx, s, args)
 		b.write(reply, err)
 	}
+}
+
+// isBuyCommand: args is a SECKILL.BUY, which is no legacy script's call.
+func (r *Router) isBuyCommand(args [][]byte) bool {
+	if len(args) == 0 {
+		return false
+	}
+	c := r.lookup(args[0])
+	return c != nil && c.flags&flagBuy != 0
 }
 
 // queue answers a command sent inside MULTI: queued in Redis's transaction, or refused with
