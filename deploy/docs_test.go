@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"seckill-proxy/internal/chaos"
 )
 
 var (
@@ -50,6 +52,37 @@ func TestDocsLinks(t *testing.T) {
 		name := "docs/" + filepath.Base(d)
 		if !strings.Contains(string(readme), "]("+name+")") {
 			t.Errorf("%s is not linked from README.md", name)
+		}
+	}
+}
+
+// TestFaultsDocumented: every fault of the suite's catalogue has its row in DELIVERY.md's table
+// of what each run does (a network fault under its LINK-KIND row), and the table has no fault
+// the suite does not know.
+func TestFaultsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/DELIVERY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-zA-Z-]+)` \\| ").FindAllStringSubmatch(string(b), -1) {
+		rows[m[1]] = true
+	}
+	want := map[string]bool{}
+	for _, f := range chaos.Catalogue() {
+		name := f.Name
+		if f.Kind == chaos.Network {
+			_, kind, _ := strings.Cut(name, "-")
+			name = "LINK-" + kind
+		}
+		want[name] = true
+		if !rows[name] {
+			t.Errorf("DELIVERY.md has no row for %s", name)
+		}
+	}
+	for r := range rows {
+		if !want[r] {
+			t.Errorf("DELIVERY.md has a row for %s, which the suite does not run", r)
 		}
 	}
 }
