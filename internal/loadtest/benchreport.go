@@ -354,36 +354,47 @@ func passCompare(old, now string) string {
 	return strings.Join(rows, "\n")
 }
 
-// readBigArgs is table (g) from BenchmarkLargeArgument's output: time per SET and GET of each
-// size, straight to redis-server and through the proxy.
+// readBigArgs is table (g) from BenchmarkLargeArgument's output: time per SET, GET and
+// unknown command NAME of each size, straight to redis-server, through the proxy in front of
+// it and through the proxy in front of the cluster, and the longest another client waited
+// meanwhile (its other-max-ms metric).
 func readBigArgs(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
-	re := regexp.MustCompile(`(?m)^BenchmarkLargeArgument/(SET|GET)/(\d+)MiB/(redis|proxy)\S*\s+\d+\s+(\d+) ns/op`)
-	ms := map[[3]string]float64{}
+	re := regexp.MustCompile(`(?m)^BenchmarkLargeArgument/(SET|GET|NAME)/(\d+)MiB/(redis|proxy-cluster|proxy)-\d+\s+\d+\s+(\d+) ns/op(?:.*?([\d.]+) other-max-ms)?`)
+	type cell struct{ ms, waited float64 }
+	got := map[[3]string]cell{}
 	var sizes []int
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 		ns, _ := strconv.ParseFloat(m[4], 64)
-		ms[[3]string{m[1], m[2], m[3]}] = ns / 1e6
+		waited, _ := strconv.ParseFloat(m[5], 64)
+		got[[3]string{m[1], m[2], m[3]}] = cell{ns / 1e6, waited}
 		if n, _ := strconv.Atoi(m[2]); !slices.Contains(sizes, n) {
 			sizes = append(sizes, n)
 		}
 	}
+	if len(got) == 0 {
+		return "", fmt.Errorf("%s: no BenchmarkLargeArgument results", path)
+	}
 	slices.Sort(sizes)
 	var rows []string
-	for _, size := range sizes {
-		row := fmt.Sprintf("| %d MiB |", size)
-		for _, op := range []string{"SET", "GET"} {
-			r, p := ms[[3]string{op, strconv.Itoa(size), "redis"}], ms[[3]string{op, strconv.Itoa(size), "proxy"}]
-			if r > 0 && p > 0 {
-				row += fmt.Sprintf(" %.0f ms | %.0f ms | %.1f |", r, p, p/r)
-			} else {
-				row += " - | - | - |"
+	for _, op := range []string{"GET", "NAME", "SET"} {
+		for _, size := range sizes {
+			at := func(target string) (cell, bool) {
+				c, ok := got[[3]string{op, strconv.Itoa(size), target}]
+				return c, ok
 			}
+			r, okR := at("redis")
+			p, okP := at("proxy")
+			c, okC := at("proxy-cluster")
+			if !okR || !okP || !okC || r.ms == 0 {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %d MiB | %.0f | %.0f | %.2f | %.0f | %.2f | %.0f / %.0f / %.0f |",
+				op, size, r.ms, p.ms, p.ms/r.ms, c.ms, c.ms/r.ms, r.waited, p.waited, c.waited))
 		}
-		rows = append(rows, row)
 	}
 	return strings.Join(rows, "\n"), nil
 }
