@@ -68,12 +68,13 @@ type Guard struct {
 	ctx context.Context
 
 	workers      sync.WaitGroup
-	replicaWaits replicaWaits // which masters' WAITs are off for now (replicawait.go)
-	noSales      noSales      // SKUs the script found to have no sale (nosale.go)
-	driftLog     driftLog     // when each SKU's DRIFT was last logged (drift.go)
-	subscribed   atomic.Bool  // the sale events' subscription was confirmed once
-	refreshing   atomic.Bool  // a ReloadSlots refresh is running (slots.go)
-	lateFrom     string       // the last sale the late-order watch looked at (its goroutine's)
+	replicaWaits replicaWaits        // which masters' WAITs are off for now (replicawait.go)
+	noSales      noSales             // SKUs the script found to have no sale (nosale.go)
+	driftLog     driftLog            // when each SKU's DRIFT was last logged (drift.go)
+	subscribed   atomic.Bool         // the sale events' subscription was confirmed once
+	refreshing   atomic.Bool         // a ReloadSlots refresh is running (slots.go)
+	lateFrom     string              // the last sale the late-order watch looked at (its goroutine's)
+	lateSettled  map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
 
 	stop      chan struct{}
 	closeOnce sync.Once

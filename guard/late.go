@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 	"go.uber.org/zap"
 
@@ -33,14 +34,14 @@ const lateBatch = 1000
 
 // countLate counts sku's late orders at now with HSCAN over the buyers and HMGET of their
 // outcomes, a batch at a time, and returns the first few ids and the oldest age.
-func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int, first []string, oldest time.Duration, err error) {
+func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int, first []string, oldest time.Duration, pending int, err error) {
 	k := sale.KeysFor(sku)
 	var cursor uint64
 	for {
 		var kv []string
 		kv, cursor, err = g.rc.HScan(ctx, k.Buyers, cursor, "", lateBatch).Result()
 		if err != nil {
-			return 0, nil, 0, err
+			return 0, nil, 0, 0, err
 		}
 		st := saleState{all: make(map[string]string, len(kv)/2), results: map[string]string{}}
 		var ids []string
@@ -53,11 +54,13 @@ func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int
 		if len(ids) > 0 {
 			outcomes, err := g.rc.HMGet(ctx, k.Result, ids...).Result()
 			if err != nil {
-				return 0, nil, 0, err
+				return 0, nil, 0, 0, err
 			}
 			for i, o := range outcomes {
-				if s, ok := o.(string); ok {
+				if s, ok := o.(string); ok && s != "" {
 					st.results[ids[i]] = s
+				} else {
+					pending++
 				}
 			}
 		}
@@ -69,7 +72,7 @@ func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int
 			}
 		}
 		if cursor == 0 {
-			return n, first, oldest, nil
+			return n, first, oldest, pending, nil
 		}
 	}
 }
@@ -129,6 +132,27 @@ func (g *Guard) watchLate(ctx context.Context) {
 	}
 }
 
+// lateSeen is a sale's buyers and outcomes counted (HLEN) before a pass found every order
+// with its outcome: while both stay the same, no order can be late, and the pass does not
+// read the sale's buyers again (a closed sale of a million buyers costs two HLENs a pass).
+type lateSeen struct{ buyers, results int64 }
+
+// forgetSettled drops what the watch knew of sales that left the set.
+func (g *Guard) forgetSettled(skus []string) {
+	if g.lateSettled == nil {
+		g.lateSettled = map[string]lateSeen{}
+	}
+	in := make(map[string]bool, len(skus))
+	for _, s := range skus {
+		in[s] = true
+	}
+	for s := range g.lateSettled {
+		if !in[s] {
+			delete(g.lateSettled, s)
+		}
+	}
+}
+
 // latePassOrder is the order in which a pass looks at skus: sorted, from the first after the
 // last one the previous pass looked at (after), round to it.
 func latePassOrder(skus []string, after string) []string {
@@ -150,9 +174,22 @@ func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 	}
 	// A pass that runs out of time (many sales, a slow Redis) ends where it is, and the next
 	// begins after the last sale it looked at: every sale is looked at in turn.
+	g.forgetSettled(skus)
 	for _, sku := range latePassOrder(skus, g.lateFrom) {
 		g.lateFrom = sku
-		won, err := g.rc.SetNX(ctx, sale.KeysFor(sku).LateLease, g.opt.Instance, lease).Result()
+		k := sale.KeysFor(sku)
+		var buyers, results *redis.IntCmd
+		if _, err := g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+			buyers, results = p.HLen(ctx, k.Buyers), p.HLen(ctx, k.Result)
+			return nil
+		}); err != nil {
+			return err
+		}
+		seen := lateSeen{buyers: buyers.Val(), results: results.Val()}
+		if g.lateSettled[sku] == seen {
+			continue // every order had its outcome, and nothing was sold or stored since
+		}
+		won, err := g.rc.SetNX(ctx, k.LateLease, g.opt.Instance, lease).Result()
 		if err != nil || !won {
 			continue
 		}
@@ -168,9 +205,14 @@ func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 			continue // no sale (left the set meanwhile, or never warmed)
 		}
 		route, _ := m[1].(string)
-		n, ids, oldest, err := g.countLate(ctx, sku, now)
+		n, ids, oldest, pending, err := g.countLate(ctx, sku, now)
 		if err != nil {
 			return err
+		}
+		if pending == 0 {
+			g.lateSettled[sku] = seen
+		} else {
+			delete(g.lateSettled, sku)
 		}
 		if err := g.rc.HSet(ctx, sale.KeysFor(sku).Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
 			return err

@@ -17,14 +17,19 @@ import (
 // The buys that the router reads on goroutines (every buy of the goroutine-per-client server,
 // and in loop mode a subscriber's, or one of a session a reload revoked) run on a core of
 // their own, the same core and engine as an event loop's (core_buy.go), in a shell with no
-// clients and no epoll, so that it builds everywhere. No goroutine of its own runs the core:
-// whoever brings it work (a router's goroutine with a batch of buys, the goroutine that reads a
-// master's connection, a dial, Kafka's acknowledgement, the timer) posts it, and the first
-// that finds the core idle runs turns until no work is left, taking what the others post
-// meanwhile (flat combining). So a lone buy costs no hand-off to another goroutine before it
-// is written, and under load the buys of many goroutines go out together, as one script call
-// per master and SKU, as a loop's do. The turn's runner writes to the masters itself, bounded
-// by upstream's timeout; one goroutine per connection reads.
+// clients and no epoll, so that it builds everywhere. Whoever brings the core work (a
+// router's goroutine with a batch of buys, the goroutine that reads a master's connection, a
+// dial, Kafka's acknowledgement, the timer) posts it; one that finds the core idle runs a
+// turn itself, with whatever the others posted meanwhile (flat combining), and hands what
+// comes during that turn to a helper goroutine, which runs turns until none is left. So a lone
+// buy costs no hand-off to another goroutine before it is written, no client's goroutine is
+// kept from its client by the others' work, and under load the buys of many goroutines go out
+// together, as one script call per master and SKU, as a loop's do. The turn's runner writes to
+// the masters itself, bounded by upstream's timeout; one goroutine per connection reads.
+
+// ownTurns is how many turns a goroutine with work of its own runs before it hands the rest
+// to the helper: its own work goes out in the first.
+const ownTurns = 4
 
 // buyShellCallsOut bounds the script calls out to one master at once (coreLimits.maxCallsOut).
 const buyShellCallsOut = 1
@@ -37,6 +42,8 @@ type buyShell struct {
 	mu      sync.Mutex // guards posted, running and shut
 	posted  []func()
 	running bool // a goroutine runs turns
+	// handOff gives the runner's part to the helper goroutine (help), which then runs turns.
+	handOff chan struct{}
 	shut    bool
 	stopped chan struct{} // closed when shut
 
@@ -52,7 +59,7 @@ type upConn struct {
 }
 
 func newBuyShell(s *Server, g *guard.Guard) *buyShell {
-	b := &buyShell{s: s, stopped: make(chan struct{}), conns: map[*node]*upConn{}}
+	b := &buyShell{s: s, stopped: make(chan struct{}), handOff: make(chan struct{}), conns: map[*node]*upConn{}}
 	b.core = newCore(buyShellEnv{b}, coreLimits{
 		maxPipeline: s.limits.MaxPipeline, maxArgBytes: s.limits.MaxArgBytes, maxOut: loopMaxOut,
 		timeout: s.upstream.Timeout(), redialGap: loopRedialGap, maxCallsOut: buyShellCallsOut,
@@ -61,6 +68,7 @@ func newBuyShell(s *Server, g *guard.Guard) *buyShell {
 	b.core.metrics = s.metrics
 	b.timer = time.AfterFunc(time.Hour, func() { b.post(func() {}) })
 	b.timer.Stop()
+	go b.help()
 	return b
 }
 
@@ -115,14 +123,17 @@ func (b *buyShell) post(f func()) bool {
 	}
 	b.running = true
 	b.mu.Unlock()
-	b.runTurns()
+	b.runTurns(false)
 	return true
 }
 
 // runTurns runs turns while there is work: what was posted, and buys sent back for another
-// round.
-func (b *buyShell) runTurns() {
-	for {
+// round. A goroutine that came with work of its own (helper false: a router's goroutine, a
+// master's reader) runs up to ownTurns turns (the first writes what it brought), and hands
+// what is left to the helper goroutine, so that under load no client's goroutine is kept from
+// its client for more than a few turns.
+func (b *buyShell) runTurns(helper bool) {
+	for turns := 0; ; turns++ {
 		b.mu.Lock()
 		fs := b.posted
 		b.posted = nil
@@ -131,8 +142,26 @@ func (b *buyShell) runTurns() {
 			b.mu.Unlock()
 			return
 		}
+		if !helper && turns >= ownTurns && !b.shut {
+			b.posted = fs // the helper takes them, and is the runner now
+			b.mu.Unlock()
+			b.handOff <- struct{}{}
+			return
+		}
 		b.mu.Unlock()
 		b.turn(fs)
+	}
+}
+
+// help runs the turns that a goroutine with work of its own handed over, until the shell stops.
+func (b *buyShell) help() {
+	for {
+		select {
+		case <-b.handOff:
+			b.runTurns(true)
+		case <-b.stopped:
+			return
+		}
 	}
 }
 
