@@ -22,8 +22,11 @@ type Keys struct {
 }
 
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
-func KeysFor(sku string) Keys {
-	base := SaleKeyPrefix + sku + "}:"
+func KeysFor(sku string) Keys { return keysTagged(sku) }
+
+// keysTagged are the keys of a sale, or of one of its buckets, under the hash tag {tag}.
+func keysTagged(tag string) Keys {
+	base := SaleKeyPrefix + tag + "}:"
 	return Keys{
 		Stock:      base + "stock",
 		Buyers:     base + "buyers",
