@@ -164,8 +164,8 @@ func latePassOrder(skus []string, after string) []string {
 	return append(skus[i:len(skus):len(skus)], skus[:i]...)
 }
 
-// checkLate is one pass of watchLate; lease is how long a won SKU is left to this proxy.
-func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
+// checkLate is one pass of watchLate; leaseFor is how long a won SKU is left to this proxy.
+func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
 	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
@@ -178,31 +178,29 @@ func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 	for _, sku := range latePassOrder(skus, g.lateFrom) {
 		g.lateFrom = sku
 		k := sale.KeysFor(sku)
+		// One round trip: the counts that may show nothing changed, the lease, and the meta.
 		var buyers, results *redis.IntCmd
+		var lease *redis.BoolCmd
+		var meta *redis.SliceCmd
 		if _, err := g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 			buyers, results = p.HLen(ctx, k.Buyers), p.HLen(ctx, k.Result)
+			lease = p.SetNX(ctx, k.LateLease, g.opt.Instance, leaseFor)
+			meta = p.HMGet(ctx, k.Meta, "state", "route")
 			return nil
 		}); err != nil {
 			return err
 		}
 		seen := lateSeen{buyers: buyers.Val(), results: results.Val()}
-		if g.lateSettled[sku] == seen {
-			continue // every order had its outcome, and nothing was sold or stored since
+		if g.lateSettled[sku] == seen || !lease.Val() {
+			continue // settled, and nothing was sold or stored since; or another proxy's turn
 		}
-		won, err := g.rc.SetNX(ctx, k.LateLease, g.opt.Instance, lease).Result()
-		if err != nil || !won {
-			continue
+		m := meta.Val()
+		if m[0] == nil {
+			continue // no sale (left the set meanwhile, or never warmed)
 		}
 		now, err := g.rc.Time(ctx).Result()
 		if err != nil {
 			return err
-		}
-		m, err := g.rc.HMGet(ctx, sale.KeysFor(sku).Meta, "state", "route").Result()
-		if err != nil {
-			return err
-		}
-		if m[0] == nil {
-			continue // no sale (left the set meanwhile, or never warmed)
 		}
 		route, _ := m[1].(string)
 		n, ids, oldest, pending, err := g.countLate(ctx, sku, now)
@@ -214,7 +212,7 @@ func (g *Guard) checkLate(ctx context.Context, lease time.Duration) error {
 		} else {
 			delete(g.lateSettled, sku)
 		}
-		if err := g.rc.HSet(ctx, sale.KeysFor(sku).Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
+		if err := g.rc.HSet(ctx, k.Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
 			return err
 		}
 		if n == 0 {
