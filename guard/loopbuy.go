@@ -190,21 +190,6 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	return dst
 }
 
-// hand gives each attempt of one script call its own reply from the call's decoded reply v,
-// or the call's error (err, or a reply that is not one per attempt).
-func hand(as []*Attempt, v any, err error) {
-	replies, isArray := v.([]any)
-	if err == nil && (!isArray || len(replies) != len(as)) {
-		err = fmt.Errorf("buy script answered %d replies for %d buys", len(replies), len(as))
-	}
-	for i, a := range as {
-		a.err, a.reply = err, nil
-		if err == nil {
-			a.reply, _ = replies[i].([]any)
-		}
-	}
-}
-
 // Outcome is what became of one attempt of a script call.
 type Outcome struct {
 	// Result is the buyer's answer, unless Retry.
@@ -222,12 +207,15 @@ type Outcome struct {
 // attempt has had before this one) and appends each attempt's outcome to out.
 func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) []Outcome {
 	v, err := resp.Decode(raw)
-	if replies, ok := v.([]any); err == nil && (!ok || len(replies) != len(as)) {
+	replies, ok := v.([]any)
+	if err == nil && (!ok || len(replies) != len(as)) {
 		err = fmt.Errorf("buy script answered %q for %d buys", clip(raw), len(as))
 	}
-	hand(as, v, err)
 	for i, a := range as {
-		err := a.err
+		a.err, a.reply = err, nil // each attempt its own reply, or the call's error
+		if err == nil {
+			a.reply, _ = replies[i].([]any)
+		}
 		var o Outcome
 		if addr, ask, ok := redirectOf(err); ok && round+1 < maxRounds {
 			o.Retry, o.Addr, o.Ask = true, addr, ask
