@@ -24,6 +24,19 @@ const (
 	OwnRun
 )
 
+// String is the kind as scripts/chaos.sh reads it from the plan: sale, network or own.
+func (k Kind) String() string {
+	switch k {
+	case DuringSale:
+		return "sale"
+	case Network:
+		return "network"
+	case OwnRun:
+		return "own"
+	}
+	return "unknown"
+}
+
 // Fault is one fault of the suite.
 type Fault struct {
 	Name string

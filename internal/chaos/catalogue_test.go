@@ -24,6 +24,9 @@ func TestCatalogue(t *testing.T) {
 			}
 		}
 	}
+	if got := DuringSale.String() + " " + Network.String() + " " + OwnRun.String(); got != "sale network own" {
+		t.Errorf("kinds read %q, which scripts/chaos.sh does not know", got)
+	}
 	if len(seen) != 9+3*5+2 {
 		t.Errorf("%d faults, want 26", len(seen))
 	}

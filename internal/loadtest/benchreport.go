@@ -268,36 +268,34 @@ func (t cpuTable) perGet(name string) (float64, error) {
 	return r.us / g.us, nil
 }
 
-// cpuRows is table (h): this tree against the baseline, and with 2 loops. A request the
-// baseline cannot serve (rate-limited buys: see (j)) is left out.
-func (d *benchData) cpuRows() string {
+// against is a row per request of t that base measured too, in t's order, made by row from
+// both measurements; a request base lacks is left out.
+func (t cpuTable) against(base cpuTable, row func(key [2]string, now, before cpuRow) string) string {
 	var rows []string
-	for _, key := range d.cpuNew.order {
-		n := d.cpuNew.rows[key]
-		b, ok := d.cpuBase.rows[key]
-		if !ok {
-			continue
+	for _, key := range t.order {
+		if b, ok := base.rows[key]; ok {
+			rows = append(rows, row(key, t.rows[key], b))
 		}
-		t := d.cpuTwo.rows[key]
-		rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.0f | %.0f | %.0f |",
-			key[0], key[1], b.us, n.us, n.us/b.us, t.us, b.rps, n.rps, t.rps))
 	}
 	return strings.Join(rows, "\n")
 }
 
+// cpuRows is table (h): this tree against the baseline, and with 2 loops. A request the
+// baseline cannot serve (rate-limited buys: see (j)) is left out.
+func (d *benchData) cpuRows() string {
+	return d.cpuNew.against(d.cpuBase, func(key [2]string, n, b cpuRow) string {
+		t := d.cpuTwo.rows[key]
+		return fmt.Sprintf("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.0f | %.0f | %.0f |",
+			key[0], key[1], b.us, n.us, n.us/b.us, t.us, b.rps, n.rps, t.rps)
+	})
+}
+
 // metricsRows is table (k): this tree against the revision before the metrics.
 func (d *benchData) metricsRows() string {
-	var rows []string
-	for _, key := range d.cpuMetrics.order {
-		n := d.cpuMetrics.rows[key]
-		b, ok := d.cpuMetricsBase.rows[key]
-		if !ok {
-			continue
-		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %.1f | %.2f | %.0f | %.0f | %.2f |",
-			key[0], key[1], b.us, n.us, n.us/b.us, b.rps, n.rps, n.rps/b.rps))
-	}
-	return strings.Join(rows, "\n")
+	return d.cpuMetrics.against(d.cpuMetricsBase, func(key [2]string, n, b cpuRow) string {
+		return fmt.Sprintf("| %s | %s | %.1f | %.1f | %.2f | %.0f | %.0f | %.2f |",
+			key[0], key[1], b.us, n.us, n.us/b.us, b.rps, n.rps, n.rps/b.rps)
+	})
 }
 
 // admissionRows is table (j): rate-limited buys against sold-out ones.
