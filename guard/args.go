@@ -86,6 +86,9 @@ type WarmOptions struct {
 	// Rate is the buys a second that every proxy together lets through to Redis; 0: no
 	// rate. Burst is how many may come at once (default a tenth of Rate, at least 1).
 	Rate, Burst int64
+	// Buckets splits the stock into that many stock buckets, from 1 to sale.MaxBuckets; 0:
+	// not given (a new sale has 1, a forced re-warm keeps the sale's).
+	Buckets int64
 }
 
 // MaxRate bounds a sale's rate and burst.
@@ -165,8 +168,10 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 			dst = &opt.EndMs
 		case "LIMIT":
 			dst = &opt.Limit
+		case "BUCKETS":
+			dst = &opt.Buckets
 		default:
-			return "", opt, badArgs("unknown option %s; expected START, END, LIMIT, RATE, BURST or FORCE", quote(args[i]))
+			return "", opt, badArgs("unknown option %s; expected START, END, LIMIT, RATE, BURST, BUCKETS or FORCE", quote(args[i]))
 		}
 		if i+1 >= len(args) {
 			return "", opt, badArgs("%s needs a value", name)
@@ -177,6 +182,9 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 			return "", opt, badArgs("%s must be a positive integer, got %s", name, quote(args[i]))
 		}
 		*dst = n
+	}
+	if opt.Buckets > sale.MaxBuckets {
+		return "", opt, badArgs("BUCKETS must be from 1 to %d, got %d", sale.MaxBuckets, opt.Buckets)
 	}
 	if opt.Limit > sale.MaxLimit {
 		return "", opt, badArgs("LIMIT must be from 1 to %d, got %d", sale.MaxLimit, opt.Limit)

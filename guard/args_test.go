@@ -82,6 +82,11 @@ func TestParseWarm(t *testing.T) {
 		{[]string{"sku_1", "rate", "5", "burst", "50"}, "sku_1", WarmOptions{Limit: 1, Rate: 5, Burst: 50}, ""},
 		{[]string{"sku_1", "RATE", "3"}, "sku_1", WarmOptions{Limit: 1, Rate: 3, Burst: 1}, ""},
 		{[]string{"sku_1", "BURST", "5"}, "", WarmOptions{}, "BURST needs RATE"},
+		{[]string{"sku_1", "BUCKETS", "3"}, "sku_1", WarmOptions{Limit: 1, Buckets: 3}, ""},
+		{[]string{"sku_1", "buckets", "16", "FORCE"}, "sku_1", WarmOptions{Limit: 1, Buckets: 16, Force: true}, ""},
+		{[]string{"sku_1", "BUCKETS", "17"}, "", WarmOptions{}, "BUCKETS must be from 1 to 16, got 17"},
+		{[]string{"sku_1", "BUCKETS", "0"}, "", WarmOptions{}, "BUCKETS must be a positive integer"},
+		{[]string{"sku_1", "BUCKETS"}, "", WarmOptions{}, "BUCKETS needs a value"},
 		{[]string{"sku_1", "RATE", "0"}, "", WarmOptions{}, "RATE must be an integer from 1"},
 		{[]string{"sku_1", "RATE", "off"}, "", WarmOptions{}, "RATE OFF is for SECKILL.LIMIT"},
 		{[]string{"sku_1", "RATE", "10000001"}, "", WarmOptions{}, "RATE must be an integer from 1 to 10000000"},
@@ -233,6 +238,7 @@ func FuzzParseWarm(f *testing.F) {
 	f.Add("sku_1", "END 1 START 2")
 	f.Add("bad sku", "")
 	f.Add("sku_1", "RATE 1000 BURST 100")
+	f.Add("sku_1", "BUCKETS 3 FORCE")
 	f.Fuzz(func(t *testing.T, sku, opts string) {
 		args := append(bs(sku), bs(strings.Fields(opts)...)...)
 		got, opt, err := ParseWarm(args)
@@ -243,7 +249,8 @@ func FuzzParseWarm(f *testing.F) {
 			return
 		}
 		if got != sku || opt.Limit < 1 || opt.Limit > sale.MaxLimit || (opt.EndMs != 0 && opt.EndMs <= opt.StartMs) ||
-			(opt.Rate > 0) != (opt.Burst > 0) || opt.Rate > MaxRate || opt.Burst > MaxRate {
+			(opt.Rate > 0) != (opt.Burst > 0) || opt.Rate > MaxRate || opt.Burst > MaxRate ||
+			opt.Buckets < 0 || opt.Buckets > sale.MaxBuckets {
 			t.Fatalf("accepted %q %+v from %q", got, opt, args)
 		}
 	})

@@ -14,10 +14,12 @@ import (
 	"seckill-proxy/sale"
 )
 
-// probe is what Redis says of a sale now: its state, version, stock and buyer count.
+// probe is what Redis says of a sale now: its state, version, stock and buyer count (summed
+// over a split sale's buckets), and its layout.
 type probe struct {
 	state, version string
 	stock, buyers  int64
+	layout         sale.Layout
 }
 
 func (g *Guard) probe(ctx context.Context, sku string) (probe, error) {
@@ -25,9 +27,22 @@ func (g *Guard) probe(ctx context.Context, sku string) (probe, error) {
 	if err != nil {
 		return probe{}, err
 	}
-	p := probe{state: sale.Field(v, 0), version: sale.Field(v, 1)}
+	p := probe{state: sale.Field(v, 0), version: sale.Field(v, 1), layout: sale.OneBucket(sku)}
 	p.stock, _ = strconv.ParseInt(sale.Field(v, 2), 10, 64)
 	p.buyers, _ = strconv.ParseInt(sale.Field(v, 3), 10, 64)
+	if tags, err := sale.ParseBuckets(sale.Field(v, 4)); err == nil {
+		p.layout.Tags = tags
+	}
+	for b := 1; b < p.layout.K(); b++ {
+		v, err := probeScript.Run(ctx, g.rc, p.layout.Keys(b).ScriptKeys()).Slice()
+		if err != nil {
+			return probe{}, err
+		}
+		n, _ := strconv.ParseInt(sale.Field(v, 2), 10, 64)
+		m, _ := strconv.ParseInt(sale.Field(v, 3), 10, 64)
+		p.stock += n
+		p.buyers += m
+	}
 	return p, nil
 }
 
@@ -80,25 +95,30 @@ func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buye
 		return b, nil
 	}
 	b.Orders = make(map[string]string, p.buyers)
-	key := sale.KeysFor(sku).Buyers
-	var cursor uint64
-	for {
-		kv, next, err := g.rc.HScan(ctx, key, cursor, "", 1000).Result()
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			b.Orders[kv[i]] = orderOf(kv[i+1])
-		}
-		if cursor = next; cursor == 0 {
-			return b, nil
+	for bucket := range p.layout.Tags {
+		key := p.layout.Keys(bucket).Buyers
+		var cursor uint64
+		for {
+			kv, next, err := g.rc.HScan(ctx, key, cursor, "", 1000).Result()
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i+1 < len(kv); i += 2 {
+				b.Orders[kv[i]] = orderOf(kv[i+1])
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
 		}
 	}
+	return b, nil
 }
 
-// orderOf is the order id in a buyers hash value: "<id>:<qty>", or "released:<id>:<qty>".
+// orderOf is the order id in a buyers hash value: "<id>:<qty>", "released:<id>:<qty>", or
+// a reservation's "r:<id>:<qty>".
 func orderOf(v string) string {
 	v = strings.TrimPrefix(v, "released:")
+	v = strings.TrimPrefix(v, "r:")
 	id, _, _ := strings.Cut(v, ":")
 	return id
 }

@@ -44,6 +44,9 @@ type Stats struct {
 	// Drift counts the buys and releases refused because the sale's route differs from this
 	// proxy's (ErrDrift).
 	Drift int64
+	// Donated counts the buys of split sales whose units a donor bucket gave (guard.Donate),
+	// and Settled the reservations left between the donor steps that the sweeper settled.
+	Donated, Settled int64
 }
 
 type counters struct {
@@ -51,6 +54,7 @@ type counters struct {
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
 	waitShort, waitOff, noSale, drift                         atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
+	donated, settled                                          atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -66,6 +70,7 @@ func (g *Guard) Stats() Stats {
 		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
 		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
 		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(), Drift: c.drift.Load(),
+		Donated: c.donated.Load(), Settled: c.settled.Load(),
 	}
 }
 

@@ -55,6 +55,7 @@ type Guard struct {
 	opt      Options
 	flags    *Flags
 	versions sync.Map // sku -> sale version this proxy last saw
+	layouts  sync.Map // sku -> *saleLayout: a split sale's buckets, for one version (buckets.go)
 	// perSKU maps sku -> its counters, replaced whole under perSKUMu when a SKU is added
 	// (once per sale), so that the buy path reads it with no lock.
 	perSKU   atomic.Pointer[map[string]*skuCounters]
@@ -154,9 +155,14 @@ type Attempt struct {
 	orderID string
 	version string
 	useEval bool
-	reply   []any     // the script's reply for this buy
-	err     error     // the script's error, or the pipeline's
-	sold    sale.Sold // set when the script sold the order
+	// lay is the split sale's layout the attempt goes by (nil: one bucket), and bucket the
+	// index in it of the bucket its call goes to: the buyer's home.
+	lay    *saleLayout
+	bucket int
+	donate bool      // the home bucket answered EMPTY: Donate finishes the buy
+	reply  []any     // the script's reply for this buy
+	err    error     // the script's error, or the pipeline's
+	sold   sale.Sold // set when the script sold the order
 	// waitSlot counts the attempt among its SKU's waiting buys (nil: not counted).
 	waitSlot *atomic.Int64
 	// noSaleGen is the no-sale table's generation when the attempt began (see nosale.go).

@@ -32,10 +32,10 @@ type lateOrder struct {
 // blocks Redis with one big read of a hot sale's buyers, as CHECK's HGETALL may.
 const lateBatch = 1000
 
-// countLate counts sku's late orders at now with HSCAN over the buyers and HMGET of their
+// countLate counts the late orders of the bucket with hash tag tag at now with HSCAN over the buyers and HMGET of their
 // outcomes, a batch at a time, and returns the first few ids and the oldest age.
-func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int, first []string, oldest time.Duration, pending int, err error) {
-	k := sale.KeysFor(sku)
+func (g *Guard) countLate(ctx context.Context, tag string, now time.Time) (n int, first []string, oldest time.Duration, pending int, err error) {
+	k := sale.KeysFor(tag)
 	var cursor uint64
 	for {
 		var kv []string
@@ -47,7 +47,7 @@ func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int
 		var ids []string
 		for i := 0; i+1 < len(kv); i += 2 {
 			st.all[kv[i]] = kv[i+1]
-			if id, _, _ := strings.Cut(kv[i+1], ":"); id != "released" {
+			if id, _, _ := strings.Cut(kv[i+1], ":"); id != "released" && id != "r" {
 				ids = append(ids, id)
 			}
 		}
@@ -83,8 +83,8 @@ func (g *Guard) countLate(ctx context.Context, sku string, now time.Time) (n int
 func (g *Guard) lateOrders(st saleState, now time.Time) []lateOrder {
 	var out []lateOrder
 	for uid, v := range st.all {
-		if strings.HasPrefix(v, "released:") {
-			continue
+		if strings.HasPrefix(v, "released:") || strings.HasPrefix(v, "r:") {
+			continue // a reservation is settled by the sweeper, not by the sink
 		}
 		id, qty, _ := strings.Cut(v, ":")
 		if st.results[id] != "" {
@@ -146,9 +146,9 @@ func (g *Guard) forgetSettled(skus []string) {
 	for _, s := range skus {
 		in[s] = true
 	}
-	for s := range g.lateSettled {
-		if !in[s] {
-			delete(g.lateSettled, s)
+	for tag := range g.lateSettled {
+		if sku, _ := sale.SplitTag(tag); !in[sku] {
+			delete(g.lateSettled, tag)
 		}
 	}
 }
@@ -177,50 +177,68 @@ func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	g.forgetSettled(skus)
 	for _, sku := range latePassOrder(skus, g.lateFrom) {
 		g.lateFrom = sku
-		k := sale.KeysFor(sku)
-		// One round trip: the counts that may show nothing changed, the lease, and the meta.
-		var buyers, results *redis.IntCmd
-		var lease *redis.BoolCmd
-		var meta *redis.SliceCmd
-		if _, err := g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
-			buyers, results = p.HLen(ctx, k.Buyers), p.HLen(ctx, k.Result)
-			lease = p.SetNX(ctx, k.LateLease, g.opt.Instance, leaseFor)
-			meta = p.HMGet(ctx, k.Meta, "state", "route")
-			return nil
-		}); err != nil {
-			return err
-		}
-		seen := lateSeen{buyers: buyers.Val(), results: results.Val()}
-		if g.lateSettled[sku] == seen || !lease.Val() {
-			continue // settled, and nothing was sold or stored since; or another proxy's turn
-		}
-		m := meta.Val()
-		if m[0] == nil {
-			continue // no sale (left the set meanwhile, or never warmed)
-		}
-		now, err := g.rc.Time(ctx).Result()
+		buckets, err := g.checkLateBucket(ctx, sku, leaseFor)
 		if err != nil {
 			return err
 		}
-		route, _ := m[1].(string)
-		n, ids, oldest, pending, err := g.countLate(ctx, sku, now)
-		if err != nil {
-			return err
+		tags, _ := sale.ParseBuckets(buckets)
+		for _, t := range tags[1:] {
+			if _, err := g.checkLateBucket(ctx, sale.Tag(sku, t), leaseFor); err != nil {
+				return err
+			}
 		}
-		if pending == 0 {
-			g.lateSettled[sku] = seen
-		} else {
-			delete(g.lateSettled, sku)
-		}
-		if err := g.rc.HSet(ctx, k.Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
-			return err
-		}
-		if n == 0 {
-			continue
-		}
-		g.log.Error("orders sold with no outcome from the sink: is every proxy and sink on the same topic, and is the sink running?",
-			zap.String("sku", sku), zap.Int("late_orders", n), zap.Duration("oldest", oldest),
-			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", route))
 	}
 	return nil
+}
+
+// checkLateBucket is one pass over one bucket (the hash tag tag: a sale's own, or one of its
+// stock buckets'), whose buyers and outcomes live together; it returns the meta's buckets,
+// which bucket 0's names.
+func (g *Guard) checkLateBucket(ctx context.Context, tag string, leaseFor time.Duration) (string, error) {
+	k := sale.KeysFor(tag)
+	// One round trip: the counts that may show nothing changed, the lease, and the meta.
+	var buyers, results *redis.IntCmd
+	var lease *redis.BoolCmd
+	var meta *redis.SliceCmd
+	if _, err := g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		buyers, results = p.HLen(ctx, k.Buyers), p.HLen(ctx, k.Result)
+		lease = p.SetNX(ctx, k.LateLease, g.opt.Instance, leaseFor)
+		meta = p.HMGet(ctx, k.Meta, "state", "route", "buckets")
+		return nil
+	}); err != nil {
+		return "", err
+	}
+	m := meta.Val()
+	buckets, _ := m[2].(string)
+	seen := lateSeen{buyers: buyers.Val(), results: results.Val()}
+	if g.lateSettled[tag] == seen || !lease.Val() {
+		return buckets, nil // settled, and nothing was sold or stored since; or another proxy's turn
+	}
+	if m[0] == nil {
+		return buckets, nil // no sale (left the set meanwhile, or never warmed)
+	}
+	now, err := g.rc.Time(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	route, _ := m[1].(string)
+	n, ids, oldest, pending, err := g.countLate(ctx, tag, now)
+	if err != nil {
+		return "", err
+	}
+	if pending == 0 {
+		g.lateSettled[tag] = seen
+	} else {
+		delete(g.lateSettled, tag)
+	}
+	if err := g.rc.HSet(ctx, k.Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
+		return "", err
+	}
+	if n > 0 {
+		sku, bucket := sale.SplitTag(tag)
+		g.log.Error("orders sold with no outcome from the sink: is every proxy and sink on the same topic, and is the sink running?",
+			zap.String("sku", sku), zap.Int("bucket", bucket), zap.Int("late_orders", n), zap.Duration("oldest", oldest),
+			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", route))
+	}
+	return buckets, nil
 }

@@ -87,13 +87,9 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 func (g *Guard) newAttempt(r *BuyRequest) *Attempt {
 	v, _ := g.versions.Load(r.SKU)
 	ver, _ := v.(string)
-	var keys []string
-	if c, ok := g.counters(r.SKU); ok {
-		keys = c.keys
-	} else {
-		keys = sale.KeysFor(r.SKU).ScriptKeys()
-	}
-	return &Attempt{req: r, keys: keys, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation()}
+	a := &Attempt{req: r, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation()}
+	g.placeAttempt(a)
+	return a
 }
 
 // Local counts a buy and answers it if the proxy can without Redis (admission, the flags); ok false:
@@ -134,26 +130,36 @@ func (g *Guard) Finish(a *Attempt) {
 }
 
 // SKU is the attempt's SKU; Group says which attempts may share one script call: the same
-// SKU, sale version and way of calling the script.
+// SKU, stock bucket, sale version and way of calling the script.
 func (a *Attempt) SKU() string { return a.req.SKU }
 
 // Group is the key of the script call an attempt may share.
 func (a *Attempt) Group() CallGroup {
-	return CallGroup{SKU: a.req.SKU, Version: a.version, Eval: a.useEval}
+	g := CallGroup{SKU: a.req.SKU, Version: a.version, Eval: a.useEval}
+	if a.lay != nil {
+		g.Bucket = a.lay.l.Tags[a.bucket]
+	}
+	return g
 }
 
 // CallGroup identifies the attempts that one script call may carry.
 type CallGroup struct {
 	SKU, Version string
-	Eval         bool
+	// Bucket is the tag number of the stock bucket the call goes to (0: the sale's own keys).
+	Bucket int
+	Eval   bool
 }
+
+// Tag is the hash tag of the call's keys: the master that owns it runs the call.
+func (c CallGroup) Tag() string { return sale.Tag(c.SKU, c.Bucket) }
 
 // MaxBuysPerCall bounds the buys of one script call, and so how long it holds Redis.
 const MaxBuysPerCall = 64
 
-// MasterOf is the address of the node that owns sku's keys, from the slot map.
-func (g *Guard) MasterOf(ctx context.Context, sku string) (string, error) {
-	m, err := g.rc.MasterForKey(ctx, sale.KeysFor(sku).Stock)
+// MasterOf is the address of the node that owns the keys of hash tag tag (CallGroup.Tag: a
+// SKU, or one of its stock buckets), from the slot map.
+func (g *Guard) MasterOf(ctx context.Context, tag string) (string, error) {
+	m, err := g.rc.MasterForKey(ctx, sale.KeysFor(tag).Stock)
 	if err != nil {
 		return "", err
 	}
@@ -201,6 +207,9 @@ type Outcome struct {
 	Ask   bool
 	// Sold: the script sold the order; Tee it.
 	Sold bool
+	// Donate: the buy's home bucket of a split sale had too few units and reserved the buyer;
+	// finish it with Donate, whose answer is the buyer's.
+	Donate bool
 }
 
 // SettleCall takes the raw reply of one script call for as (round counts the calls an
@@ -225,6 +234,7 @@ func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) 
 		} else {
 			o.Retry = g.settle(a, &o.Result, round)
 			o.Sold = !o.Retry && a.sold.OrderID != ""
+			o.Donate = !o.Retry && a.donate
 		}
 		out = append(out, o)
 	}
@@ -252,7 +262,12 @@ func (g *Guard) Late(as []*Attempt, raw []byte) {
 		if r.Code != "OK" || g.opt.Publisher == nil {
 			continue
 		}
-		g.opt.Publisher.Publish(r.Sold(a.req.SKU, a.req.UID, a.req.Qty, g.opt.Instance), nil)
+		s := r.Sold(a.req.SKU, a.req.UID, a.req.Qty, g.opt.Instance)
+		if a.lay != nil {
+			s.Bucket = a.lay.l.Tags[a.bucket]
+			s.Home = s.Bucket
+		}
+		g.opt.Publisher.Publish(s, nil)
 	}
 }
 

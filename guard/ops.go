@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,14 +47,24 @@ func noSale(sku string) error { return badArgs("no sale %s: it was never warmed"
 func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	reply, err := closeScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys()).Slice()
+	l, err := g.LayoutOf(ctx, sku)
 	if err != nil {
-		return "", unavailable(err)
+		return "", err
 	}
-	if sale.Field(reply, 0) != "OK" {
-		return "", noSale(sku)
+	// Bucket 0 first: from then on no buy of a proxy that reads it is let in.
+	var prev string
+	for b := range l.Tags {
+		reply, err := closeScript.Run(ctx, g.rc, l.Keys(b).ScriptKeys()).Slice()
+		if err != nil {
+			return "", unavailable(err)
+		}
+		if b == 0 && sale.Field(reply, 0) != "OK" {
+			return "", noSale(sku)
+		}
+		if b == 0 {
+			prev = sale.Field(reply, 1)
+		}
 	}
-	prev := sale.Field(reply, 1)
 	g.flags.SetClosed(sku, g.opt.Now(), g.flags.Gen())
 	g.signal(eventClose, sku)
 	if g.db != nil {
@@ -94,14 +105,22 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	if err := g.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
 		return Released{}, unavailable(err)
 	}
-	reply, err := releaseScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid, rebuy, g.opt.Instance, g.opt.Route).Slice()
+	l, err := g.LayoutOf(ctx, sku)
+	if err != nil {
+		return Released{}, err
+	}
+	home := l.HomeIndex(uid)
+	reply, err := releaseScript.Run(ctx, g.rc, l.Keys(home).ScriptKeys(), uid, rebuy, g.opt.Instance, g.opt.Route).Slice()
 	if err != nil {
 		return Released{}, unavailable(err)
 	}
 	rr := sale.ParseReleaseReply(reply, sku, uid, g.opt.Instance)
+	rr.Sold.Bucket, rr.Sold.Home = l.Tags[home], l.Tags[home]
 	switch rr.Code {
 	case "NONE":
 		return Released{}, badArgs("%s has no order in sale %s", uid, sku)
+	case "RESERVED":
+		return Released{}, reservedErr(sku, rr.Arg)
 	case "ALREADY":
 		return Released{OrderID: rr.Arg, Already: true}, nil
 	case "DRIFT":
@@ -117,38 +136,78 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 	return r, nil
 }
 
-// saleState is a sale's Redis side, read in one round trip.
+// saleState is a sale's Redis side, read in one round trip per stock bucket. For a split
+// sale the figures are the sum of its buckets' (and the meta's counts too), and parts has
+// each bucket's own.
 type saleState struct {
-	meta    map[string]string
-	stock   int64
-	buyers  int64
-	outbox  int64
-	results map[string]string // only when asked for
-	all     map[string]string // uid -> buyer value, only when asked for
+	meta     map[string]string
+	stock    int64
+	buyers   int64
+	outbox   int64
+	reserved int64
+	results  map[string]string // only when asked for
+	all      map[string]string // uid -> buyer value, only when asked for
+	layout   sale.Layout
+	parts    []bucketState
 }
 
+// bucketState is one stock bucket's part of a sale.
+type bucketState struct {
+	tag                                   int
+	initial, stock, buyers, outbox, dead  int64
+	confirmed, rejected, cancelled, lates int64
+}
+
+// summedMeta are the meta's counts that each bucket keeps of its own, summed for the sale.
+var summedMeta = []string{"initial", "confirmed", "rejected", "cancelled", "late", "dead"}
+
 func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState, error) {
-	k := sale.KeysFor(sku)
-	pipe := g.rc.Pipeline()
-	meta := pipe.HGetAll(ctx, k.Meta)
-	stock := pipe.Get(ctx, k.Stock)
-	buyers := pipe.HLen(ctx, k.Buyers)
-	outbox := pipe.XLen(ctx, k.Outbox)
-	var all, results *redis.MapStringStringCmd
-	if full {
-		all = pipe.HGetAll(ctx, k.Buyers)
-		results = pipe.HGetAll(ctx, k.Result)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return saleState{}, unavailable(err)
-	}
-	st := saleState{meta: meta.Val(), buyers: buyers.Val(), outbox: outbox.Val()}
-	if len(st.meta) == 0 {
-		return saleState{}, noSale(sku)
-	}
-	st.stock, _ = stock.Int64()
-	if full {
-		st.all, st.results = all.Val(), results.Val()
+	st := saleState{layout: sale.OneBucket(sku)}
+	for b := 0; b < st.layout.K(); b++ {
+		k := st.layout.Keys(b)
+		pipe := g.rc.Pipeline()
+		meta := pipe.HGetAll(ctx, k.Meta)
+		stock := pipe.Get(ctx, k.Stock)
+		buyers := pipe.HLen(ctx, k.Buyers)
+		outbox := pipe.XLen(ctx, k.Outbox)
+		reserved := pipe.ZCard(ctx, k.Reserved)
+		var all, results *redis.MapStringStringCmd
+		if full {
+			all = pipe.HGetAll(ctx, k.Buyers)
+			results = pipe.HGetAll(ctx, k.Result)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return saleState{}, unavailable(err)
+		}
+		m := meta.Val()
+		if b == 0 {
+			if len(m) == 0 {
+				return saleState{}, noSale(sku)
+			}
+			st.meta = m
+			if tags, err := sale.ParseBuckets(m["buckets"]); err == nil {
+				st.layout.Tags = tags
+			}
+			if full {
+				st.all, st.results = all.Val(), results.Val()
+			}
+		} else {
+			for _, f := range summedMeta {
+				st.meta[f] = strconv.FormatInt(metaInt(st.meta, f)+metaInt(m, f), 10)
+			}
+			if full {
+				maps.Copy(st.all, all.Val())
+				maps.Copy(st.results, results.Val())
+			}
+		}
+		n, _ := stock.Int64()
+		st.stock += n
+		st.buyers += buyers.Val()
+		st.outbox += outbox.Val()
+		st.reserved += reserved.Val()
+		st.parts = append(st.parts, bucketState{tag: st.layout.Tags[b], initial: metaInt(m, "initial"), stock: n,
+			buyers: buyers.Val(), outbox: outbox.Val(), dead: metaInt(m, "dead"), confirmed: metaInt(m, "confirmed"),
+			rejected: metaInt(m, "rejected"), cancelled: metaInt(m, "cancelled"), lates: metaInt(m, "late")})
 	}
 	return st, nil
 }
@@ -182,7 +241,7 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 	if !ok {
 		c = &skuCounters{} // this proxy has not served the sale yet
 	}
-	return []Field{
+	return append([]Field{
 		{Name: "sku", Value: sku},
 		{Name: "state", Value: st.meta["state"]},
 		{Name: "version", Value: metaInt(st.meta, "version")},
@@ -214,7 +273,24 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 		{Name: "local_limited_rate", Value: c.limitedRate.Load()},
 		{Name: "local_limited_buyer", Value: c.limitedBuyer.Load()},
 		{Name: "local_limited_denied", Value: c.limitedDenied.Load()},
-	}, nil
+		{Name: "buckets", Value: int64(st.layout.K())},
+		{Name: "reservations", Value: st.reserved},
+	}, g.bucketFields(ctx, st)...), nil
+}
+
+// bucketFields are one INFO line per stock bucket, in Redis's INFO keyspace style:
+// bucket_<i>:tag=<t>,master=<addr>,initial=<n>,stock=<n>,sold=<n>,buyers=<n>,outbox=<n>.
+func (g *Guard) bucketFields(ctx context.Context, st saleState) []Field {
+	out := make([]Field, 0, len(st.parts))
+	for i, p := range st.parts {
+		master, err := g.MasterOf(ctx, sale.Tag(st.layout.SKU, p.tag))
+		if err != nil {
+			master = "unknown"
+		}
+		out = append(out, Field{Name: "bucket_" + strconv.Itoa(i), Value: fmt.Sprintf("tag=%d,master=%s,initial=%d,stock=%d,sold=%d,buyers=%d,outbox=%d",
+			p.tag, master, p.initial, p.stock, p.initial-p.stock, p.buyers, p.outbox)})
+	}
+	return out
 }
 
 // Sales lists the sales the sweepers visit (those not yet over and drained) together with
@@ -263,8 +339,8 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	var active, inFlight, inFlightQty, rejected int64
 	var rejections []string
 	for uid, v := range st.all {
-		if strings.HasPrefix(v, "released:") {
-			continue
+		if strings.HasPrefix(v, "released:") || strings.HasPrefix(v, "r:") {
+			continue // released, or a reservation (st.reserved counts them)
 		}
 		active++
 		id, qty, _ := strings.Cut(v, ":")
@@ -303,8 +379,11 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	if st.outbox != 0 {
 		diffs = append(diffs, fmt.Sprintf("outbox backlog: redis %d, want 0", st.outbox))
 	}
+	if st.reserved != 0 {
+		diffs = append(diffs, fmt.Sprintf("reservations: %d buyers reserved while a donor bucket is asked, want 0 (the sweeper settles any left %s)", st.reserved, g.settleAge()))
+	}
 	if dead := metaInt(st.meta, "dead"); dead > 0 {
-		diffs = append(diffs, fmt.Sprintf("dead letters: %d unreadable outbox entries moved to %s", dead, sale.KeysFor(sku).Dead))
+		diffs = append(diffs, fmt.Sprintf("dead letters: %d unreadable outbox entries moved to %s", dead, deadKeys(st.layout)))
 	}
 	if rejected > 0 {
 		diffs = append(diffs, fmt.Sprintf("rejected orders: %d sold in Redis that MySQL refused", rejected))
@@ -329,6 +408,15 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 	return diffs, nil
 }
 
+// deadKeys names the dead-letter streams of l's buckets.
+func deadKeys(l sale.Layout) string {
+	names := make([]string, l.K())
+	for i := range l.Tags {
+		names[i] = l.Keys(i).Dead
+	}
+	return strings.Join(names, ", ")
+}
+
 // LegacyStock is what the seeds' keys of a sale would hold: its remaining stock (ok false:
 // no sale, the key would not exist).
 func (g *Guard) LegacyStock(ctx context.Context, sku string) (stock int64, ok bool, err error) {
@@ -348,14 +436,19 @@ func (g *Guard) LegacyStock(ctx context.Context, sku string) (stock int64, ok bo
 func (g *Guard) HasBuyer(ctx context.Context, sku, uid string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
-	v, err := g.rc.HGet(ctx, sale.KeysFor(sku).Buyers, uid).Result()
+	k, err := g.homeKeys(ctx, sku, uid, false)
+	if err != nil {
+		return false, err
+	}
+	v, err := g.rc.HGet(ctx, k.Buyers, uid).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil
 	case err != nil:
 		return false, unavailable(err)
 	}
-	return !strings.HasPrefix(v, "released:"), nil // a released order is no longer held
+	// a released order is no longer held, and a reservation is not one yet
+	return !strings.HasPrefix(v, "released:") && !strings.HasPrefix(v, "r:"), nil
 }
 
 // Ping checks that every master answers a PING within ctx: the readiness probe.
@@ -402,12 +495,18 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 		outbox *redis.IntCmd
 		oldest *redis.XMessageSliceCmd
 	}
-	rs := make([]reads, len(skus))
+	rs := make([][]reads, len(skus)) // per bucket, as this proxy knows the sale's layout
 	_, _ = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sku := range skus {
-			k := sale.KeysFor(sku)
-			rs[i] = reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"), stock: p.Get(ctx, k.Stock),
-				outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)}
+			l := sale.OneBucket(sku)
+			if v, ok := g.layouts.Load(sku); ok {
+				l = v.(*saleLayout).l
+			}
+			for b := range l.Tags {
+				k := l.Keys(b)
+				rs[i] = append(rs[i], reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"), stock: p.Get(ctx, k.Stock),
+					outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)})
+			}
 		}
 		return nil
 	})
@@ -417,21 +516,28 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 		if len(out) == most {
 			break
 		}
-		late, _ := rs[i].late.Int64()
-		if rs[i].state.Val() != sale.StateOpen && late == 0 {
+		var late int64
+		for _, r := range rs[i] {
+			n, _ := r.late.Int64()
+			late += n
+		}
+		if rs[i][0].state.Val() != sale.StateOpen && late == 0 {
 			continue // an ended sale is shown while it has late orders
 		}
 		c, _ := g.counters(sku)
-		m := SaleMetrics{SKU: sku, Outbox: rs[i].outbox.Val(), Outcomes: []OutcomeCount{
+		m := SaleMetrics{SKU: sku, Late: late, Outcomes: []OutcomeCount{
 			{"order", c.successes.Load()}, {"duplicate", c.duplicates.Load()}, {"soldout", c.soldOut.Load()},
 			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
 			{"limited_denied", c.limitedDenied.Load()}}}
-		m.Stock, _ = rs[i].stock.Int64()
-		m.Late = late
-		if msgs := rs[i].oldest.Val(); len(msgs) == 1 {
-			ms, _, _ := strings.Cut(msgs[0].ID, "-")
-			if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
-				m.OutboxAge = max(0, now.Sub(time.UnixMilli(t)))
+		for _, r := range rs[i] {
+			n, _ := r.stock.Int64()
+			m.Stock += n
+			m.Outbox += r.outbox.Val()
+			if msgs := r.oldest.Val(); len(msgs) == 1 {
+				ms, _, _ := strings.Cut(msgs[0].ID, "-")
+				if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+					m.OutboxAge = max(m.OutboxAge, now.Sub(time.UnixMilli(t)))
+				}
 			}
 		}
 		out = append(out, m)

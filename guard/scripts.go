@@ -37,6 +37,15 @@ var (
 	//go:embed lua/limit.lua
 	limitLua    string
 	limitScript = redis.NewScript(limitLua)
+	//go:embed lua/donate.lua
+	donateLua    string
+	donateScript = redis.NewScript(donateLua)
+	//go:embed lua/reserved.lua
+	reservedLua    string
+	reservedScript = redis.NewScript(reservedLua)
+	//go:embed lua/tomb.lua
+	tombLua    string
+	tombScript = redis.NewScript(tombLua)
 	//go:embed lua/deny.lua
 	denyLua    string
 	denyScript = redis.NewScript(denyLua)

@@ -51,11 +51,18 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		if a.version != r.Version {
 			g.versions.Store(a.req.SKU, r.Version)
 		}
-		if r.Stock == "0" {
+		a.sold = r.Sold(a.req.SKU, a.req.UID, a.req.Qty, g.opt.Instance)
+		if a.lay != nil {
+			a.sold.Bucket = a.lay.l.Tags[a.bucket]
+			a.sold.Home = a.sold.Bucket
+			n, _ := strconv.ParseInt(r.Stock, 10, 64)
+			a.lay.stock[a.bucket].Store(n)
+		}
+		if r.Stock == "0" && a.lay == nil {
+			// A split sale is sold out only when every bucket is: Donate says so.
 			g.soldOut(a.req.SKU)
 			g.signal(eventSoldOut, a.req.SKU)
 		}
-		a.sold = r.Sold(a.req.SKU, a.req.UID, a.req.Qty, g.opt.Instance)
 	case "DUPLICATE":
 		g.stats.duplicates.Add(1)
 		counters.duplicates.Add(1)
@@ -74,16 +81,31 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		g.stats.closed.Add(1)
 		counters.closed.Add(1)
 		res.Err = closed(arg)
+	case "EMPTY":
+		if a.lay == nil {
+			g.stats.unavailable.Add(1)
+			res.Err = unavailable(errors.New("a split sale's bucket answered for a proxy that did not know it was split"))
+			return false
+		}
+		n, _ := strconv.ParseInt(sale.Field(a.reply, 3), 10, 64)
+		a.lay.stock[a.bucket].Store(n)
+		a.donate = true
+	case "RESERVED":
+		g.stats.busy.Add(1)
+		res.Err = reservedErr(a.req.SKU, arg)
 	case "LIMIT":
 		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
 	case "DRIFT":
 		res.Err = g.drifted(a.req.SKU, arg)
 	case "STALE":
-		// The sale was re-warmed: forget what this proxy knew of the old version.
+		// The sale was re-warmed (or is split, and this proxy did not know it): forget what
+		// this proxy knew of the old version, and learn the buckets.
 		g.versions.Store(a.req.SKU, arg)
+		g.learnLayout(a.req.SKU, arg, sale.Field(a.reply, 2))
 		g.clearFlag(a.req.SKU)
 		if round+1 < maxRounds {
 			a.version = arg
+			g.placeAttempt(a)
 			return true
 		}
 		g.stats.unavailable.Add(1)

@@ -35,7 +35,11 @@ func (s Status) String() string {
 func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
-	v, err := statusScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys(), uid).Slice()
+	k, err := g.homeKeys(ctx, sku, uid, true)
+	if err != nil {
+		return Status{}, err
+	}
+	v, err := statusScript.Run(ctx, g.rc, k.ScriptKeys(), uid).Slice()
 	if err != nil {
 		return Status{}, unavailable(err)
 	}

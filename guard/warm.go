@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/sale"
@@ -21,6 +22,8 @@ type Warmed struct {
 	Stock   int64
 	// InFlight is the units sold in Redis and not yet in MySQL, which the stock leaves out.
 	InFlight int64
+	// Buckets is the sale's stock buckets' tag numbers ({0}: not split).
+	Buckets []int
 }
 
 // warmTimeoutFactor times buy.call_timeout bounds a whole WARM: a few MySQL and Redis calls.
@@ -37,7 +40,6 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	keys := sale.KeysFor(sku).ScriptKeys()
 
 	var stock, version int64
 	var status string
@@ -51,6 +53,10 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 	if (status == sale.StateOpen || status == sale.StateWarming) && !opt.Force {
 		return Warmed{}, badArgs("sale %s is %s (version %d); add FORCE to re-warm it", sku, status, version)
+	}
+	lay, err := g.warmLayout(ctx, sku, opt)
+	if err != nil {
+		return Warmed{}, err
 	}
 	next := version + 1
 	r, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ?, sale_version = ? WHERE sku = ? AND sale_version = ?`,
@@ -70,29 +76,44 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if opt.Force {
 		force = "1"
 	}
-	reply, err := warmScript.Run(ctx, g.rc, keys, next, stock, opt.StartMs, opt.EndMs, opt.Limit, force, opt.Rate, opt.Burst, g.opt.Route).Slice()
-	if err != nil {
-		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
-	}
+	// Each bucket takes its share of MySQL's stock, less its own units in flight; bucket 0,
+	// whose meta every proxy reads first, is written first and decides OPEN, ENDED and STALE.
+	shares := sale.SplitStock(stock, lay.K())
 	var inflight int64
-	switch code, arg := sale.Field(reply, 0), sale.Field(reply, 1); code {
-	case "OK":
-		inflight, _ = strconv.ParseInt(sale.Field(reply, 2), 10, 64)
-	case "OPEN":
-		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s is open in Redis (version %s); add FORCE to re-warm it", sku, arg))
-	case "ENDED":
-		return Warmed{}, g.abortWarm(sku, next, status, badArgs("END %d is not after Redis's clock (%s ms): the sale would be over before it opens", opt.EndMs, arg))
-	case "STALE":
-		return Warmed{}, g.abortWarm(sku, next, status, badArgs("sale %s has version %s in Redis, ahead of MySQL's %d; repair seckill_items.sale_version", sku, arg, next))
-	default:
-		return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("unexpected warm reply %q", code)))
+	for b := range lay.Tags {
+		reply, err := warmScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, shares[b], opt.StartMs, opt.EndMs, opt.Limit, force,
+			opt.Rate, opt.Burst, g.opt.Route, sale.FormatBuckets(lay.Tags)).Slice()
+		if err != nil {
+			return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
+		}
+		code, arg := sale.Field(reply, 0), sale.Field(reply, 1)
+		if code == "OK" {
+			n, _ := strconv.ParseInt(sale.Field(reply, 2), 10, 64)
+			inflight += n
+			continue
+		}
+		if b > 0 {
+			return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("bucket %d of sale %s answered the warm with %s %s", lay.Tags[b], sku, code, arg)))
+		}
+		if err := g.warmRefused(sku, next, status, code, arg, opt); err != nil {
+			return Warmed{}, err
+		}
 	}
 
 	// Redis stock must not be above MySQL's, read after the script: an order that the sink
 	// stored between MySQL's read and the script, and so was not counted in flight, shows here.
 	var redisStock, mysqlStock int64
-	if redisStock, err = g.rc.Get(ctx, sale.KeysFor(sku).Stock).Int64(); err != nil {
+	pipe := g.rc.Pipeline()
+	stocks := make([]*redis.StringCmd, lay.K())
+	for b := range lay.Tags {
+		stocks[b] = pipe.Get(ctx, lay.Keys(b).Stock)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return Warmed{}, unavailable(err)
+	}
+	for _, c := range stocks {
+		n, _ := c.Int64()
+		redisStock += n
 	}
 	if err = g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
@@ -100,8 +121,10 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if redisStock > mysqlStock {
 		// Close the half-made sale on both sides; a failure here leaves it "warming", which
 		// no buy accepts, so it is logged and the refusal still returned.
-		if err := transitionScript.Run(ctx, g.rc, keys, next, sale.StateWarming, sale.StateClosed).Err(); err != nil {
-			g.log.Error("warm: could not close the refused sale in Redis", zap.String("sku", sku), zap.Error(err))
+		for b := range lay.Tags {
+			if err := transitionScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, sale.StateWarming, sale.StateClosed).Err(); err != nil {
+				g.log.Error("warm: could not close the refused sale in Redis", zap.String("sku", sku), zap.Error(err))
+			}
 		}
 		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateClosed, sku, next); err != nil {
 			g.log.Error("warm: could not close the refused sale in MySQL", zap.String("sku", sku), zap.Error(err))
@@ -109,25 +132,87 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		return Warmed{}, badArgs("sale %s not opened: Redis stock %d is above MySQL stock %d", sku, redisStock, mysqlStock)
 	}
 
-	moved, err := transitionScript.Run(ctx, g.rc, keys, next, sale.StateWarming, sale.StateOpen).Int()
-	if err != nil {
-		return Warmed{}, unavailable(err)
-	}
-	if moved != 1 {
-		return Warmed{}, badArgs("sale %s changed while it was being warmed; try again", sku)
+	// Bucket 0 opens last: a buy that finds it open finds every bucket open.
+	for b := lay.K() - 1; b >= 0; b-- {
+		moved, err := transitionScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, sale.StateWarming, sale.StateOpen).Int()
+		if err != nil {
+			return Warmed{}, unavailable(err)
+		}
+		if moved != 1 {
+			return Warmed{}, badArgs("sale %s changed while it was being warmed; try again", sku)
+		}
 	}
 	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateOpen, sku, next); err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: sale is open in Redis but not marked open: %w", err))
 	}
-	g.versions.Store(sku, strconv.FormatInt(next, 10))
+	ver := strconv.FormatInt(next, 10)
+	g.learnLayout(sku, ver, sale.FormatBuckets(lay.Tags))
+	g.versions.Store(sku, ver)
 	g.clearFlag(sku)
 	g.countersFor(sku) // a sale now: its buys need not spend admission.unknown_sku_rate
 	g.setRate(sku, opt.Rate, opt.Burst)
 	g.signal(eventWarm, sku)
 	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),
-		zap.Int64("mysql_stock", stock), zap.Int64("units_in_flight", inflight),
+		zap.Int64("mysql_stock", stock), zap.Int64("units_in_flight", inflight), zap.Ints("buckets", lay.Tags),
 		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Int64("rate", opt.Rate), zap.Int64("burst", opt.Burst), zap.Bool("force", opt.Force))
-	return Warmed{Version: next, Stock: redisStock, InFlight: inflight}, nil
+	return Warmed{Version: next, Stock: redisStock, InFlight: inflight, Buckets: lay.Tags}, nil
+}
+
+// warmRefused is the error for bucket 0's refusal of a warm (code, arg: warm.lua's reply).
+func (g *Guard) warmRefused(sku string, next int64, status, code, arg string, opt WarmOptions) error {
+	switch code {
+	case "OPEN":
+		return g.abortWarm(sku, next, status, badArgs("sale %s is open in Redis (version %s); add FORCE to re-warm it", sku, arg))
+	case "ENDED":
+		return g.abortWarm(sku, next, status, badArgs("END %d is not after Redis's clock (%s ms): the sale would be over before it opens", opt.EndMs, arg))
+	case "STALE":
+		return g.abortWarm(sku, next, status, badArgs("sale %s has version %s in Redis, ahead of MySQL's %d; repair seckill_items.sale_version", sku, arg, next))
+	default:
+		return g.abortWarm(sku, next, status, unavailable(fmt.Errorf("unexpected warm reply %q", code)))
+	}
+}
+
+// warmLayout is the layout a warm of sku writes: a forced re-warm of a sale open (or mid-warm)
+// in Redis keeps its buckets, since its buyers live in their homes by them (BUCKETS, if
+// given, must agree); a new sale takes BUCKETS (1 if not given), with tags chosen for distinct
+// masters. A new layout must not leave behind a bucket of the last one that still holds
+// orders on their way to Kafka or reservations: the sweepers visit only the current buckets.
+func (g *Guard) warmLayout(ctx context.Context, sku string, opt WarmOptions) (sale.Layout, error) {
+	cur, err := g.LayoutOf(ctx, sku)
+	if err != nil {
+		return sale.Layout{}, err
+	}
+	state, err := g.rc.HGet(ctx, sale.KeysFor(sku).Meta, "state").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return sale.Layout{}, unavailable(err)
+	}
+	if state == sale.StateOpen || state == sale.StateWarming {
+		if opt.Buckets != 0 && int(opt.Buckets) != cur.K() {
+			return sale.Layout{}, badArgs("sale %s is open with %d buckets, and its buyers live in them: a forced re-warm keeps them (leave out BUCKETS, or close the sale first)", sku, cur.K())
+		}
+		return cur, nil
+	}
+	k := max(1, int(opt.Buckets))
+	tags, err := g.chooseTags(ctx, sku, k)
+	if err != nil {
+		return sale.Layout{}, err
+	}
+	next := sale.Layout{SKU: sku, Tags: tags}
+	for _, t := range cur.Tags {
+		if next.Index(t) >= 0 {
+			continue
+		}
+		k := sale.BucketKeys(sku, t)
+		pipe := g.rc.Pipeline()
+		outbox, reserved := pipe.XLen(ctx, k.Outbox), pipe.ZCard(ctx, k.Reserved)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return sale.Layout{}, unavailable(err)
+		}
+		if n := outbox.Val() + reserved.Val(); n > 0 {
+			return sale.Layout{}, badArgs("bucket %d of the last sale of %s still holds %d orders or reservations on their way: warm again once the sweeper has sent them (or warm with the same BUCKETS)", t, sku, n)
+		}
+	}
+	return next, nil
 }
 
 // abortWarm puts the MySQL row back to the state it had when the warm did not reach Redis.

@@ -245,7 +245,7 @@ func TestSweeper(t *testing.T) {
 	// A proxy on another topic leaves the sale alone.
 	other := f.cfg
 	other.Kafka.Topic = f.cfg.Kafka.Topic + ".other"
-	drifted := NewSweeper(f.rc, &Tee{kafka: other.Kafka, producer: f.tee.producer}, cfg, "drifted", zap.NewNop())
+	drifted := NewSweeper(f.rc, &Tee{kafka: other.Kafka, producer: f.tee.producer}, cfg, "drifted", nil, zap.NewNop())
 	if err := f.rc.HSet(ctx, k.Meta, "route", f.tee.Route()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +256,8 @@ func TestSweeper(t *testing.T) {
 		t.Fatalf("a sweeper of another route took the lease (%d, %v) or the entries (%d left)", n, err, f.outboxLen(t))
 	}
 
-	s1 := NewSweeper(f.rc, f.tee, cfg, "one", zap.NewNop())
-	s2 := NewSweeper(f.rc, f.tee, cfg, "two", zap.NewNop())
+	s1 := NewSweeper(f.rc, f.tee, cfg, "one", nil, zap.NewNop())
+	s2 := NewSweeper(f.rc, f.tee, cfg, "two", nil, zap.NewNop())
 	// Other sales of the dev stack may be in the set too: what is checked is this sale's.
 	n, err := s1.SweepOnce(ctx, now.Add(cfg.SweepAge))
 	if err != nil || n < len(old) {

@@ -32,8 +32,17 @@ type Sweeper struct {
 	instance string
 	log      *zap.Logger
 
+	settler Settler
+
 	buried, retired, republished, drifted atomic.Int64
 	driftLogged                           map[string]time.Time // sku -> when its drift was last logged
+}
+
+// Settler settles a split sale's old reservations in one bucket (guard.Guard does): buyers
+// reserved at home while a proxy asked a donor bucket for their units, and left so by a proxy
+// that stopped between the steps.
+type Settler interface {
+	SettleReservations(ctx context.Context, l sale.Layout, bucket int, now time.Time) error
 }
 
 // SweeperStats are a sweeper's counters.
@@ -59,9 +68,10 @@ func (s *Sweeper) InfoFields() []guard.Field {
 	}
 }
 
-// NewSweeper returns a sweeper that republishes through tee.
-func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance string, log *zap.Logger) *Sweeper {
-	return &Sweeper{rc: rc, tee: tee, cfg: cfg, instance: instance, log: log.Named("sweeper")}
+// NewSweeper returns a sweeper that republishes through tee, and settles split sales'
+// reservations with settler (nil: it leaves them).
+func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance string, settler Settler, log *zap.Logger) *Sweeper {
+	return &Sweeper{rc: rc, tee: tee, cfg: cfg, instance: instance, settler: settler, log: log.Named("sweeper")}
 }
 
 // Run sweeps every outbox each sweep interval until ctx ends. An entry's age is taken by
@@ -91,11 +101,13 @@ func (s *Sweeper) Run(ctx context.Context) {
 	}
 }
 
-// SweepOnce republishes, for each SKU whose lease it wins, the outbox entries older than the
-// sweep age at now; moves an entry that cannot be read to the SKU's dead-letter stream; and
-// takes a sale that is over and drained out of the set. It returns how many entries it
-// handed to the tee. The round trips are pipelined (one per node for the leases, one for the
-// outboxes); one SKU's error is logged and the others go on.
+// SweepOnce republishes, for each bucket whose lease it wins, the outbox entries older than
+// the sweep age at now; moves an entry that cannot be read to the bucket's dead-letter
+// stream; settles the bucket's old reservations (a donor step a proxy did not finish, with
+// Options' Settler); and takes a sale that is over and drained out of the set. A sale of one
+// bucket is its SKU's keys; a split sale's buckets are each swept as one. It returns how many
+// entries it handed to the tee. The round trips are pipelined (one per node for the leases,
+// one for the outboxes); one bucket's error is logged and the others go on.
 func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if !s.tee.Healthy() {
 		return 0, nil
@@ -105,47 +117,55 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	var errs []error
-	fail := func(sku, what string, err error) {
-		errs = append(errs, fmt.Errorf("%s: %s: %w", sku, what, err))
+	fail := func(tag, what string, err error) {
+		errs = append(errs, fmt.Errorf("%s: %s: %w", tag, what, err))
 	}
-	skus = s.onRoute(ctx, skus, fail)
+	layouts := s.onRoute(ctx, skus, fail)
+	var tags []string
+	for _, l := range layouts {
+		for _, t := range l.Tags {
+			tags = append(tags, sale.Tag(l.SKU, t))
+		}
+	}
 	pipe := s.rc.Pipeline()
-	leases := make([]*redis.BoolCmd, len(skus))
-	for i, sku := range skus {
-		leases[i] = pipe.SetNX(ctx, sale.KeysFor(sku).SweepLease, s.instance, s.cfg.LeaseTTL)
+	leases := make([]*redis.BoolCmd, len(tags))
+	for i, tag := range tags {
+		leases[i] = pipe.SetNX(ctx, sale.KeysFor(tag).SweepLease, s.instance, s.cfg.LeaseTTL)
 	}
-	_, _ = pipe.Exec(ctx) // each command's error is its SKU's
-	var won []string
+	_, _ = pipe.Exec(ctx) // each command's error is its bucket's
+	won := map[string]bool{}
+	var wonTags []string
 	for i, l := range leases {
 		switch {
 		case l.Err() != nil:
-			fail(skus[i], "lease", l.Err())
+			fail(tags[i], "lease", l.Err())
 		case l.Val():
-			won = append(won, skus[i])
+			won[tags[i]] = true
+			wonTags = append(wonTags, tags[i])
 		}
 	}
 	cutoff := strconv.FormatInt(now.Add(-s.cfg.SweepAge).UnixMilli(), 10)
 	pipe = s.rc.Pipeline()
-	ranges := make([]*redis.XMessageSliceCmd, len(won))
-	for i, sku := range won {
-		ranges[i] = pipe.XRangeN(ctx, sale.KeysFor(sku).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
+	ranges := make([]*redis.XMessageSliceCmd, len(wonTags))
+	for i, tag := range wonTags {
+		ranges[i] = pipe.XRangeN(ctx, sale.KeysFor(tag).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
 	}
 	_, _ = pipe.Exec(ctx)
 	total := 0
-	var idle []string // won, and nothing old in the outbox: may be over
-	for i, sku := range won {
+	idle := map[string]bool{} // won, and nothing old in the outbox: may be over
+	for i, tag := range wonTags {
 		entries, err := ranges[i].Result()
 		if err != nil {
-			fail(sku, "outbox", err)
+			fail(tag, "outbox", err)
 			continue
 		}
 		if len(entries) == 0 {
-			idle = append(idle, sku)
+			idle[tag] = true
 		}
 		for _, e := range entries {
-			sold, err := sale.SoldFromEntry(sku, e.ID, e.Values)
+			sold, err := sale.SoldFromEntry(tag, e.ID, e.Values)
 			if err != nil {
-				s.bury(ctx, sku, e.ID, err, fail)
+				s.bury(ctx, tag, e.ID, err, fail)
 				continue
 			}
 			s.tee.Publish(sold, nil)
@@ -153,97 +173,130 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 			total++
 		}
 	}
-	s.retire(ctx, idle, fail)
+	var over []sale.Layout // every bucket won and idle
+	for _, l := range layouts {
+		all := true
+		for i, t := range l.Tags {
+			tag := sale.Tag(l.SKU, t)
+			if won[tag] && l.K() > 1 && s.settler != nil {
+				if err := s.settler.SettleReservations(ctx, l, i, now); err != nil {
+					fail(tag, "reservations", err)
+				}
+			}
+			all = all && idle[tag]
+		}
+		if all {
+			over = append(over, l)
+		}
+	}
+	s.retire(ctx, over, fail)
 	return total, errors.Join(errs...)
 }
 
-// onRoute keeps the sales among skus whose route is this proxy's (or that have none): a
-// proxy on another topic must not send a sale's orders where no sink of the sale reads them,
-// nor take the lease from a proxy that would send them right. It logs each one left alone at
-// Info, at most every 10 minutes: deployments on other topics may share the cluster, and a
-// proxy that would sell such a sale says so loudly (DRIFT) at its buys.
-func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, string, error)) []string {
+// onRoute keeps the sales among skus whose route is this proxy's (or that have none), with
+// their layouts (their stock buckets, from the meta): a proxy on another topic must not send
+// a sale's orders where no sink of the sale reads them, nor take the lease from a proxy that
+// would send them right. It logs each one left alone at Info, at most every 10 minutes:
+// deployments on other topics may share the cluster, and a proxy that would sell such a sale
+// says so loudly (DRIFT) at its buys.
+func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, string, error)) []sale.Layout {
 	pipe := s.rc.Pipeline()
-	routes := make([]*redis.StringCmd, len(skus))
+	metas := make([]*redis.SliceCmd, len(skus))
 	for i, sku := range skus {
-		routes[i] = pipe.HGet(ctx, sale.KeysFor(sku).Meta, "route")
+		metas[i] = pipe.HMGet(ctx, sale.KeysFor(sku).Meta, "route", "buckets")
 	}
 	_, _ = pipe.Exec(ctx)
 	mine := s.tee.Route()
-	out := skus[:0]
+	var out []sale.Layout
 	for i, sku := range skus {
-		r, err := routes[i].Result()
-		switch {
-		case errors.Is(err, redis.Nil), err == nil && (r == "" || r == mine):
-			out = append(out, sku)
-		case err != nil:
+		vals, err := metas[i].Result()
+		if err != nil {
 			fail(sku, "route", err)
-		default:
-			s.drifted.Add(1)
-			if s.driftLogged == nil || len(s.driftLogged) >= 4096 {
-				s.driftLogged = map[string]time.Time{}
-			}
-			if time.Since(s.driftLogged[sku]) >= 10*time.Minute {
-				s.driftLogged[sku] = time.Now()
-				s.log.Info("not sweeping a sale whose orders go elsewhere than this proxy's: its own proxies will",
-					zap.String("sku", sku), zap.String("sale_route", r), zap.String("proxy_route", mine),
-					zap.String("difference", sale.RouteDiff(r, mine)))
-			}
+			continue
+		}
+		r, _ := vals[0].(string)
+		b, _ := vals[1].(string)
+		tags, err := sale.ParseBuckets(b)
+		if err != nil {
+			fail(sku, "buckets", err)
+			continue
+		}
+		if r == "" || r == mine {
+			out = append(out, sale.Layout{SKU: sku, Tags: tags})
+			continue
+		}
+		s.drifted.Add(1)
+		if s.driftLogged == nil || len(s.driftLogged) >= 4096 {
+			s.driftLogged = map[string]time.Time{}
+		}
+		if time.Since(s.driftLogged[sku]) >= 10*time.Minute {
+			s.driftLogged[sku] = time.Now()
+			s.log.Info("not sweeping a sale whose orders go elsewhere than this proxy's: its own proxies will",
+				zap.String("sku", sku), zap.String("sale_route", r), zap.String("proxy_route", mine),
+				zap.String("difference", sale.RouteDiff(r, mine)))
 		}
 	}
 	return out
 }
 
-// bury moves an unreadable outbox entry to the SKU's dead-letter stream (bury.lua), once.
-func (s *Sweeper) bury(ctx context.Context, sku, id string, cause error, fail func(string, string, error)) {
-	k := sale.KeysFor(sku)
+// bury moves an unreadable outbox entry to its bucket's dead-letter stream (bury.lua), once.
+func (s *Sweeper) bury(ctx context.Context, tag, id string, cause error, fail func(string, string, error)) {
+	k := sale.KeysFor(tag)
 	moved, err := buryScript.Run(ctx, s.rc, []string{k.Outbox, k.Dead, k.Meta}, id, cause.Error()).Int()
 	if err != nil {
-		fail(sku, "dead-letter entry "+id, err)
+		fail(tag, "dead-letter entry "+id, err)
 		return
 	}
 	if moved == 1 {
 		s.buried.Add(1)
-		s.log.Warn("unreadable outbox entry moved to the dead letters", zap.String("sku", sku), zap.String("entry", id),
+		s.log.Warn("unreadable outbox entry moved to the dead letters", zap.String("bucket", tag), zap.String("entry", id),
 			zap.String("dead_letters", k.Dead), zap.String("error", cause.Error()))
 	}
 }
 
-// retire takes the sales among skus that are over and drained out of the set of sales
-// (retire.lua), so that the sweepers stop visiting them. A release may add to an outbox just
-// then: the outbox is read again after, and a sale with anything in it goes back in.
-func (s *Sweeper) retire(ctx context.Context, skus []string, fail func(string, string, error)) {
-	if len(skus) == 0 {
+// retire takes the sales of layouts that are over and drained (every bucket, by retire.lua)
+// out of the set of sales, so that the sweepers stop visiting them. A release may add to an
+// outbox just then: the outboxes are read again after, and a sale with anything in one goes
+// back in.
+func (s *Sweeper) retire(ctx context.Context, layouts []sale.Layout, fail func(string, string, error)) {
+	if len(layouts) == 0 {
 		return
 	}
 	pipe := s.rc.Pipeline()
-	done := make([]*redis.Cmd, len(skus))
-	for i, sku := range skus {
-		k := sale.KeysFor(sku)
-		done[i] = retireScript.EvalSha(ctx, pipe, []string{k.Meta, k.Outbox})
+	done := make([][]*redis.Cmd, len(layouts))
+	for i, l := range layouts {
+		for b := range l.Tags {
+			k := l.Keys(b)
+			done[i] = append(done[i], retireScript.EvalSha(ctx, pipe, []string{k.Meta, k.Outbox}))
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		_ = s.rc.ScriptLoad(ctx, retireLua).Err()
 		return // next pass
 	}
-	for i, sku := range skus {
-		if n, err := done[i].Int(); err != nil {
-			fail(sku, "retire", err)
-			continue
-		} else if n != 1 {
-			continue
-		}
-		if err := s.rc.SRem(ctx, sale.SalesKey, sku).Err(); err != nil {
-			fail(sku, "retire", err)
-			continue
-		}
-		if n, err := s.rc.XLen(ctx, sale.KeysFor(sku).Outbox).Result(); err != nil || n > 0 {
-			if err := s.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
-				s.log.Error("a retired sale's outbox is not empty, and could not be put back in the sales set", zap.String("sku", sku), zap.Error(err))
+next:
+	for i, l := range layouts {
+		for _, c := range done[i] {
+			if n, err := c.Int(); err != nil {
+				fail(l.SKU, "retire", err)
+				continue next
+			} else if n != 1 {
+				continue next
 			}
+		}
+		if err := s.rc.SRem(ctx, sale.SalesKey, l.SKU).Err(); err != nil {
+			fail(l.SKU, "retire", err)
 			continue
+		}
+		for b := range l.Tags {
+			if n, err := s.rc.XLen(ctx, l.Keys(b).Outbox).Result(); err != nil || n > 0 {
+				if err := s.rc.SAdd(ctx, sale.SalesKey, l.SKU).Err(); err != nil {
+					s.log.Error("a retired sale's outbox is not empty, and could not be put back in the sales set", zap.String("sku", l.SKU), zap.Error(err))
+				}
+				continue next
+			}
 		}
 		s.retired.Add(1)
-		s.log.Info("sale over and drained: the sweepers stop visiting it", zap.String("sku", sku))
+		s.log.Info("sale over and drained: the sweepers stop visiting it", zap.String("sku", l.SKU))
 	}
 }

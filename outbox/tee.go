@@ -71,7 +71,8 @@ type Tee struct {
 	flusher   sync.WaitGroup
 }
 
-type entryRef struct{ sku, id string }
+// entryRef is an outbox entry: the hash tag of its bucket (sale.Sold.Tag), and its id.
+type entryRef struct{ tag, id string }
 
 type pending struct {
 	entry entryRef
@@ -144,19 +145,22 @@ func (t *Tee) PublishBatch(ss []sale.Sold) {
 	t.enqueue(msgs)
 }
 
-// message is s as a Kafka message, keyed by SKU.
+// message is s as a Kafka message, keyed by its bucket's tag: the SKU for a sale of one
+// bucket, "<sku>#<t>" for bucket t of a split one, so that a split sale's orders spread over
+// partitions while each bucket's stay in order.
 func (t *Tee) message(s sale.Sold, done func(error)) *sarama.ProducerMessage {
 	kind := s.Kind
 	if kind == "" {
 		kind = sale.TypeOrder
 	}
 	o := sale.Order{V: sale.MessageVersion, Type: kind, OrderID: s.OrderID, SaleVersion: s.Version,
-		SKU: s.SKU, UID: s.UID, Qty: s.Qty, TS: s.TS, Proxy: s.By}
+		SKU: s.SKU, UID: s.UID, Qty: s.Qty, TS: s.TS, Proxy: s.By, Bucket: s.Bucket, Home: s.Home}
+	tag := s.Tag()
 	return &sarama.ProducerMessage{
 		Topic:    t.kafka.Topic,
-		Key:      sarama.StringEncoder(s.SKU),
+		Key:      sarama.StringEncoder(tag),
 		Value:    sarama.ByteEncoder(o.Encode()),
-		Metadata: &pending{entry: entryRef{sku: s.SKU, id: s.EntryID}, done: done},
+		Metadata: &pending{entry: entryRef{tag: tag, id: s.EntryID}, done: done},
 	}
 }
 
@@ -260,8 +264,8 @@ func (t *Tee) flushDeletes() {
 		defer cancel()
 		pipe := t.rc.Pipeline()
 		cmds := make([]*redis.IntCmd, 0, len(batch))
-		for sku, ids := range batch {
-			cmds = append(cmds, pipe.XDel(ctx, sale.KeysFor(sku).Outbox, ids...))
+		for tag, ids := range batch {
+			cmds = append(cmds, pipe.XDel(ctx, sale.KeysFor(tag).Outbox, ids...))
 		}
 		_, _ = pipe.Exec(ctx)
 		for _, c := range cmds {
@@ -284,7 +288,7 @@ func (t *Tee) flushDeletes() {
 				flush()
 				return
 			}
-			batch[ref.sku] = append(batch[ref.sku], ref.id)
+			batch[ref.tag] = append(batch[ref.tag], ref.id)
 			if n++; n >= 1024 {
 				flush()
 			}

@@ -47,11 +47,12 @@ func (b *guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []b
 	return at, nil
 }
 
-// master finds sku's master in the slot map. The map is go-redis's, loaded in the background;
-// a load this waits for (the first, or after a failover) is bounded by the client's own read
-// and dial timeouts, so no context with a timer of its own is made per turn.
-func (b *guardBuyer) master(sku string) (string, error) {
-	return b.g.MasterOf(context.Background(), sku)
+// master finds the master of tag (a SKU, or one of its stock buckets) in the slot map. The
+// map is go-redis's, loaded in the background; a load this waits for (the first, or after a
+// failover) is bounded by the client's own read and dial timeouts, so no context with a
+// timer of its own is made per turn.
+func (b *guardBuyer) master(tag string) (string, error) {
+	return b.g.MasterOf(context.Background(), tag)
 }
 
 // attempts are as's guard attempts, in a buffer reused from one call to the next.
@@ -72,8 +73,8 @@ func (b *guardBuyer) settle(as []buyAttempt, raw []byte, round int) []buyOutcome
 	b.outs = b.g.SettleCall(b.attempts(as), raw, round, b.outs[:0])
 	b.res = b.res[:0]
 	for i, o := range b.outs {
-		r := buyOutcome{retry: o.Retry, addr: o.Addr, ask: o.Ask, sold: o.Sold}
-		if !o.Retry {
+		r := buyOutcome{retry: o.Retry, addr: o.Addr, ask: o.Ask, sold: o.Sold, donate: o.Donate}
+		if !o.Retry && !o.Donate {
 			r.reply = b.r.AppendBuyReply(nil, &as[i].(*attempt).req, o.Result)
 		}
 		b.res = append(b.res, r)
@@ -86,6 +87,11 @@ func (b *guardBuyer) timedOut(a buyAttempt) []byte {
 }
 
 func (b *guardBuyer) late(as []buyAttempt, raw []byte) { b.g.Late(b.attempts(as), raw) }
+
+func (b *guardBuyer) donate(a buyAttempt, done func(reply []byte)) {
+	at := a.(*attempt)
+	b.g.Donate(at.a, func(res guard.BuyResult) { done(b.r.AppendBuyReply(nil, &at.req, res)) })
+}
 
 func (b *guardBuyer) tee(a buyAttempt, done func(error)) { b.g.Tee(a.(*attempt).a, done) }
 

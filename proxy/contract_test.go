@@ -392,7 +392,7 @@ func TestRESP3OwnReplies(t *testing.T) {
 	}
 	sku := newSKU("resp3")
 	s.item(t, sku, 5)
-	if got := c.do(t, "SECKILL.WARM", sku); !strings.HasPrefix(got, "%4\r\n$3\r\nsku\r\n") {
+	if got := c.do(t, "SECKILL.WARM", sku); !strings.HasPrefix(got, "%5\r\n$3\r\nsku\r\n") {
 		t.Errorf("SECKILL.WARM = %q, want a map", got)
 	}
 	if got := c.do(t, "SECKILL.INFO", sku); !strings.HasPrefix(got, "%") {

@@ -28,8 +28,8 @@ type buyer interface {
 	parse(sess *router.Session, args [][]byte) (req guard.BuyRequest, reply []byte)
 	// start answers a buy from the flags, or refuses it (reply set), or admits it to Redis.
 	start(req guard.BuyRequest, now time.Time) (a buyAttempt, reply []byte)
-	// master is the node that owns sku's keys.
-	master(sku string) (string, error)
+	// master is the node that owns the keys of hash tag tag (guard.CallGroup.Tag).
+	master(tag string) (string, error)
 	// appendCall writes one script call for attempts of one group.
 	appendCall(dst []byte, as []buyAttempt) []byte
 	// settle reads a call's reply: an outcome per attempt.
@@ -38,6 +38,9 @@ type buyer interface {
 	// reply that came after, for the orders it sold.
 	timedOut(a buyAttempt) []byte
 	late(as []buyAttempt, raw []byte)
+	// donate finishes a buy whose split sale's home bucket had too few units (its outcome
+	// says donate): done gets its reply, on a goroutine not the loop's.
+	donate(a buyAttempt, done func(reply []byte))
 	// tee hands a sold attempt's order to Kafka; with afterKafka, done is called with
 	// Kafka's answer (on a goroutine not the loop's), and ackReply makes the buyer's reply.
 	// teeAll hands many at once, not waited for: the orders a turn sold.
@@ -65,6 +68,8 @@ type buyOutcome struct {
 	addr  string // send again there (MOVED; ASK with ask)
 	ask   bool
 	sold  bool // tee the order
+	// donate: the buy goes on through the other stock buckets (buyer.donate)
+	donate bool
 }
 
 // pendingBuy is a buy in the core: its client's command, and its attempt.
@@ -161,19 +166,19 @@ func (k *core) sendBuys() {
 	}
 	var order []*nodeCalls
 	byNode := map[string]*nodeCalls{}
-	masters := map[string]string{} // sku -> master, looked up once a turn
+	masters := map[string]string{} // hash tag -> master, looked up once a turn
 	for _, b := range buys {
 		b.c.buysWaiting--
 		addr, ask := b.addr, b.ask
 		if addr == "" {
-			sku := b.a.group().SKU
-			if addr = masters[sku]; addr == "" {
+			tag := b.a.group().Tag()
+			if addr = masters[tag]; addr == "" {
 				var err error
-				if addr, err = k.buyer.master(sku); err != nil {
+				if addr, err = k.buyer.master(tag); err != nil {
 					k.buyDone(b, upstreamUnavailable(err))
 					continue
 				}
-				masters[sku] = addr
+				masters[tag] = addr
 			}
 		}
 		up := k.ownerNodeOf(addr)
@@ -311,6 +316,10 @@ func (k *core) settleCall(call *buyCall, raw []byte) {
 			b.addr, b.ask = o.addr, o.ask
 			k.buys = append(k.buys, b)
 			b.c.buysWaiting++
+		case o.donate:
+			k.buyer.donate(b.a, func(reply []byte) {
+				k.env.post(func() { k.buyDone(b, reply) })
+			})
 		case o.sold && k.buyer.afterKafka():
 			k.buyer.tee(b.a, func(err error) {
 				k.env.post(func() { k.buyDone(b, k.buyer.ackReply(b.a, err)) })

@@ -70,6 +70,7 @@ func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int) []buyOutcome {
 }
 func (b *fakeBuyer) timedOut(buyAttempt) []byte      { return []byte("-UNAVAILABLE timed out\r\n") }
 func (b *fakeBuyer) late([]buyAttempt, []byte)       {}
+func (b *fakeBuyer) donate(buyAttempt, func([]byte)) {}
 func (b *fakeBuyer) tee(a buyAttempt, _ func(error)) { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
 func (b *fakeBuyer) teeAll(as []buyAttempt) {
 	for _, a := range as {

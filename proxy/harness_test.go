@@ -186,8 +186,15 @@ func (s *stack) item(t *testing.T, sku string, stock int) {
 		rc := connect.Redis(cfg)
 		defer rc.Close()
 		ctx := context.Background()
-		k := sale.KeysFor(sku)
-		_ = rc.Del(ctx, k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, k.SweepLease, k.Dead, k.LateLease).Err()
+		tags, err := sale.ParseBuckets(rc.HGet(ctx, sale.KeysFor(sku).Meta, "buckets").Val())
+		if err != nil {
+			tags = []int{0}
+		}
+		for _, tag := range tags {
+			for _, nk := range sale.BucketKeys(sku, tag).Named() {
+				_ = rc.Del(ctx, nk[1]).Err()
+			}
+		}
 		_ = rc.SRem(ctx, sale.SalesKey, sku).Err()
 	})
 }

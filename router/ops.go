@@ -63,6 +63,8 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "wait_short", Value: st.WaitShort, Metric: &guard.Metric{Name: "seckill_proxy_wait_short_total", Help: "WAITs after the buy script that came back with fewer replicas than asked for."}},
 		{Name: "wait_off", Value: st.WaitOff, Metric: &guard.Metric{Name: "seckill_proxy_wait_off_total", Help: "WAITs that no replica acknowledged, each turning WAIT off on its master for a second."}},
 		{Name: "buy_drift", Value: st.Drift, Metric: &guard.Metric{Name: "seckill_proxy_buys_total", Outcome: "drift"}},
+		{Name: "buy_donated", Value: st.Donated, Metric: &guard.Metric{Name: "seckill_proxy_buys_donated_total", Help: "Buys of split sales whose units another stock bucket than the buyer's home gave."}},
+		{Name: "reservations_settled", Value: st.Settled, Metric: &guard.Metric{Name: "seckill_proxy_reservations_settled_total", Help: "Reservations left between a split sale's donor steps that the sweeper settled."}},
 		{Name: "buy_no_sale_local", Value: st.NoSale, Metric: &guard.Metric{Name: "seckill_proxy_buy_no_sale_local_total", Help: "Buys of a SKU with no sale answered with no Redis call, from the SKUs the script recently found to have none."}},
 		{Name: "buy_limited_unknown_sku", Value: st.LimitedUnknown, Metric: &guard.Metric{Name: "seckill_proxy_buy_limited_unknown_sku_total", Help: "Buys of SKUs this proxy knew nothing of, LIMITED past admission.unknown_sku_rate (counted in the limited rate outcome too)."}},
 		{Name: "sale_events", Value: st.Events, Metric: &guard.Metric{Name: "seckill_proxy_sale_events_total", Help: "Sale events heard from other proxies."}},
@@ -322,5 +324,5 @@ func (r *Router) cmdWarm(ctx context.Context, _ *Session, args [][]byte) (Reply,
 	if err != nil {
 		return nil, err
 	}
-	return Fields("sku", sku, "version", w.Version, "stock", w.Stock, "in_flight", w.InFlight), nil
+	return Fields("sku", sku, "version", w.Version, "stock", w.Stock, "in_flight", w.InFlight, "buckets", int64(len(w.Buckets))), nil
 }

@@ -17,6 +17,9 @@ import (
 // MaxBuckets bounds a sale's buckets.
 const MaxBuckets = 16
 
+// MaxTag is the largest tag number (ParseBuckets takes at most 4 digits).
+const MaxTag = 9999
+
 // BucketKeys are the keys of the bucket of sku's sale with tag number t (0: KeysFor(sku)).
 func BucketKeys(sku string, t int) Keys {
 	if t == 0 {
@@ -89,4 +92,72 @@ func clipField(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// Tag is the hash tag (without braces) of the bucket of sku's sale with tag number t: the
+// sku itself for 0, else "<sku>#<t>". A bucket's keys are KeysFor(Tag(sku, t)).
+func Tag(sku string, t int) string {
+	if t == 0 {
+		return sku
+	}
+	return sku + "#" + strconv.Itoa(t)
+}
+
+// SplitTag reads Tag's form back: the SKU and the tag number (0 for a tag with no '#', or
+// one whose number is not one).
+func SplitTag(tag string) (sku string, t int) {
+	sku, num, ok := strings.Cut(tag, "#")
+	if !ok {
+		return tag, 0
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || !digits(num) {
+		return sku, 0
+	}
+	return sku, n
+}
+
+// Layout is how a sale's stock is split: its SKU and its buckets' tag numbers, in bucket
+// order, the first 0. A sale of one bucket has Tags {0}.
+type Layout struct {
+	SKU  string
+	Tags []int
+}
+
+// OneBucket is the layout of a sale that is not split.
+func OneBucket(sku string) Layout { return Layout{SKU: sku, Tags: []int{0}} }
+
+// K is the number of buckets.
+func (l Layout) K() int { return len(l.Tags) }
+
+// Keys are the keys of the bucket at index i.
+func (l Layout) Keys(i int) Keys { return BucketKeys(l.SKU, l.Tags[i]) }
+
+// HomeIndex is the index of uid's home bucket.
+func (l Layout) HomeIndex(uid string) int { return Home(uid, len(l.Tags)) }
+
+// Index is the index of the bucket with tag number t, or -1.
+func (l Layout) Index(t int) int {
+	for i, x := range l.Tags {
+		if x == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// SplitStock splits total units over k buckets: as evenly as it goes, the first buckets
+// taking one more unit each when k does not divide total.
+func SplitStock(total int64, k int) []int64 {
+	out := make([]int64, k)
+	if k < 1 {
+		return out
+	}
+	for i := range out {
+		out[i] = total / int64(k)
+		if int64(i) < total%int64(k) {
+			out[i]++
+		}
+	}
+	return out
 }

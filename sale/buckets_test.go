@@ -84,3 +84,52 @@ func FuzzParseBuckets(f *testing.F) {
 		}
 	})
 }
+
+// TestTags: Tag and SplitTag are each other's inverse, and a tag of no bucket number is the
+// sale's own.
+func TestTags(t *testing.T) {
+	for _, c := range []struct {
+		sku string
+		t   int
+		tag string
+	}{{"phone", 0, "phone"}, {"phone", 7, "phone#7"}, {"p", 9999, "p#9999"}} {
+		if got := Tag(c.sku, c.t); got != c.tag {
+			t.Errorf("Tag(%q, %d) = %q, want %q", c.sku, c.t, got, c.tag)
+		}
+		if sku, n := SplitTag(c.tag); sku != c.sku || n != c.t {
+			t.Errorf("SplitTag(%q) = %q, %d", c.tag, sku, n)
+		}
+		if KeysFor(c.tag) != BucketKeys(c.sku, c.t) {
+			t.Errorf("KeysFor(%q) is not bucket %d's keys", c.tag, c.t)
+		}
+	}
+	for _, bad := range []string{"phone#", "phone#x", "phone#-1", "phone#+1"} {
+		if _, n := SplitTag(bad); n != 0 {
+			t.Errorf("SplitTag(%q) = %d, want 0", bad, n)
+		}
+	}
+}
+
+// TestSplitStock: the shares sum to the total and differ by at most one unit.
+func TestSplitStock(t *testing.T) {
+	for _, c := range []struct {
+		total int64
+		k     int
+		want  []int64
+	}{{2000, 3, []int64{667, 667, 666}}, {2, 3, []int64{1, 1, 0}}, {0, 2, []int64{0, 0}}, {5, 1, []int64{5}}} {
+		got := SplitStock(c.total, c.k)
+		if len(got) != len(c.want) {
+			t.Fatalf("SplitStock(%d, %d) = %v", c.total, c.k, got)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("SplitStock(%d, %d) = %v, want %v", c.total, c.k, got, c.want)
+				break
+			}
+		}
+	}
+	l := Layout{SKU: "phone", Tags: []int{0, 3, 7}}
+	if l.K() != 3 || l.Index(7) != 2 || l.Index(5) != -1 || l.Keys(1) != BucketKeys("phone", 3) || l.HomeIndex("alice") != Home("alice", 3) {
+		t.Errorf("layout %+v: K %d, Index(7) %d, Index(5) %d", l, l.K(), l.Index(7), l.Index(5))
+	}
+}

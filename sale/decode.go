@@ -77,11 +77,13 @@ func ParseReleaseReply(reply []any, sku, uid, by string) ReleaseReply {
 	return r
 }
 
-// SoldFromEntry reads an outbox entry of sku (its ID and its fields, as XRANGE gives them) as
-// the scripts wrote it. An entry without an order id or a uid, with a uid that is not one, or
-// with a number that is not one, is ErrMalformed. A type it does not know is kept: the sink,
+// SoldFromEntry reads an outbox entry of the bucket with hash tag tag (Tag: the SKU itself
+// for a sale of one bucket; its ID and its fields, as XRANGE gives them) as the scripts wrote
+// it. An entry that a donor bucket wrote names its buyer's home bucket ("home"). An entry
+// without an order id or a uid, with a uid that is not one, or with a number that is not one,
+// is ErrMalformed. A type it does not know is kept: the sink,
 // which knows the message versions, judges it.
-func SoldFromEntry(sku, id string, values map[string]any) (Sold, error) {
+func SoldFromEntry(tag, id string, values map[string]any) (Sold, error) {
 	str := func(k string) string { v, _ := values[k].(string); return v }
 	var bad []string
 	num := func(k string) int64 {
@@ -95,8 +97,12 @@ func SoldFromEntry(sku, id string, values map[string]any) (Sold, error) {
 	if kind == "" {
 		kind = TypeOrder
 	}
+	sku, bucket := SplitTag(tag)
 	s := Sold{Kind: kind, OrderID: str("order"), SKU: sku, UID: str("uid"), Qty: num("qty"), Version: num("version"),
-		EntryID: id, TS: num("ts"), By: str("by")}
+		EntryID: id, TS: num("ts"), By: str("by"), Bucket: bucket, Home: bucket}
+	if h := str("home"); h != "" {
+		s.Home = int(num("home"))
+	}
 	if s.OrderID == "" {
 		bad = append(bad, "no order id")
 	}
@@ -116,6 +122,9 @@ func EntryFields(s Sold) []string {
 		"qty", strconv.FormatInt(s.Qty, 10), "ts", strconv.FormatInt(s.TS, 10), "by", s.By}
 	if s.Kind == TypeRelease {
 		f = append([]string{"type", TypeRelease}, f...)
+	}
+	if s.Home != s.Bucket {
+		f = append(f, "home", strconv.Itoa(s.Home))
 	}
 	return f
 }

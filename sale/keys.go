@@ -19,6 +19,12 @@ type Keys struct {
 	Dead string
 	// LateLease names the proxy that looks for this SKU's late orders for now.
 	LateLease string
+	// Reserved is a sorted set of the order ids reserved here while a donor bucket is asked
+	// for their units, scored by the reservation's time (ms); see docs/ARCHITECTURE.md.
+	Reserved string
+	// Donated is a hash order id -> "<home tag>:<uid>:<qty>" for the units this bucket gave
+	// to another bucket's buyer, or "tomb" for an order id the sweeper closed to donations.
+	Donated string
 }
 
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
@@ -36,18 +42,21 @@ func keysTagged(tag string) Keys {
 		SweepLease: base + "sweep",
 		Dead:       base + "dead",
 		LateLease:  base + "late",
+		Reserved:   base + "reserved",
+		Donated:    base + "donated",
 	}
 }
 
 // Named is every key of the sale by its name (meta, stock, buyers, outbox, result, sweep,
-// dead, late), for tools that read or remove one.
+// dead, late, reserved, donated), for tools that read or remove one.
 func (k Keys) Named() [][2]string {
 	return [][2]string{{"meta", k.Meta}, {"stock", k.Stock}, {"buyers", k.Buyers}, {"outbox", k.Outbox},
-		{"result", k.Result}, {"sweep", k.SweepLease}, {"dead", k.Dead}, {"late", k.LateLease}}
+		{"result", k.Result}, {"sweep", k.SweepLease}, {"dead", k.Dead}, {"late", k.LateLease},
+		{"reserved", k.Reserved}, {"donated", k.Donated}}
 }
 
 // ScriptKeys is the key order that every script of a sale takes: meta, stock, buyers,
-// outbox, result.
+// outbox, result, reserved, donated.
 func (k Keys) ScriptKeys() []string {
-	return []string{k.Meta, k.Stock, k.Buyers, k.Outbox, k.Result}
+	return []string{k.Meta, k.Stock, k.Buyers, k.Outbox, k.Result, k.Reserved, k.Donated}
 }

@@ -18,7 +18,10 @@ const MessageVersion = 1
 //	 "uid":"user_42","qty":1,"ts":1764474339124,"proxy":"host:4242"}
 //
 // ts is the Redis server time of the buy in Unix milliseconds; proxy names the instance that
-// made the order (or that republished it from the outbox).
+// made the order (or that republished it from the outbox). In a sale split into stock
+// buckets, "bucket" is the tag number of the bucket that sold the order and "home" the one
+// where its buyer lives; both are left out when 0, so that a sale of one bucket's messages
+// are as before.
 type Order struct {
 	V           int    `json:"v"`
 	Type        string `json:"type"`
@@ -29,6 +32,8 @@ type Order struct {
 	Qty         int64  `json:"qty"`
 	TS          int64  `json:"ts"`
 	Proxy       string `json:"proxy"`
+	Bucket      int    `json:"bucket,omitempty"`
+	Home        int    `json:"home,omitempty"`
 }
 
 // Message types: a sold order, or the release of one (SECKILL.RELEASE), which the sink turns
@@ -63,6 +68,14 @@ func (o *Order) Encode() []byte {
 	b = strconv.AppendInt(b, o.TS, 10)
 	b = append(b, `,"proxy":`...)
 	b = appendJSONString(b, o.Proxy)
+	if o.Bucket != 0 {
+		b = append(b, `,"bucket":`...)
+		b = strconv.AppendInt(b, int64(o.Bucket), 10)
+	}
+	if o.Home != 0 {
+		b = append(b, `,"home":`...)
+		b = strconv.AppendInt(b, int64(o.Home), 10)
+	}
 	return append(b, '}')
 }
 
@@ -100,6 +113,8 @@ func DecodeOrder(b []byte) (Order, error) {
 		return Order{}, fmt.Errorf("%w: qty %d", ErrMalformed, o.Qty)
 	case o.SaleVersion < 1:
 		return Order{}, fmt.Errorf("%w: sale_version %d", ErrMalformed, o.SaleVersion)
+	case o.Bucket < 0 || o.Bucket > MaxTag || o.Home < 0 || o.Home > MaxTag:
+		return Order{}, fmt.Errorf("%w: bucket %d home %d", ErrMalformed, o.Bucket, o.Home)
 	}
 	return o, nil
 }

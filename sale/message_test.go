@@ -69,7 +69,8 @@ func FuzzEncodeOrder(f *testing.F) {
 	f.Add("order", "dc6f2p1ksdu8am6vpjd0", "sku_1001", "user_42", "host:4242", int64(1), int64(2), int64(1764474339124))
 	f.Add("release", "id\"quoted\\", "<sku>&", "ü\x00\x7f", "\xff\u2028", int64(-1), int64(0), int64(0))
 	f.Fuzz(func(t *testing.T, typ, id, sku, uid, proxy string, version, qty, ts int64) {
-		o := Order{V: MessageVersion, Type: typ, OrderID: id, SaleVersion: version, SKU: sku, UID: uid, Qty: qty, TS: ts, Proxy: proxy}
+		o := Order{V: MessageVersion, Type: typ, OrderID: id, SaleVersion: version, SKU: sku, UID: uid, Qty: qty, TS: ts, Proxy: proxy,
+			Bucket: int(version % 17), Home: int(ts % 5)}
 		want, err := json.Marshal(&o)
 		if err != nil {
 			t.Fatal(err)

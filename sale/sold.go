@@ -18,4 +18,11 @@ type Sold struct {
 	TS int64
 	// By names the proxy that made the order.
 	By string
+	// Bucket is the tag number of the stock bucket that sold the order, whose outbox holds
+	// its entry; Home the tag number of the buyer's home bucket, which holds the buyer and
+	// the outcome. Both 0 for a sale of one bucket.
+	Bucket, Home int
 }
+
+// Tag is the hash tag of the bucket that sold s: its outbox's.
+func (s Sold) Tag() string { return Tag(s.SKU, s.Bucket) }

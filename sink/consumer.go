@@ -311,7 +311,7 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 		pipe := s.rc.Pipeline()
 		cmds := make([]*redis.Cmd, len(todo))
 		for i, o := range todo {
-			k := sale.KeysFor(o.SKU)
+			k := sale.BucketKeys(o.SKU, o.Home)
 			count, revoked := "0", "0"
 			if o.New {
 				count = "1"

@@ -38,6 +38,9 @@ type Outcome struct {
 	Revoked bool
 	// Version is the sale version the order was made in.
 	Version int64
+	// Home is the tag number of the stock bucket where the order's buyer lives, whose result
+	// hash takes the outcome (0: the sale's own keys).
+	Home int
 }
 
 // Value is the outcome as the result hash holds it: "confirmed", "cancelled", or
@@ -219,7 +222,7 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 		default:
 			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
 		}
-		out[len(out)-1].Version = m.SaleVersion
+		out[len(out)-1].Version, out[len(out)-1].Home = m.SaleVersion, m.Home
 	}
 
 	if len(insertOrder) > 0 {

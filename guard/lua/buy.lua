@@ -1,6 +1,8 @@
--- SECKILL.BUY for one or more buys of one SKU, as one atomic step on the SKU's slot.
--- KEYS: meta, stock, buyers, outbox, result (all tagged {<sku>})
--- buyers maps uid -> "<order id>:<qty>".
+-- SECKILL.BUY for one or more buys of one SKU, as one atomic step on the SKU's slot, or on
+-- one stock bucket's of a split sale (the buyers' home bucket).
+-- KEYS: meta, stock, buyers, outbox, result, reserved, donated (all of one hash tag)
+-- buyers maps uid -> "<order id>:<qty>", or "r:<order id>:<qty>" while a donor bucket is asked
+-- for the units of a buyer whose home bucket had too few (see donate.lua).
 -- ARGV: version the proxy expects ("" for any), the proxy's route (sale.Route: its Kafka topic
 -- and message version), then for each buy: uid, qty, order id, proxy instance. The buys run in that order, each exactly as if it ran alone, so a buyer who
 -- appears twice gets DUPLICATE the second time.
@@ -9,7 +11,11 @@
 --   {"DUPLICATE", existing order id}
 --   {"SOLDOUT", remaining}
 --   {"CLOSED", why}
---   {"STALE", current version}   the proxy's version is old: it retries with the current one
+--   {"STALE", current version, buckets}   the proxy's version is old (or "" for a split sale,
+--                                whose buckets the proxy must know): it retries with them
+--   {"EMPTY", order id, version, remaining}  a split sale's home bucket has too few units: the
+--                                buyer is reserved here, and the proxy asks the other buckets
+--   {"RESERVED", order id}        the buyer's earlier buy is still asking the other buckets
 --   {"LIMIT", per-user limit}
 --   {"DRIFT", the sale's route}  the sale sends its orders elsewhere than this proxy would
 local buys = (#ARGV - 2) / 4
@@ -21,11 +27,14 @@ local function all(reply)
   for i = 1, buys do out[i] = reply end
   return out
 end
-local m = redis.call('HMGET', KEYS[1], 'state', 'version', 'start', 'end', 'limit', 'route')
+local m = redis.call('HMGET', KEYS[1], 'state', 'version', 'start', 'end', 'limit', 'route', 'buckets')
 local state, version = m[1], m[2]
 if not state then return all({'CLOSED', 'not warmed'}) end
 if state ~= 'open' then return all({'CLOSED', state}) end
-if ARGV[1] ~= '' and ARGV[1] ~= version then return all({'STALE', version}) end
+local split = m[7] and string.find(m[7], ',', 1, true) ~= nil
+if (ARGV[1] ~= '' and ARGV[1] ~= version) or (ARGV[1] == '' and split) then
+  return all({'STALE', version, m[7] or ''})
+end
 -- a sale warmed before routes were recorded has none, and any proxy may sell it
 if m[6] and m[6] ~= ARGV[2] then return all({'DRIFT', m[6]}) end
 local t = redis.call('TIME')
@@ -45,6 +54,7 @@ local mine = {}   -- uid -> order id, sold in this call
 local sold = {}   -- indexes of the buys sold, in order
 local fields = {} -- uid, "<order id>:<qty>", ... for HSET
 local taken = 0
+local reserved = {} -- ms, "<order id>:<qty>:<uid>", ... for ZADD
 local out = {}
 for b = 1, buys do
   local uid, q, id = uids[b], ARGV[4 * b], ARGV[4 * b + 1]
@@ -52,11 +62,20 @@ for b = 1, buys do
   local prev = prevs[b]
   if mine[uid] then
     out[b] = {'DUPLICATE', mine[uid]}
+  elseif prev and string.sub(prev, 1, 2) == 'r:' then
+    out[b] = {'RESERVED', string.match(prev, '^r:([^:]+)')}
   elseif prev then
     -- "<order id>:<qty>", or "released:<order id>:<qty>" when a released buyer may not buy again
     out[b] = {'DUPLICATE', string.match(prev, '^released:([^:]+)') or string.match(prev, '^([^:]+)')}
   elseif qty > limit then
     out[b] = {'LIMIT', m[5]}
+  elseif stock < qty and split then
+    mine[uid] = id
+    fields[#fields + 1] = uid
+    fields[#fields + 1] = 'r:' .. id .. ':' .. q
+    reserved[#reserved + 1] = ts
+    reserved[#reserved + 1] = id .. ':' .. q .. ':' .. uid
+    out[b] = {'EMPTY', id, version, tostring(stock)}
   elseif stock < qty then
     out[b] = {'SOLDOUT', tostring(stock)}
   else
@@ -69,10 +88,11 @@ for b = 1, buys do
     out[b] = {'OK', id, version, tostring(stock), false, ts}
   end
 end
+-- The decrement comes first: should a later write fail, stock is lost, never oversold.
+if taken > 0 then redis.call('DECRBY', KEYS[2], taken) end
+if #fields > 0 then redis.call('HSET', KEYS[3], unpack(fields)) end
+if #reserved > 0 then redis.call('ZADD', KEYS[6], unpack(reserved)) end
 if taken > 0 then
-  -- The decrement comes first: should a later write fail, stock is lost, never oversold.
-  redis.call('DECRBY', KEYS[2], taken)
-  redis.call('HSET', KEYS[3], unpack(fields))
   for _, b in ipairs(sold) do
     out[b][5] = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4 * b + 1], 'version', version,
       'uid', uids[b], 'qty', ARGV[4 * b], 'ts', ts, 'by', ARGV[4 * b + 2])

@@ -1,6 +1,6 @@
 -- A proxy's lease of tokens from a sale's rate: a token bucket of `rate` tokens a second, at
 -- most `burst`, kept in the sale's meta as `tokens` (a fraction) at `ts` (Redis's clock, ms).
--- KEYS: meta, stock, buyers, outbox, result
+-- KEYS: meta, stock, buyers, outbox, result, reserved, donated
 -- ARGV: tokens wanted, tokens given back (a lapsed lease's, never above the burst once added)
 -- Returns {granted, rate, burst, retry ms}: retry is how long until the bucket holds what was
 -- wanted, when it could not grant it all. A rate of 0: the sale has no rate (or no sale).

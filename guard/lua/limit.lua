@@ -1,6 +1,6 @@
 -- SECKILL.LIMIT: a sale's rate and burst changed on the fly; rate 0 removes the limit. The
 -- bucket is first filled for the time gone at the old rate, then cut to the new burst.
--- KEYS: meta, stock, buyers, outbox, result
+-- KEYS: meta, stock, buyers, outbox, result, reserved, donated
 -- ARGV: rate, burst
 -- Returns {"OK", state} or {"CLOSED", "not warmed"}.
 local m = redis.call('HMGET', KEYS[1], 'version', 'state', 'rate', 'burst', 'tokens', 'ts')

@@ -1,10 +1,11 @@
 -- SECKILL.RELEASE: a cancelled or unpaid order gives its units back.
--- KEYS: meta, stock, buyers, outbox, result
+-- KEYS: meta, stock, buyers, outbox, result, reserved, donated
 -- ARGV: uid, rebuy ("1": the buyer may buy again), proxy instance, the proxy's route (as buy.lua)
 -- Returns one of:
 --   {"OK", order id, units given back, stock now, outbox entry id, server time ms, version, qty}
 --   {"ALREADY", order id}   released before: nothing changes
 --   {"NONE"}                the buyer has no order in this sale
+--   {"RESERVED", order id}  the buyer's buy is still asking a split sale's other buckets
 --   {"DRIFT", route}        the sale sends its orders elsewhere than this proxy would
 -- Stock never goes above the sale's initial stock. A release event goes into the outbox, so
 -- that the sink cancels the MySQL order and gives its stock back there too.
@@ -12,6 +13,8 @@ local v = redis.call('HGET', KEYS[3], ARGV[1])
 if not v then return {'NONE'} end
 local done = string.match(v, '^released:([^:]+)')
 if done then return {'ALREADY', done} end
+local pending = string.match(v, '^r:([^:]+)')
+if pending then return {'RESERVED', pending} end
 local id, qty = string.match(v, '^([^:]+):(%d+)$')
 local m = redis.call('HMGET', KEYS[1], 'initial', 'version', 'route')
 if m[3] and m[3] ~= ARGV[4] then return {'DRIFT', m[3]} end

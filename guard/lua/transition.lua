@@ -1,5 +1,5 @@
 -- Moves a sale from one state to another, only if its version is still the given one.
--- KEYS: meta, stock, buyers, outbox, result
+-- KEYS: meta, stock, buyers, outbox, result, reserved, donated
 -- ARGV: version, from state, to state
 -- Returns 1 if it moved, 0 if the version or state had changed.
 local m = redis.call('HMGET', KEYS[1], 'version', 'state')

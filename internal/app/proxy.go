@@ -93,13 +93,15 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 			return nil, err
 		}
 		gopt.Publisher = p.Tee
-		p.Sweeper = outbox.NewSweeper(p.Redis, p.Tee, cfg.Outbox, opt.Instance, log)
+	}
+	p.Guard = guard.New(p.Redis, opt.DB, log, gopt)
+	if !opt.NoTee {
+		p.Sweeper = outbox.NewSweeper(p.Redis, p.Tee, cfg.Outbox, opt.Instance, p.Guard, log)
 		go func() {
 			defer close(p.sweeperDone)
 			p.Sweeper.Run(sweepCtx)
 		}()
 	}
-	p.Guard = guard.New(p.Redis, opt.DB, log, gopt)
 	p.Pass = upstream.FromConf(p.Redis, cfg.Redis)
 
 	var checkCtx context.Context

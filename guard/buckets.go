@@ -1,0 +1,338 @@
+package guard
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"seckill-proxy/sale"
+)
+
+// Stock buckets: a hot sale split over k buckets, each under a hash tag of its own
+// (sale.Layout), so that its buys spread over k masters. A buyer's home bucket (sale.Home)
+// holds their duplicate check and their order; when it has too few units, buy.lua reserves
+// the buyer there and answers EMPTY, and Donate asks the other buckets for the units, one
+// atomic step each (donate.lua), then confirms or drops the reservation (reserved.lua). A
+// proxy that stops between the steps leaves a reservation, which the sweeper settles from
+// Redis alone (SettleReservations). docs/ARCHITECTURE.md has the design and its failure
+// cases.
+
+// saleLayout is a split sale's layout as this proxy knows it, for one sale version.
+type saleLayout struct {
+	version string
+	l       sale.Layout
+	keys    [][]string // each bucket's script keys
+	// stock is each bucket's stock as the last reply from it said: the donors are asked
+	// richest first.
+	stock []atomic.Int64
+}
+
+// learnLayout records that sku's sale of version has the buckets buckets (the meta's field;
+// "" or one bucket: not split) and returns it (nil when not split, or unreadable).
+func (g *Guard) learnLayout(sku, version, buckets string) *saleLayout {
+	tags, err := sale.ParseBuckets(buckets)
+	if err != nil || len(tags) < 2 {
+		g.layouts.Delete(sku)
+		return nil
+	}
+	if cur := g.layoutAt(sku, version); cur != nil && slices.Equal(cur.l.Tags, tags) {
+		return cur
+	}
+	sl := &saleLayout{version: version, l: sale.Layout{SKU: sku, Tags: tags}, stock: make([]atomic.Int64, len(tags))}
+	for i := range tags {
+		sl.keys = append(sl.keys, sl.l.Keys(i).ScriptKeys())
+		sl.stock[i].Store(1) // unknown: worth asking
+	}
+	g.layouts.Store(sku, sl)
+	return sl
+}
+
+// layoutAt is sku's split layout for version, if this proxy knows it (nil: one bucket, or
+// unknown).
+func (g *Guard) layoutAt(sku, version string) *saleLayout {
+	if v, ok := g.layouts.Load(sku); ok {
+		if sl := v.(*saleLayout); sl.version == version && version != "" {
+			return sl
+		}
+	}
+	return nil
+}
+
+// placeAttempt points a at its buyer's home bucket in the layout of its version (bucket 0,
+// the sale's own keys, when the sale is not split or this proxy does not know it yet: the
+// script then answers STALE with the layout).
+func (g *Guard) placeAttempt(a *Attempt) {
+	a.lay, a.bucket = nil, 0
+	if sl := g.layoutAt(a.req.SKU, a.version); sl != nil {
+		a.lay = sl
+		a.bucket = sl.l.HomeIndex(a.req.UID)
+		a.keys = sl.keys[a.bucket]
+		return
+	}
+	if c, ok := g.counters(a.req.SKU); ok {
+		a.keys = c.keys
+	} else {
+		a.keys = sale.KeysFor(a.req.SKU).ScriptKeys()
+	}
+}
+
+// LayoutOf reads sku's layout from its meta (one bucket for a sale warmed before buckets,
+// or never warmed).
+func (g *Guard) LayoutOf(ctx context.Context, sku string) (sale.Layout, error) {
+	b, err := g.rc.HGet(ctx, sale.KeysFor(sku).Meta, "buckets").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return sale.Layout{}, unavailable(err)
+	}
+	tags, err := sale.ParseBuckets(b)
+	if err != nil {
+		return sale.Layout{}, unavailable(fmt.Errorf("sale %s: %w", sku, err))
+	}
+	return sale.Layout{SKU: sku, Tags: tags}, nil
+}
+
+// homeKeys are the keys of uid's home bucket in sku's sale. cached: trust the layout this
+// proxy knows for the sale version it knows (a proxy that knows a version learned the
+// buckets with it); else, and for the admin commands, the meta is read.
+func (g *Guard) homeKeys(ctx context.Context, sku, uid string, cached bool) (sale.Keys, error) {
+	if cached {
+		v, _ := g.versions.Load(sku)
+		if ver, _ := v.(string); ver != "" {
+			if sl := g.layoutAt(sku, ver); sl != nil {
+				return sl.l.Keys(sl.l.HomeIndex(uid)), nil
+			}
+			return sale.KeysFor(sku), nil
+		}
+	}
+	l, err := g.LayoutOf(ctx, sku)
+	if err != nil {
+		return sale.Keys{}, err
+	}
+	return l.Keys(l.HomeIndex(uid)), nil
+}
+
+// maxTagSearch bounds the tag numbers WARM tries when it looks for a master no bucket has.
+const maxTagSearch = 2000
+
+// chooseTags picks k tag numbers for sku's buckets: 0 first, then for each further bucket
+// the smallest unused number whose slot lies on a master no bucket has yet, while there are
+// such masters; past that (more buckets than masters) the masters are used again, each as
+// few times as can be.
+func (g *Guard) chooseTags(ctx context.Context, sku string, k int) ([]int, error) {
+	if k == 1 {
+		return []int{0}, nil
+	}
+	masterOf := func(t int) (string, error) {
+		m, err := g.rc.MasterForKey(ctx, sale.BucketKeys(sku, t).Stock)
+		if err != nil {
+			return "", unavailable(err)
+		}
+		return m.Options().Addr, nil
+	}
+	var mu sync.Mutex // ForEachMaster calls on a goroutine per master
+	var masters []string
+	if err := g.rc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		masters = append(masters, m.Options().Addr)
+		return nil
+	}); err != nil {
+		return nil, unavailable(err)
+	}
+	uses := map[string]int{}
+	m0, err := masterOf(0)
+	if err != nil {
+		return nil, err
+	}
+	uses[m0]++
+	tags := []int{0}
+	for t := 1; len(tags) < k && t <= sale.MaxTag; t++ {
+		m, err := masterOf(t)
+		if err != nil {
+			return nil, err
+		}
+		least := uses[m]
+		for _, x := range masters {
+			least = min(least, uses[x])
+		}
+		if uses[m] == least || t > maxTagSearch {
+			tags = append(tags, t)
+			uses[m]++
+		}
+	}
+	if len(tags) < k {
+		return nil, unavailable(fmt.Errorf("found only %d bucket tags for %s", len(tags), sku))
+	}
+	return tags, nil
+}
+
+// reservedErr answers a buyer whose earlier buy is still asking a split sale's buckets.
+func reservedErr(sku, id string) error {
+	return fmt.Errorf("%w order %s of sale %s is still being settled across the sale's buckets; try again", ErrBusy, id, sku)
+}
+
+// Donate finishes a buy that its home bucket answered EMPTY (Outcome.Donate): it asks the
+// sale's other buckets, richest first by the last replies, for the units, then confirms the
+// reservation at home with the order a donor made, or drops it when every bucket answered
+// EMPTY (the sale is sold out: SOLDOUT, and the local flag). It runs on a goroutine of its
+// own, with the proxy's cluster client: the last units of each bucket take this way, not the
+// common buy. done gets the buyer's answer; a sold order is teed before (with
+// buy.reply_after=kafka, done waits for Kafka's answer).
+func (g *Guard) Donate(a *Attempt, done func(BuyResult)) {
+	go func() {
+		ctx, cancel := context.WithTimeout(g.ctx, 2*g.opt.Buy.CallTimeout)
+		defer cancel()
+		res, sold := g.donate(ctx, a)
+		if !sold {
+			done(res)
+			return
+		}
+		if g.ReplyAfterKafka() {
+			g.Tee(a, func(err error) { done(g.AfterKafka(a, err)) })
+			return
+		}
+		g.Tee(a, nil)
+		done(res)
+	}()
+}
+
+func (g *Guard) donate(ctx context.Context, a *Attempt) (BuyResult, bool) {
+	sl, home := a.lay, a.bucket
+	sku, uid, qty := a.req.SKU, a.req.UID, strconv.FormatInt(a.req.Qty, 10)
+	counters := g.countersFor(sku)
+	donors := make([]int, 0, sl.l.K()-1)
+	for i := range sl.l.Tags {
+		if i != home {
+			donors = append(donors, i)
+		}
+	}
+	slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(sl.stock[y].Load(), sl.stock[x].Load()) })
+	end := func(how string) error {
+		v, err := reservedScript.Run(ctx, g.rc, sl.keys[home], uid, a.orderID, qty, how).Slice()
+		if err != nil {
+			return err
+		}
+		if sale.Field(v, 0) == "GONE" && how == "drop" && strings.HasPrefix(sale.Field(v, 1), a.orderID+":") {
+			return errors.New("the sweeper confirmed the order meanwhile")
+		}
+		return nil
+	}
+	fail := func(err error) (BuyResult, bool) {
+		// The reservation stays for the sweeper, which settles it from Redis alone.
+		g.stats.unavailable.Add(1)
+		return BuyResult{Err: unavailable(fmt.Errorf("order %s of sale %s is reserved and will be settled: %w", a.orderID, sku, err))}, false
+	}
+	for _, d := range donors {
+		v, err := donateScript.Run(ctx, g.rc, sl.keys[d], a.version, g.opt.Route, a.orderID, uid, qty,
+			strconv.Itoa(sl.l.Tags[home]), g.opt.Instance).Slice()
+		if err != nil {
+			return fail(err)
+		}
+		switch code := sale.Field(v, 0); code {
+		case "EMPTY":
+			n, _ := strconv.ParseInt(sale.Field(v, 1), 10, 64)
+			sl.stock[d].Store(n)
+			continue
+		case "OK":
+			r := sale.ParseBuyReply(v)
+			n, _ := strconv.ParseInt(r.Stock, 10, 64)
+			sl.stock[d].Store(n)
+			if err := end("confirm"); err != nil {
+				return fail(err) // the donor's order is in its outbox: the sweeper confirms it
+			}
+			a.sold = r.Sold(sku, uid, a.req.Qty, g.opt.Instance)
+			a.sold.Bucket, a.sold.Home = sl.l.Tags[d], sl.l.Tags[home]
+			g.stats.successes.Add(1)
+			g.stats.donated.Add(1)
+			counters.successes.Add(1)
+			counters.known.add(uid, a.orderID, r.Version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
+			return BuyResult{OrderID: a.orderID}, true
+		case "TOMB":
+			return fail(errors.New("the sweeper is settling it"))
+		default:
+			// CLOSED, STALE or DRIFT: the sale changed under the buy; it sells nothing.
+			if err := end("drop"); err != nil {
+				return fail(err)
+			}
+			var res BuyResult
+			a.reply = v
+			g.settle(a, &res, maxRounds)
+			return res, false
+		}
+	}
+	if err := end("drop"); err != nil {
+		return fail(err)
+	}
+	g.stats.soldOut.Add(1)
+	counters.soldOut.Add(1)
+	g.soldOut(sku)
+	g.signal(eventSoldOut, sku)
+	return BuyResult{Err: soldOut(sku)}, false
+}
+
+// settleAge is how old a reservation must be before the sweeper settles it: a live proxy
+// finishes its donor steps well within it.
+func (g *Guard) settleAge() time.Duration { return 4 * g.opt.Buy.CallTimeout }
+
+// maxSettle bounds the reservations one sweep settles in one bucket.
+const maxSettle = 100
+
+// SettleReservations settles the reservations in bucket b of the split sale l that are older
+// than settleAge at now (Redis's clock): reservations a proxy left when it stopped between
+// buy.lua's EMPTY and its confirm or drop. For each, every other bucket answers in one atomic
+// step (tomb.lua) whether it gave the units, and if it did not, closes the order id to
+// donations for good; a bucket that gave them means confirm, none means drop. At most one
+// bucket can have given (the proxy stops at the first gift), and a donate.lua still on its
+// way meets the tombstone and gives nothing. The sweeper calls it under the bucket's lease.
+func (g *Guard) SettleReservations(ctx context.Context, l sale.Layout, b int, now time.Time) error {
+	k := l.Keys(b)
+	cutoff := strconv.FormatInt(now.Add(-g.settleAge()).UnixMilli(), 10)
+	members, err := g.rc.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k.Reserved, Start: "-inf", Stop: cutoff, ByScore: true, Count: maxSettle}).Result()
+	if err != nil {
+		return err
+	}
+	home := k.ScriptKeys()
+	for _, m := range members {
+		id, rest, _ := strings.Cut(m, ":")
+		qty, uid, ok := strings.Cut(rest, ":")
+		if !ok {
+			if err := g.rc.ZRem(ctx, k.Reserved, m).Err(); err != nil {
+				return err
+			}
+			continue
+		}
+		donor := -1
+		for i := range l.Tags {
+			if i == b {
+				continue
+			}
+			v, err := tombScript.Run(ctx, g.rc, l.Keys(i).ScriptKeys(), id).Text()
+			if err != nil {
+				return err
+			}
+			if v != "tomb" {
+				donor = i
+			}
+		}
+		how := "drop"
+		if donor >= 0 {
+			how = "confirm"
+		}
+		if err := reservedScript.Run(ctx, g.rc, home, uid, id, qty, how).Err(); err != nil {
+			return err
+		}
+		g.stats.settled.Add(1)
+		g.log.Warn("settled a reservation that a proxy left between the donor steps", zap.String("sku", l.SKU),
+			zap.Int("bucket", l.Tags[b]), zap.String("order", id), zap.String("uid", uid), zap.String("outcome", how))
+	}
+	return nil
+}
