@@ -360,7 +360,7 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 		first = metaInt(st.meta, "version")
 	}
 	var mysqlStock, confirmed int64
-	if err := g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
+	if err := g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_stock WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
 		return nil, unavailable(fmt.Errorf("mysql: %w", err))
 	}
 	if err := g.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version >= ? AND status = 'confirmed'`,
@@ -402,7 +402,7 @@ func (g *Guard) Check(ctx context.Context, sku string) ([]string, error) {
 			diffs = append(diffs, fmt.Sprintf("... and %d more late orders", len(late)-maxCheckOrders))
 		}
 	}
-	if r := st.meta["route"]; r != "" && r != g.opt.Route {
+	if r := st.meta["route"]; !sale.RouteAccepts(r, g.opt.Route) {
 		diffs = append(diffs, fmt.Sprintf("route: the sale sends its orders to %s, this proxy to %s (%s): this proxy's buys are refused", r, g.opt.Route, sale.RouteDiff(r, g.opt.Route)))
 	}
 	return diffs, nil

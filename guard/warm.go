@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -41,10 +42,10 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
 
-	var stock, version int64
+	var version int64
 	var status string
-	err := g.db.QueryRowContext(ctx, `SELECT stock, status, sale_version FROM seckill_items WHERE sku = ?`, sku).
-		Scan(&stock, &status, &version)
+	err := g.db.QueryRowContext(ctx, `SELECT status, sale_version FROM seckill_items WHERE sku = ?`, sku).
+		Scan(&status, &version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Warmed{}, fmt.Errorf("%w: %s is not in seckill_items", ErrNoItem, sku)
 	}
@@ -54,7 +55,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if (status == sale.StateOpen || status == sale.StateWarming) && !opt.Force {
 		return Warmed{}, badArgs("sale %s is %s (version %d); add FORCE to re-warm it", sku, status, version)
 	}
-	lay, err := g.warmLayout(ctx, sku, opt)
+	lay, kept, err := g.warmLayout(ctx, sku, opt)
 	if err != nil {
 		return Warmed{}, err
 	}
@@ -78,11 +79,18 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	}
 	// Each bucket takes its share of MySQL's stock, less its own units in flight; bucket 0,
 	// whose meta every proxy reads first, is written first and decides OPEN, ENDED and STALE.
-	shares := sale.SplitStock(stock, lay.K())
+	shares, stock, err := g.splitMySQL(ctx, sku, lay, kept)
+	if err != nil {
+		return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("mysql: %w", err)))
+	}
 	var inflight int64
+	route := g.opt.Route
+	if lay.K() > 1 {
+		route = sale.SplitRoute(route)
+	}
 	for b := range lay.Tags {
 		reply, err := warmScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, shares[b], opt.StartMs, opt.EndMs, opt.Limit, force,
-			opt.Rate, opt.Burst, g.opt.Route, sale.FormatBuckets(lay.Tags)).Slice()
+			opt.Rate, opt.Burst, route, sale.FormatBuckets(lay.Tags)).Slice()
 		if err != nil {
 			return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 		}
@@ -115,7 +123,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		n, _ := c.Int64()
 		redisStock += n
 	}
-	if err = g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
+	if err = g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_stock WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
 	}
 	if redisStock > mysqlStock {
@@ -177,25 +185,25 @@ func (g *Guard) warmRefused(sku string, next int64, status, code, arg string, op
 // given, must agree); a new sale takes BUCKETS (1 if not given), with tags chosen for distinct
 // masters. A new layout must not leave behind a bucket of the last one that still holds
 // orders on their way to Kafka or reservations: the sweepers visit only the current buckets.
-func (g *Guard) warmLayout(ctx context.Context, sku string, opt WarmOptions) (sale.Layout, error) {
+func (g *Guard) warmLayout(ctx context.Context, sku string, opt WarmOptions) (l sale.Layout, kept bool, err error) {
 	cur, err := g.LayoutOf(ctx, sku)
 	if err != nil {
-		return sale.Layout{}, err
+		return sale.Layout{}, false, err
 	}
 	state, err := g.rc.HGet(ctx, sale.KeysFor(sku).Meta, "state").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return sale.Layout{}, unavailable(err)
+		return sale.Layout{}, false, unavailable(err)
 	}
 	if state == sale.StateOpen || state == sale.StateWarming {
 		if opt.Buckets != 0 && int(opt.Buckets) != cur.K() {
-			return sale.Layout{}, badArgs("sale %s is open with %d buckets, and its buyers live in them: a forced re-warm keeps them (leave out BUCKETS, or close the sale first)", sku, cur.K())
+			return sale.Layout{}, false, badArgs("sale %s is open with %d buckets, and its buyers live in them: a forced re-warm keeps them (leave out BUCKETS, or close the sale first)", sku, cur.K())
 		}
-		return cur, nil
+		return cur, true, nil
 	}
 	k := max(1, int(opt.Buckets))
 	tags, err := g.chooseTags(ctx, sku, k)
 	if err != nil {
-		return sale.Layout{}, err
+		return sale.Layout{}, false, err
 	}
 	next := sale.Layout{SKU: sku, Tags: tags}
 	for _, t := range cur.Tags {
@@ -206,13 +214,88 @@ func (g *Guard) warmLayout(ctx context.Context, sku string, opt WarmOptions) (sa
 		pipe := g.rc.Pipeline()
 		outbox, reserved := pipe.XLen(ctx, k.Outbox), pipe.ZCard(ctx, k.Reserved)
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return sale.Layout{}, unavailable(err)
+			return sale.Layout{}, false, unavailable(err)
 		}
 		if n := outbox.Val() + reserved.Val(); n > 0 {
-			return sale.Layout{}, badArgs("bucket %d of the last sale of %s still holds %d orders or reservations on their way: warm again once the sweeper has sent them (or warm with the same BUCKETS)", t, sku, n)
+			return sale.Layout{}, false, badArgs("bucket %d of the last sale of %s still holds %d orders or reservations on their way: warm again once the sweeper has sent them (or warm with the same BUCKETS)", t, sku, n)
 		}
 	}
-	return next, nil
+	return next, false, nil
+}
+
+// splitMySQL sets up MySQL's stock rows for the layout l and returns each bucket's share of
+// the stock and the total. A sale of one bucket keeps its stock in seckill_items (any bucket
+// rows of an earlier split are folded back into it); a split sale keeps it in one
+// seckill_item_buckets row per bucket, as even as it goes, with seckill_items.stock 0. kept (a
+// forced re-warm of an open sale, whose layout stays) keeps the rows as they are when there is
+// one per bucket: the sinks have charged each its own orders. One transaction, which locks the
+// bucket rows before the item, in the sinks' order.
+func (g *Guard) splitMySQL(ctx context.Context, sku string, l sale.Layout, kept bool) (shares []int64, total int64, err error) {
+	tx, err := g.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	rows := map[int]int64{}
+	r, err := tx.QueryContext(ctx, `SELECT bucket, stock FROM seckill_item_buckets WHERE sku = ? ORDER BY bucket FOR UPDATE`, sku)
+	if err != nil {
+		return nil, 0, err
+	}
+	for r.Next() {
+		var b int
+		var n int64
+		if err := r.Scan(&b, &n); err != nil {
+			r.Close()
+			return nil, 0, err
+		}
+		rows[b] = n
+		total += n
+	}
+	if err := r.Close(); err != nil {
+		return nil, 0, err
+	}
+	var own int64
+	if err := tx.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ? FOR UPDATE`, sku).Scan(&own); err != nil {
+		return nil, 0, err
+	}
+	total += own
+	if kept && l.K() > 1 && len(rows) == l.K() && own == 0 {
+		for _, t := range l.Tags {
+			n, ok := rows[t]
+			if !ok {
+				break
+			}
+			shares = append(shares, n)
+		}
+		if len(shares) == l.K() {
+			return shares, total, tx.Commit()
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM seckill_item_buckets WHERE sku = ?`, sku); err != nil {
+		return nil, 0, err
+	}
+	shares = sale.SplitStock(total, l.K())
+	own = total
+	if l.K() > 1 {
+		own = 0
+		values := make([]string, l.K())
+		args := make([]any, 0, 3*l.K())
+		for i, t := range l.Tags {
+			values[i] = "(?, ?, ?)"
+			args = append(args, sku, t, shares[i])
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seckill_item_buckets (sku, bucket, stock) VALUES `+strings.Join(values, ", "), args...); err != nil {
+			return nil, 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE seckill_items SET stock = ? WHERE sku = ?`, own, sku); err != nil {
+		return nil, 0, err
+	}
+	return shares, total, tx.Commit()
 }
 
 // abortWarm puts the MySQL row back to the state it had when the warm did not reach Redis.

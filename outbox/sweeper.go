@@ -221,7 +221,7 @@ func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, 
 			fail(sku, "buckets", err)
 			continue
 		}
-		if r == "" || r == mine {
+		if sale.RouteAccepts(r, mine) {
 			out = append(out, sale.Layout{SKU: sku, Tags: tags})
 			continue
 		}

@@ -72,8 +72,8 @@ func TestBucketsSale(t *testing.T) {
 	s.sale(t, c, sku, units, "BUCKETS", 3)
 
 	info := infoFields(t, c, sku)
-	if info["buckets"] != "3" {
-		t.Fatalf("INFO buckets %q, want 3", info["buckets"])
+	if info["buckets"] != "3" || !strings.HasSuffix(info["route"], " buckets=1") {
+		t.Fatalf("INFO buckets %q (want 3), route %q (want a split sale's)", info["buckets"], info["route"])
 	}
 	masters := map[string]bool{}
 	var total int64
@@ -88,6 +88,16 @@ func TestBucketsSale(t *testing.T) {
 	}
 	if len(masters) != 3 || total != units {
 		t.Fatalf("buckets on %d masters (want 3), %d units in all (want %d): %v", len(masters), total, units, info)
+	}
+	mysqlRows := func() (own, rows, sum int64) {
+		if err := s.db.QueryRow(`SELECT i.stock, (SELECT COUNT(*) FROM seckill_item_buckets b WHERE b.sku = i.sku),
+			(SELECT COALESCE(SUM(stock), 0) FROM seckill_item_buckets b WHERE b.sku = i.sku) FROM seckill_items i WHERE i.sku = ?`, sku).Scan(&own, &rows, &sum); err != nil {
+			t.Fatal(err)
+		}
+		return own, rows, sum
+	}
+	if own, rows, sum := mysqlRows(); own != 0 || rows != 3 || sum != units {
+		t.Fatalf("mysql after WARM: seckill_items.stock %d, %d bucket rows holding %d; want 0, 3, %d", own, rows, sum, units)
 	}
 
 	ids, replies := buyAll(t, c, sku, "u", buyers, conns)
@@ -114,6 +124,9 @@ func TestBucketsSale(t *testing.T) {
 		t.Fatalf("mysql: %v, stock %d", st, stock)
 	}
 	s.checkOrdersInMySQL(t, sku, ids)
+	if own, rows, sum := mysqlRows(); own != 0 || rows != 3 || sum != 0 {
+		t.Fatalf("mysql after the sale: seckill_items.stock %d, %d bucket rows holding %d; want 0, 3, 0", own, rows, sum)
+	}
 	waitCheckOK(t, c, sku, 30*time.Second)
 	info = infoFields(t, c, sku)
 	if info["remaining_stock"] != "0" || info["sold"] != strconv.Itoa(units) || info["buyers"] != strconv.Itoa(units) ||
@@ -252,4 +265,56 @@ func TestBucketsSettleReservations(t *testing.T) {
 		t.Fatalf("b buys after the settling: %v", err)
 	}
 	waitCheckOK(t, c, sku, 30*time.Second)
+}
+
+// TestBucketsRewarm: a forced re-warm of an open split sale keeps its buckets (another k is
+// refused, naming why) and its MySQL rows; a new sale of one bucket, once the split one is
+// closed and drained, folds the rows back into seckill_items.
+func TestBucketsRewarm(t *testing.T) {
+	cfg := newConfig(t, nil)
+	s := startProxy(t, cfg, true)
+	runSink(t, cfg)
+	c := s.client(t, 2)
+	ctx := context.Background()
+	sku := newSKU("rewarm")
+	s.sale(t, c, sku, 9, "BUCKETS", 3)
+	for _, uid := range []string{"a", "b"} {
+		if err := c.Do(ctx, "seckill.buy", sku, uid).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitConfirmed(t, sku, 2, 30*time.Second)
+	err := c.Do(ctx, "seckill.warm", sku, "BUCKETS", "2", "FORCE").Err()
+	if err == nil || !strings.Contains(err.Error(), "open with 3 buckets") {
+		t.Fatalf("a forced re-warm with another k: %v, want a refusal naming the 3 buckets", err)
+	}
+	v, err := c.Do(ctx, "seckill.warm", sku, "FORCE").Result()
+	if err != nil || !strings.Contains(fmt.Sprint(v), "buckets:3") && !strings.Contains(fmt.Sprint(v), "buckets 3") {
+		t.Fatalf("a forced re-warm: %v %v, want the sale's 3 buckets kept", v, err)
+	}
+	if err := c.Do(ctx, "seckill.buy", sku, "a").Err(); code(err) != "DUPLICATE" {
+		t.Fatalf("a buyer of the kept sale buys again: %v, want DUPLICATE", err)
+	}
+	if err := c.Do(ctx, "seckill.close", sku).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "seckill.buy", sku, "z").Err(); code(err) != "CLOSED" {
+		t.Fatalf("a buy of the closed split sale: %v, want CLOSED", err)
+	}
+	if err := c.Do(ctx, "seckill.warm", sku).Err(); err != nil {
+		t.Fatalf("a new sale of one bucket: %v", err)
+	}
+	var own, rows int64
+	if err := s.db.QueryRow(`SELECT stock, (SELECT COUNT(*) FROM seckill_item_buckets WHERE sku = ?) FROM seckill_items WHERE sku = ?`, sku, sku).Scan(&own, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if own != 7 || rows != 0 {
+		t.Fatalf("mysql after the new sale: seckill_items.stock %d, %d bucket rows; want 7, 0", own, rows)
+	}
+	if info := infoFields(t, c, sku); info["buckets"] != "1" || info["remaining_stock"] != "7" {
+		t.Fatalf("INFO of the new sale: buckets %s, remaining %s; want 1, 7", info["buckets"], info["remaining_stock"])
+	}
+	if _, err := c.Do(ctx, "seckill.buy", sku, "a").Text(); err != nil {
+		t.Fatalf("a buyer of the old sale buys in the new one: %v", err)
+	}
 }

@@ -68,7 +68,7 @@ func (s *stack) mysqlOrders(t *testing.T, sku string) (map[string]int, int64) {
 		out[st] = n
 	}
 	var stock int64
-	if err := s.db.QueryRow(`SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&stock); err != nil {
+	if err := s.db.QueryRow(`SELECT stock FROM seckill_stock WHERE sku = ?`, sku).Scan(&stock); err != nil {
 		t.Fatal(err)
 	}
 	return out, stock

@@ -182,6 +182,7 @@ func (s *stack) item(t *testing.T, sku string, stock int) {
 	cfg := s.cfg.Redis
 	onDataCleanup(t, func() {
 		_, _ = s.db.Exec(`DELETE FROM seckill_items WHERE sku = ?`, sku)
+		_, _ = s.db.Exec(`DELETE FROM seckill_item_buckets WHERE sku = ?`, sku)
 		_, _ = s.db.Exec(`DELETE FROM seckill_orders WHERE sku = ?`, sku)
 		rc := connect.Redis(cfg)
 		defer rc.Close()

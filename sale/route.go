@@ -14,6 +14,18 @@ func Route(topic string) string {
 	return "topic=" + topic + " schema=" + strconv.Itoa(MessageVersion)
 }
 
+// SplitRoute is the route WARM records for a sale split into stock buckets: route with
+// " buckets=1", so that a proxy of a version that knows no buckets (and would check a buyer
+// in one bucket only) finds another route than its own and sells nothing (DRIFT).
+func SplitRoute(route string) string { return route + " buckets=1" }
+
+// RouteAccepts says whether a proxy whose route is mine may sell, sweep and release a sale
+// whose recorded route is sale: the same route, the same for a split sale, or none (a sale
+// warmed before routes were recorded).
+func RouteAccepts(sale, mine string) bool {
+	return sale == "" || sale == mine || sale == SplitRoute(mine)
+}
+
 // RouteDiff names what differs between the sale's route and this proxy's, for an error or a
 // CHECK line: "topic orders (this proxy: other)"; "" when they agree.
 func RouteDiff(sale, mine string) string {

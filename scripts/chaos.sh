@@ -140,29 +140,34 @@ trap 'stop_all; kill "$TOXI_PID" 2>/dev/null || true; scripts/devstack.sh up >/d
 # sale_key SKU NAME: the sale's key of that name (seckill-bench -print-keys, from package sale).
 sale_key() { ./bin/seckill-bench -sku "$1" -print-keys | awk -v n="$2" '$1 == n { print $2 }'; }
 
-# owner_port SKU [ASK]: the port of the master that owns SKU's slot, as the node on port ASK
-# (7000) sees it.
+# owner_port SKU [ASK] [TAG]: the port of the master that owns SKU's slot (or its stock
+# bucket TAG's), as the node on port ASK (7000) sees it.
 owner_port() {
-  { ./bin/seckill-bench owner -sku "$1" -ask "127.0.0.1:${2:-7000}" || true; } | cut -d: -f2
+  { ./bin/seckill-bench owner -sku "$1" -ask "127.0.0.1:${2:-7000}" -tag "${3:-0}" || true; } | cut -d: -f2
 }
 
+# bucket_tag SKU I: the tag number of the sale's stock bucket I, from its meta.
+bucket_tag() { redis-cli -c -p 7000 hget "$(sale_key "$1" meta)" buckets | cut -d, -f"$(($2 + 1))"; }
+
 inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
-  local port pid cur ask
+  local port pid cur ask tag
   case $1 in
     proxy-kill)
       kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
       sleep 1; start_proxy 0 ;;
-    sink-kill)
+    sink-kill|bucket-sink-kill)
       kill -9 "${PIDS[sink0]}"; wait "${PIDS[sink0]}" 2>/dev/null || true
       sleep 1; start_sink 0 ;;
     kafka-stop)
       scripts/devstack.sh stop kafka >&2; sleep 5; scripts/devstack.sh up >&2 ;;
     mysql-stop)
       scripts/devstack.sh stop mysql >&2; sleep 5; scripts/devstack.sh up >&2 ;;
-    master-kill)
-      port=$(owner_port "$2")
+    master-kill|bucket-master-kill)
+      tag=0
+      [[ $1 == bucket-master-kill ]] && tag=$(bucket_tag "$2" 1)
+      port=$(owner_port "$2" 7000 "$tag")
       pid=$(<".stack/redis/$port/redis.pid")
-      log "killing the master on $port (pid $pid)"
+      log "killing the master on $port (pid $pid), owner of the sale's bucket with tag $tag"
       kill -9 "$pid"
       # It comes back only once its replica has taken over, so that it rejoins as a replica:
       # the dev stack's Redis keeps no data on disk, and a master back before the failover
@@ -170,7 +175,7 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       ask=7000
       [[ $port == 7000 ]] && ask=7001
       for _ in $(seq 300); do
-        cur=$(owner_port "$2" "$ask" 2>/dev/null || true)
+        cur=$(owner_port "$2" "$ask" "$tag" 2>/dev/null || true)
         [[ -n $cur && $cur != "$port" ]] && break
         sleep 0.1
       done
@@ -226,7 +231,7 @@ clock_off_run() {
 rows=()
 failed=0
 faults=0
-while read -r fault kind runs <&3; do
+while read -r fault kind runs buckets <&3; do
   faults=$((faults + 1))
   for ((run = 1; run <= runs; run++)); do
     id=${fault}_${run}_$(date +%s)
@@ -246,7 +251,7 @@ while read -r fault kind runs <&3; do
     start_sink 0; start_sink 1
     await_sinks || true
     log "$fault, run $run: sale $sku"
-    ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 \
+    ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 -buckets "$buckets" \
       -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
     bench=$!
     # A random moment while units are still being sold.

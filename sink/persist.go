@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -53,7 +54,7 @@ func (o Outcome) Value() string {
 }
 
 // errStockMoved: the stock changed under the row lock, which cannot happen unless something
-// writes seckill_items without it. The transaction is rolled back and retried.
+// writes seckill_items (or seckill_item_buckets) without it. The transaction is rolled back and retried.
 var errStockMoved = errors.New("seckill_items stock changed under the row lock")
 
 // Persist stores orders and releases, in the order given (Kafka's order within a partition),
@@ -61,8 +62,9 @@ var errStockMoved = errors.New("seckill_items stock changed under the row lock")
 // confirmed order and gives its stock back; a release that overtakes its order stores the
 // order as cancelled. Every order keeps the semantics of
 // its own transaction: it is inserted once (a redelivered order id changes nothing); it is
-// confirmed only if its buyer has no confirmed order in that sale and the item's stock covers
-// its qty, else it is stored as rejected with a reason; and the stock is taken with
+// confirmed only if its buyer has no confirmed order in that sale and the stock of its row
+// covers its qty (the item's, or for a sale split into stock buckets the row of the bucket
+// that sold it), else it is stored as rejected with a reason; and the stock is taken with
 // UPDATE ... WHERE stock >= qty on an unsigned column, so MySQL itself refuses an oversell.
 func Persist(ctx context.Context, db *sql.DB, orders []sale.Order) ([]Outcome, error) {
 	tx, err := db.BeginTx(ctx, nil)
@@ -129,16 +131,8 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 		}
 	}
 	skus := sortedKeys(skuSet)
-	stock := map[string]int64{}
-	// Lock the items in a fixed order, so that two sinks cannot deadlock.
-	if err := scan(ctx, tx, `SELECT sku, stock FROM seckill_items WHERE sku IN (`+marks(len(skus))+`) ORDER BY sku FOR UPDATE`,
-		anys(skus), func(r *sql.Rows) error {
-			var sku string
-			var n int64
-			err := r.Scan(&sku, &n)
-			stock[sku] = n
-			return err
-		}); err != nil {
+	stock, rowOf, err := lockStock(ctx, tx, uniq)
+	if err != nil {
 		return nil, err
 	}
 	confirmed := map[buyer]bool{}
@@ -164,7 +158,7 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 	inserts := map[string]*stored{} // new rows, by order id
 	var insertOrder []string
 	var cancels []any // stored confirmed orders that a release cancels
-	taken := map[string]int64{}
+	taken := map[stockRow]int64{}
 	out := make([]Outcome, 0, len(uniq))
 	lookup := func(id string) (*stored, bool) {
 		if o, ok := inserts[id]; ok {
@@ -185,7 +179,8 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			out = append(out, redelivered)
 		case m.Type == sale.TypeOrder:
 			o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusConfirmed, New: true}, buyer: b, qty: m.Qty}
-			left, known := stock[m.SKU]
+			row := rowOf(m)
+			left, known := stock[row]
 			switch {
 			case !known:
 				o.Status, o.Reason = StatusRejected, ReasonNoItem
@@ -194,8 +189,8 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			case left < m.Qty:
 				o.Status, o.Reason = StatusRejected, ReasonSoldOut
 			default:
-				stock[m.SKU] = left - m.Qty
-				taken[m.SKU] += m.Qty
+				stock[row] = left - m.Qty
+				taken[row] += m.Qty
 				confirmed[b] = true
 			}
 			inserts[m.OrderID] = o
@@ -209,8 +204,10 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			insertOrder = append(insertOrder, m.OrderID)
 			out = append(out, o.Outcome)
 		case cur.Status == StatusConfirmed:
-			stock[cur.SKU] += cur.qty
-			taken[cur.SKU] -= cur.qty
+			// The units go back to the release's row: its bucket's, as Redis gives them back.
+			row := rowOf(m)
+			stock[row] += cur.qty
+			taken[row] -= cur.qty
 			delete(confirmed, cur.buyer)
 			if isNew {
 				cur.Status, cur.Reason = StatusCancelled, ReasonReleased
@@ -248,14 +245,18 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			return nil, fmt.Errorf("%w: cancelled %d of %d orders", errStockMoved, n, len(cancels))
 		}
 	}
-	for _, sku := range sortedKeys(taken) {
+	for _, row := range sortedRows(taken) {
 		var r sql.Result
 		var err error
-		switch q := taken[sku]; {
+		table, where, args := "seckill_items", "sku = ?", []any{row.sku}
+		if row.bucket >= 0 {
+			table, where, args = "seckill_item_buckets", "sku = ? AND bucket = ?", []any{row.sku, row.bucket}
+		}
+		switch q := taken[row]; {
 		case q > 0:
-			r, err = tx.ExecContext(ctx, `UPDATE seckill_items SET stock = stock - ? WHERE sku = ? AND stock >= ?`, q, sku, q)
+			r, err = tx.ExecContext(ctx, `UPDATE `+table+` SET stock = stock - ? WHERE `+where+` AND stock >= ?`, append(append([]any{q}, args...), q)...)
 		case q < 0:
-			r, err = tx.ExecContext(ctx, `UPDATE seckill_items SET stock = stock + ? WHERE sku = ?`, -q, sku)
+			r, err = tx.ExecContext(ctx, `UPDATE `+table+` SET stock = stock + ? WHERE `+where, append([]any{-q}, args...)...)
 		default:
 			continue
 		}
@@ -263,10 +264,99 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			return nil, err
 		}
 		if n, err := r.RowsAffected(); err != nil || n != 1 {
-			return nil, fmt.Errorf("%w: sku %s, taking %d", errStockMoved, sku, taken[sku])
+			return nil, fmt.Errorf("%w: %s, taking %d", errStockMoved, row, taken[row])
 		}
 	}
 	return out, nil
+}
+
+// stockRow is a row that holds an item's stock: the item's own (bucket -1), or the row of
+// one of its stock buckets (bucket: the tag number) while its sale is split.
+type stockRow struct {
+	sku    string
+	bucket int
+}
+
+func (r stockRow) String() string {
+	if r.bucket < 0 {
+		return "sku " + r.sku
+	}
+	return fmt.Sprintf("sku %s bucket %d", r.sku, r.bucket)
+}
+
+// lockStock locks, in a fixed order (bucket rows, then items, each sorted), the rows whose
+// stock msgs take or give back, so that two sinks cannot deadlock, and returns their stock and
+// each message's row: its bucket's row if the item has one (a split sale), else the item's.
+// A sink that drains one bucket locks that bucket's row alone.
+func lockStock(ctx context.Context, tx *sql.Tx, msgs []sale.Order) (map[stockRow]int64, func(sale.Order) stockRow, error) {
+	stock := map[stockRow]int64{}
+	wantBuckets := map[stockRow]bool{}
+	for _, m := range msgs {
+		wantBuckets[stockRow{m.SKU, m.Bucket}] = true
+	}
+	buckets := sortedRows(wantBuckets)
+	args := make([]any, 0, 2*len(buckets))
+	for _, r := range buckets {
+		args = append(args, r.sku, r.bucket)
+	}
+	if err := scan(ctx, tx, `SELECT sku, bucket, stock FROM seckill_item_buckets WHERE (sku, bucket) IN (`+
+		strings.TrimSuffix(strings.Repeat("(?, ?),", len(buckets)), ",")+`) ORDER BY sku, bucket FOR UPDATE`,
+		args, func(r *sql.Rows) error {
+			var row stockRow
+			var n int64
+			err := r.Scan(&row.sku, &row.bucket, &n)
+			stock[row] = n
+			return err
+		}); err != nil {
+		return nil, nil, err
+	}
+	rowOf := func(m sale.Order) stockRow {
+		if row := (stockRow{m.SKU, m.Bucket}); hasRow(stock, row) {
+			return row
+		}
+		return stockRow{m.SKU, -1}
+	}
+	skuSet := map[string]bool{}
+	for _, m := range msgs {
+		if row := rowOf(m); row.bucket < 0 {
+			skuSet[m.SKU] = true
+		}
+	}
+	if len(skuSet) == 0 {
+		return stock, rowOf, nil
+	}
+	skus := sortedKeys(skuSet)
+	if err := scan(ctx, tx, `SELECT sku, stock FROM seckill_items WHERE sku IN (`+marks(len(skus))+`) ORDER BY sku FOR UPDATE`,
+		anys(skus), func(r *sql.Rows) error {
+			row := stockRow{bucket: -1}
+			var n int64
+			err := r.Scan(&row.sku, &n)
+			stock[row] = n
+			return err
+		}); err != nil {
+		return nil, nil, err
+	}
+	return stock, rowOf, nil
+}
+
+func hasRow(stock map[stockRow]int64, row stockRow) bool {
+	_, ok := stock[row]
+	return ok
+}
+
+// sortedRows are m's rows by sku, then bucket.
+func sortedRows[V any](m map[stockRow]V) []stockRow {
+	out := make([]stockRow, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b stockRow) int {
+		if c := strings.Compare(a.sku, b.sku); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.bucket, b.bucket)
+	})
+	return out
 }
 
 func scan(ctx context.Context, tx *sql.Tx, query string, args []any, each func(*sql.Rows) error) error {

@@ -34,6 +34,7 @@ func newItem(t testing.TB, db *sql.DB, stock int) string {
 	t.Cleanup(func() {
 		_, _ = db.Exec(`DELETE FROM seckill_orders WHERE sku = ?`, sku)
 		_, _ = db.Exec(`DELETE FROM seckill_items WHERE sku = ?`, sku)
+		_, _ = db.Exec(`DELETE FROM seckill_item_buckets WHERE sku = ?`, sku)
 	})
 	return sku
 }
@@ -45,10 +46,56 @@ func order(sku, uid string, qty int64) sale.Order {
 func stockOf(t *testing.T, db *sql.DB, sku string) int64 {
 	t.Helper()
 	var n int64
-	if err := db.QueryRow(`SELECT stock FROM seckill_items WHERE sku = ?`, sku).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT stock FROM seckill_stock WHERE sku = ?`, sku).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestPersistBuckets: a split sale's orders are charged to the rows of the buckets that sold
+// them; a bucket with too few units rejects its order even while other buckets hold stock (no
+// batch takes a bucket below zero); a release gives its units back to its own bucket's row;
+// and the total stays one query.
+func TestPersistBuckets(t *testing.T) {
+	db := migrated(t)
+	ctx := context.Background()
+	sku := newItem(t, db, 0)
+	if _, err := db.Exec(`INSERT INTO seckill_item_buckets (sku, bucket, stock) VALUES (?, 0, 2), (?, 5, 1)`, sku, sku); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, d := order(sku, "a", 1), order(sku, "b", 1), order(sku, "c", 1), order(sku, "d", 1)
+	b.Bucket, c.Bucket, d.Bucket, d.Home = 5, 5, 0, 5 // d: bucket 0 gave a unit to a buyer of bucket 5
+	got, err := Persist(ctx, db, []sale.Order{a, b, c, d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{StatusConfirmed, StatusConfirmed, StatusRejected, StatusConfirmed}
+	for i, o := range got {
+		if o.Status != want[i] {
+			t.Errorf("order %d: %s %s, want %s", i, o.Status, o.Reason, want[i])
+		}
+	}
+	if got[2].Reason != ReasonSoldOut || got[3].Home != 5 {
+		t.Errorf("c's reason %q (want %q), d's home %d (want 5)", got[2].Reason, ReasonSoldOut, got[3].Home)
+	}
+	rows := func() (b0, b5 int64) {
+		if err := db.QueryRow(`SELECT (SELECT stock FROM seckill_item_buckets WHERE sku = ? AND bucket = 0),
+			(SELECT stock FROM seckill_item_buckets WHERE sku = ? AND bucket = 5)`, sku, sku).Scan(&b0, &b5); err != nil {
+			t.Fatal(err)
+		}
+		return b0, b5
+	}
+	if b0, b5 := rows(); b0 != 0 || b5 != 0 || stockOf(t, db, sku) != 0 {
+		t.Fatalf("rows after the batch: bucket 0 %d, bucket 5 %d, total %d; want 0, 0, 0", b0, b5, stockOf(t, db, sku))
+	}
+	rel := b
+	rel.Type = sale.TypeRelease
+	if _, err := Persist(ctx, db, []sale.Order{rel}); err != nil {
+		t.Fatal(err)
+	}
+	if b0, b5 := rows(); b0 != 0 || b5 != 1 || stockOf(t, db, sku) != 1 {
+		t.Fatalf("rows after b's release: bucket 0 %d, bucket 5 %d, total %d; want 0, 1, 1", b0, b5, stockOf(t, db, sku))
+	}
 }
 
 // TestPersistSemantics: one batch keeps every order's own-transaction semantics.

@@ -43,6 +43,7 @@ func main() {
 	fs.IntVar(&o.Limit, "limit", 1, "per-user limit of the sale")
 	fs.IntVar(&o.SaleRate, "sale-rate", 0, "warm the sale with RATE: buys a second through every proxy together (0: no rate); the rest are answered LIMITED")
 	fs.IntVar(&o.SaleBurst, "sale-burst", 0, "warm the sale with BURST (0: a tenth of -sale-rate)")
+	fs.IntVar(&o.Buckets, "buckets", 1, "warm the sale with BUCKETS: its stock split over that many stock buckets (1 to 16)")
 	fs.IntVar(&o.Load.Buyers, "buyers", 80000, "buy requests")
 	fs.IntVar(&o.Load.Conns, "conns", 200, "connections")
 	fs.IntVar(&o.Load.Pipeline, "pipeline", 1, "requests per round trip")
@@ -178,6 +179,7 @@ func benchReport(fs *flag.FlagSet, args []string) int {
 // CLUSTER NODES (a master flagged failing is not one); exit status 1 when it names none.
 func owner(fs *flag.FlagSet, args []string) int {
 	sku := fs.String("sku", "", "the sale's SKU")
+	tag := fs.Int("tag", 0, "the stock bucket's tag number (0: the sale's own keys; see the meta's buckets)")
 	ask := fs.String("ask", "127.0.0.1:7000", "the node whose view to read")
 	if fs.Parse(args) != nil {
 		return 2
@@ -195,7 +197,11 @@ func owner(fs *flag.FlagSet, args []string) int {
 		fmt.Fprintln(os.Stderr, "seckill-bench owner:", err)
 		return 2
 	}
-	addr, err := connect.SlotOwner(text, int(upstream.Slot([]byte(sale.KeysFor(*sku).Stock))))
+	if *tag < 0 || *tag > sale.MaxTag {
+		fmt.Fprintf(os.Stderr, "seckill-bench owner: -tag %d is not from 0 to %d\n", *tag, sale.MaxTag)
+		return 2
+	}
+	addr, err := connect.SlotOwner(text, int(upstream.Slot([]byte(sale.BucketKeys(*sku, *tag).Stock))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckill-bench owner:", err)
 		return 2

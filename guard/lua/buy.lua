@@ -35,8 +35,9 @@ local split = m[7] and string.find(m[7], ',', 1, true) ~= nil
 if (ARGV[1] ~= '' and ARGV[1] ~= version) or (ARGV[1] == '' and split) then
   return all({'STALE', version, m[7] or ''})
 end
--- a sale warmed before routes were recorded has none, and any proxy may sell it
-if m[6] and m[6] ~= ARGV[2] then return all({'DRIFT', m[6]}) end
+-- a sale warmed before routes were recorded has none, and any proxy may sell it; a split
+-- sale's route carries " buckets=1", which a proxy that knows no buckets does not match
+if m[6] and m[6] ~= ARGV[2] and m[6] ~= ARGV[2] .. ' buckets=1' then return all({'DRIFT', m[6]}) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < tonumber(m[3]) then return all({'CLOSED', 'not started'}) end

@@ -12,7 +12,7 @@
 local m = redis.call('HMGET', KEYS[1], 'state', 'version', 'route')
 if m[1] ~= 'open' then return {'CLOSED', m[1] or 'not warmed'} end
 if ARGV[1] ~= m[2] then return {'STALE', m[2]} end
-if m[3] and m[3] ~= ARGV[2] then return {'DRIFT', m[3]} end
+if m[3] and m[3] ~= ARGV[2] and m[3] ~= ARGV[2] .. ' buckets=1' then return {'DRIFT', m[3]} end
 local t = redis.call('TIME')
 local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 local prev = redis.call('HGET', KEYS[7], ARGV[3])

@@ -17,7 +17,7 @@ local pending = string.match(v, '^r:([^:]+)')
 if pending then return {'RESERVED', pending} end
 local id, qty = string.match(v, '^([^:]+):(%d+)$')
 local m = redis.call('HMGET', KEYS[1], 'initial', 'version', 'route')
-if m[3] and m[3] ~= ARGV[4] then return {'DRIFT', m[3]} end
+if m[3] and m[3] ~= ARGV[4] and m[3] ~= ARGV[4] .. ' buckets=1' then return {'DRIFT', m[3]} end
 local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
 local back = tonumber(qty)
 local room = tonumber(m[1] or '0') - stock

@@ -44,6 +44,13 @@ type Fault struct {
 	Doc  string
 }
 
+// splitSales are the faults whose sale is split into stock buckets, with their BUCKETS.
+var splitSales = map[string]int{"bucket-master-kill": 3, "bucket-sink-kill": 3}
+
+// SaleBuckets is the BUCKETS the fault's sale is warmed with: 1 unless the fault's sale is
+// split.
+func (f Fault) SaleBuckets() int { return max(1, splitSales[f.Name]) }
+
 // Links are the links a network fault may be put on.
 var Links = []string{"redis", "kafka", "mysql"}
 
@@ -57,6 +64,8 @@ var saleFaults = []Fault{
 	{"kafka-and-proxy", DuringSale, "Kafka stopped and a proxy killed -9 at once, both healed"},
 	{"topic-drift", DuringSale, "one proxy restarted with another kafka.topic for 5 s, then with the sale's: while drifted it must sell nothing (-DRIFT), and every order a buyer was told of must still reach MySQL"},
 	{"sink-mysql-down", DuringSale, "MariaDB stopped, both sinks killed -9 and started again while it is down (they must wait, not exit), MariaDB started 5 s later: the sinks drain"},
+	{"bucket-master-kill", DuringSale, "a sale split into 3 stock buckets: the Redis master that owns its second bucket killed -9, then back as a replica (as master-kill)"},
+	{"bucket-sink-kill", DuringSale, "a sale split into 3 stock buckets: one sink killed -9 mid-drain, restarted 1 s later"},
 }
 
 var ownRuns = []Fault{

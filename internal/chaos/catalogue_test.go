@@ -27,8 +27,16 @@ func TestCatalogue(t *testing.T) {
 	if got := DuringSale.String() + " " + Network.String() + " " + OwnRun.String(); got != "sale network own" {
 		t.Errorf("kinds read %q, which scripts/chaos.sh does not know", got)
 	}
-	if len(seen) != 9+3*5+2 {
-		t.Errorf("%d faults, want 26", len(seen))
+	if len(seen) != 11+3*5+2 {
+		t.Errorf("%d faults, want 28", len(seen))
+	}
+	for name, k := range splitSales {
+		if f, ok := Lookup(name); !ok || f.SaleBuckets() != k || f.Kind != DuringSale {
+			t.Errorf("split sale of %s: in the catalogue %v, buckets %d, want %d during a sale", name, ok, f.SaleBuckets(), k)
+		}
+	}
+	if f, _ := Lookup("master-kill"); f.SaleBuckets() != 1 {
+		t.Errorf("master-kill's sale has %d buckets, want 1", f.SaleBuckets())
 	}
 }
 

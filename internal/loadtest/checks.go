@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -166,7 +167,7 @@ func GatherWithin(ctx context.Context, d time.Duration, db *sql.DB, rc redis.Uni
 // Gather reads the state of s after the drain.
 func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, orders []string) (State, error) {
 	st := State{Units: int64(s.Units), Successes: int64(len(orders)), Qty: int64(s.Qty)}
-	if err := db.QueryRowContext(ctx, `SELECT stock FROM seckill_items WHERE sku = ?`, s.SKU).Scan(&st.MySQLStock); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT stock FROM seckill_stock WHERE sku = ?`, s.SKU).Scan(&st.MySQLStock); err != nil {
 		return st, err
 	}
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0) FROM seckill_orders WHERE sku = ? AND sale_version = ? AND status = 'confirmed'`,
@@ -200,15 +201,51 @@ func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, o
 			st.MissingOrders = append(st.MissingOrders, id)
 		}
 	}
-	k := keyspace.KeysFor(s.SKU)
-	if st.RedisStock, err = rc.Get(ctx, k.Stock).Int64(); err != nil {
+	// A sale split into stock buckets: every figure is the sum of its buckets'.
+	if st.RedisStock, err = sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.Get(ctx, k.Stock) }); err != nil {
 		return st, fmt.Errorf("redis stock: %w", err)
 	}
-	if st.RedisBuyers, err = rc.HLen(ctx, k.Buyers).Result(); err != nil {
+	if st.RedisBuyers, err = sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Buyers) }); err != nil {
 		return st, fmt.Errorf("redis buyers: %w", err)
 	}
-	if st.Outbox, err = rc.XLen(ctx, k.Outbox).Result(); err != nil {
+	if st.Outbox, err = sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.XLen(ctx, k.Outbox) }); err != nil {
 		return st, fmt.Errorf("redis outbox: %w", err)
 	}
 	return st, nil
+}
+
+// sumBuckets sums one read (a number: HLEN, XLEN, or GET of a count) over each stock bucket
+// of sku's sale (one bucket for a sale that is not split), in one pipeline.
+func sumBuckets(ctx context.Context, rc redis.UniversalClient, sku string, read func(redis.Pipeliner, keyspace.Keys) redis.Cmder) (int64, error) {
+	b, err := rc.HGet(ctx, keyspace.KeysFor(sku).Meta, "buckets").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	tags, err := keyspace.ParseBuckets(b)
+	if err != nil {
+		return 0, err
+	}
+	l := keyspace.Layout{SKU: sku, Tags: tags}
+	pipe := rc.Pipeline()
+	cmds := make([]redis.Cmder, l.K())
+	for i := range tags {
+		cmds[i] = read(pipe, l.Keys(i))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case *redis.IntCmd:
+			n += c.Val()
+		case *redis.StringCmd:
+			v, err := c.Int64()
+			if err != nil {
+				return 0, err
+			}
+			n += v
+		}
+	}
+	return n, nil
 }

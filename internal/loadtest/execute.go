@@ -47,10 +47,12 @@ type Options struct {
 	Limit     int
 	// SaleRate and SaleBurst warm the sale with RATE and BURST (0: no rate).
 	SaleRate, SaleBurst int
-	Load                Load
-	JSON                bool
-	Chart               string // SVG file to write, or ""
-	Check               bool
+	// Buckets warms the sale with BUCKETS (0 or 1: one bucket).
+	Buckets int
+	Load    Load
+	JSON    bool
+	Chart   string // SVG file to write, or ""
+	Check   bool
 	// Faults checks with EvaluateUnderFaults: a fault ran during the sale.
 	Faults bool
 	Drain  time.Duration // the most to wait for the sink
@@ -58,9 +60,12 @@ type Options struct {
 	Services conf.Config
 }
 
-// warmRate is the RATE and BURST options of the sale's WARM.
+// warmRate is the RATE, BURST and BUCKETS options of the sale's WARM.
 func (o Options) warmRate() []any {
 	var out []any
+	if o.Buckets > 1 {
+		out = append(out, "BUCKETS", o.Buckets)
+	}
 	if o.SaleRate > 0 {
 		out = append(out, "RATE", o.SaleRate)
 		if o.SaleBurst > 0 {
@@ -172,8 +177,17 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		dctx, cancel := context.WithTimeout(ctx, o.Drain)
 		target := len(res.Orders)
 		if o.Faults {
+			// A split sale's reservations that a fault left are settled by the sweeper within
+			// seconds; only then do its buyers count what Redis sold.
+			reserved := func() int64 {
+				n, _ := sumBuckets(ctx, rc, o.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.ZCard(ctx, k.Reserved) })
+				return n
+			}
+			for deadline := time.Now().Add(30 * time.Second); reserved() > 0 && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+			}
 			// Every unit Redis sold, reply lost or not, is to reach MySQL.
-			if n, err := rc.HLen(ctx, keyspace.KeysFor(o.SKU).Buyers).Result(); err == nil {
+			if n, err := sumBuckets(ctx, rc, o.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Buyers) }); err == nil {
 				target = max(target, int(n))
 			}
 		}
@@ -183,8 +197,11 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			rep.AddChecks([]Check{{Name: "drain", Detail: err.Error()}}, 0)
 		} else {
 			// The outbox empties a moment after Kafka acknowledges; give it that moment.
-			k := keyspace.KeysFor(o.SKU)
-			for deadline := time.Now().Add(5 * time.Second); rc.XLen(ctx, k.Outbox).Val() > 0 && time.Now().Before(deadline); {
+			outbox := func() int64 {
+				n, _ := sumBuckets(ctx, rc, o.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.XLen(ctx, k.Outbox) })
+				return n
+			}
+			for deadline := time.Now().Add(5 * time.Second); outbox() > 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
 			st, err := GatherWithin(ctx, 30*time.Second, db, rc, sale, res.Orders)
