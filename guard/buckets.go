@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,8 +126,10 @@ const maxTagSearch = 2000
 
 // chooseTags picks k tag numbers for sku's buckets: 0 first, then for each further bucket
 // the smallest unused number whose slot lies on a master no bucket has yet, while there are
-// such masters; past that (more buckets than masters) the masters are used again, each as
-// few times as can be.
+// such masters (past that, more buckets than masters, the masters are used again, each as few
+// times as can be), and whose Kafka key (sale.Tag) falls on a partition no bucket has yet, by
+// the producer's hash partitioner and Options.Partitions, in the same way. The masters come
+// first: past maxTagSearch/2 numbers the partition is let go, past maxTagSearch the master.
 func (g *Guard) chooseTags(ctx context.Context, sku string, k int) ([]int, error) {
 	if k == 1 {
 		return []int{0}, nil
@@ -149,11 +152,14 @@ func (g *Guard) chooseTags(ctx context.Context, sku string, k int) ([]int, error
 		return nil, unavailable(err)
 	}
 	uses := map[string]int{}
+	parts := make([]int, g.partitions())
+	partOf := func(t int) int { return kafkaPartition(sale.Tag(sku, t), len(parts)) }
 	m0, err := masterOf(0)
 	if err != nil {
 		return nil, err
 	}
 	uses[m0]++
+	parts[partOf(0)]++
 	tags := []int{0}
 	for t := 1; len(tags) < k && t <= sale.MaxTag; t++ {
 		m, err := masterOf(t)
@@ -164,15 +170,57 @@ func (g *Guard) chooseTags(ctx context.Context, sku string, k int) ([]int, error
 		for _, x := range masters {
 			least = min(least, uses[x])
 		}
-		if uses[m] == least || t > maxTagSearch {
+		p := partOf(t)
+		partOK := parts[p] == slices.Min(parts) || t > maxTagSearch/2
+		if (uses[m] == least && partOK) || t > maxTagSearch {
 			tags = append(tags, t)
 			uses[m]++
+			parts[p]++
 		}
 	}
 	if len(tags) < k {
 		return nil, unavailable(fmt.Errorf("found only %d bucket tags for %s", len(tags), sku))
 	}
 	return tags, nil
+}
+
+// partitionsWait bounds WARM's question to Kafka about the topic's partitions.
+const partitionsWait = time.Second
+
+// partitions is the orders topic's partition count as Kafka says (the publisher asks it,
+// within partitionsWait), else Options.Partitions, else 1.
+func (g *Guard) partitions() int {
+	if pc, ok := g.opt.Publisher.(PartitionCounter); ok {
+		got := make(chan int, 1)
+		go func() {
+			n, err := pc.Partitions()
+			if err != nil {
+				n = 0
+			}
+			got <- n
+		}()
+		select {
+		case n := <-got:
+			if n > 0 {
+				return n
+			}
+		case <-time.After(partitionsWait):
+		}
+	}
+	return max(1, g.opt.Partitions)
+}
+
+// kafkaPartition is the partition of key among n, as the producer's partitioner (Sarama's
+// default hash partitioner: FNV-1a of the key, as an int32, mod n, negated if negative)
+// puts it.
+func kafkaPartition(key string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	p := int32(h.Sum32()) % int32(n)
+	if p < 0 {
+		p = -p
+	}
+	return int(p)
 }
 
 // reservedErr answers a buyer whose earlier buy is still asking a split sale's buckets.

@@ -40,6 +40,10 @@ type Options struct {
 	// LateAfter is outbox.late_after: how long an order may wait for its outcome from the
 	// sink (late.go); 0 means conf's default.
 	LateAfter time.Duration
+	// Partitions is the orders topic's partition count (kafka.partitions): WARM picks a split
+	// sale's bucket tags so that their Kafka keys fall on different partitions too (0: it
+	// does not try).
+	Partitions int
 }
 
 // Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,

@@ -12,3 +12,9 @@ type Publisher interface {
 	// Healthy reports whether Kafka has been taking orders lately.
 	Healthy() bool
 }
+
+// PartitionCounter is a Publisher that can say how many partitions its topic has (the tee
+// asks Kafka), for WARM's choice of a split sale's bucket tags.
+type PartitionCounter interface {
+	Partitions() (int, error)
+}

@@ -43,7 +43,18 @@ func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
 	if err != nil {
 		return Status{}, unavailable(err)
 	}
-	if len(v) == 0 {
+	// The bucket asked was this proxy's idea of the buyer's home; its meta says the sale's
+	// buckets. A proxy that missed a re-warm into another layout asks again, at the home
+	// they name.
+	if tags, err := sale.ParseBuckets(sale.Field(v, 3)); err == nil {
+		l := sale.Layout{SKU: sku, Tags: tags}
+		if home := l.Keys(l.HomeIndex(uid)); home != k {
+			if v, err = statusScript.Run(ctx, g.rc, home.ScriptKeys(), uid).Slice(); err != nil {
+				return Status{}, unavailable(err)
+			}
+		}
+	}
+	if sale.Field(v, 0) == "" {
 		return Status{State: "none"}, nil
 	}
 	st := Status{State: "pending", OrderID: sale.Field(v, 0)}

@@ -128,6 +128,22 @@ func (t *Tee) connect(sc *sarama.Config) {
 	}
 }
 
+// Partitions asks Kafka how many partitions the orders topic has (a client of its own, closed
+// after; a topic not there yet is created as the broker creates one on first use).
+func (t *Tee) Partitions() (int, error) {
+	sc, err := connect.Sarama(t.kafka)
+	if err != nil {
+		return 0, err
+	}
+	c, err := sarama.NewClient(t.kafka.Brokers, sc)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	ps, err := c.Partitions(t.kafka.Topic)
+	return len(ps), err
+}
+
 // Route is where the tee sends orders (sale.Route of its topic).
 func (t *Tee) Route() string { return sale.Route(t.kafka.Topic) }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 
@@ -76,18 +77,33 @@ func TestBucketsSale(t *testing.T) {
 		t.Fatalf("INFO buckets %q (want 3), route %q (want a split sale's)", info["buckets"], info["route"])
 	}
 	masters := map[string]bool{}
+	parts := map[int32]bool{}
+	hp := sarama.NewHashPartitioner(cfg.Kafka.Topic)
+	kc, err := sarama.NewClient(cfg.Kafka.Brokers, sarama.NewConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	ps, err := kc.Partitions(cfg.Kafka.Topic)
+	if err != nil || len(ps) < 3 {
+		t.Fatalf("the orders topic's partitions: %v %v, want 3 or more", ps, err)
+	}
 	var total int64
 	for i := range 3 {
 		b := bucketLine(info["bucket_"+strconv.Itoa(i)])
 		masters[b["master"]] = true
+		tag, _ := strconv.Atoi(b["tag"])
+		p, _ := hp.Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(sale.Tag(sku, tag))}, int32(len(ps)))
+		parts[p] = true
 		n, _ := strconv.ParseInt(b["stock"], 10, 64)
 		total += n
 		if n < units/3 || n > units/3+1 {
 			t.Errorf("bucket %d holds %d units, want %d's share of %d", i, n, units/3, units)
 		}
 	}
-	if len(masters) != 3 || total != units {
-		t.Fatalf("buckets on %d masters (want 3), %d units in all (want %d): %v", len(masters), total, units, info)
+	if len(masters) != 3 || len(parts) != 3 || total != units {
+		t.Fatalf("buckets on %d masters and %d of %d partitions (want 3 and 3), %d units in all (want %d): %v",
+			len(masters), len(parts), len(ps), total, units, info)
 	}
 	mysqlRows := func() (own, rows, sum int64) {
 		if err := s.db.QueryRow(`SELECT i.stock, (SELECT COUNT(*) FROM seckill_item_buckets b WHERE b.sku = i.sku),

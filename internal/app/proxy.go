@@ -78,7 +78,8 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	p := &Proxy{Config: cfg, Log: log, Redis: connect.Redis(cfg.Redis), done: make(chan struct{}),
 		unfit: make(chan error, 1), verified: make(chan struct{}), sweeperDone: make(chan struct{})}
 	gopt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: opt.Instance,
-		Admission: cfg.Admission, Route: sale.Route(cfg.Kafka.Topic), LateAfter: cfg.Outbox.LateAfter}
+		Admission: cfg.Admission, Route: sale.Route(cfg.Kafka.Topic), LateAfter: cfg.Outbox.LateAfter,
+		Partitions: cfg.Kafka.Partitions}
 	if cfg.Redis.Mode != conf.ModeStandalone {
 		gopt.Topology = connect.NewTopology(cfg.Redis).Masters
 	}

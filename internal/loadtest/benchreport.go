@@ -45,6 +45,7 @@ type benchData struct {
 	BuyPerGet, BuyPerGetBase   float64
 	Admission, Metrics         string
 	AdmissionRush, Hot         string
+	Buckets                    string
 	cpuNew, cpuBase, cpuTwo    cpuTable
 	cpuMetrics, cpuMetricsBase cpuTable
 }
@@ -98,6 +99,9 @@ func BenchReport(run BenchRun) (string, error) {
 	must(err)
 	d.Legacy, err = tableBody(w("legacy.md"))
 	must(err)
+	buckets, err := os.ReadFile(w("buckets.md"))
+	must(err)
+	d.Buckets = strings.TrimSpace(string(buckets))
 	rush, err := os.ReadFile(w("admission.md"))
 	must(err)
 	d.AdmissionRush = strings.TrimSpace(string(rush))
