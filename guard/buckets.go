@@ -38,6 +38,28 @@ type saleLayout struct {
 	stock []atomic.Int64
 }
 
+// donorsMayHave says whether a bucket other than home may still have units, as far as the
+// last replies said: when none may, a buyer their home cannot serve is told SOLDOUT at once,
+// with no reservation and no donor asked. A release or re-warm resets what is known
+// (forgetStock), as it clears the sold-out flag.
+func (sl *saleLayout) donorsMayHave(home int) bool {
+	for i := range sl.stock {
+		if i != home && sl.stock[i].Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetStock makes every bucket of sku's known layout worth asking again.
+func (g *Guard) forgetStock(sku string) {
+	if v, ok := g.layouts.Load(sku); ok {
+		for i := range v.(*saleLayout).stock {
+			v.(*saleLayout).stock[i].Store(1)
+		}
+	}
+}
+
 // learnLayout records that sku's sale of version has the buckets buckets (the meta's field;
 // "" or one bucket: not split) and returns it (nil when not split, or unreadable).
 func (g *Guard) learnLayout(sku, version, buckets string) *saleLayout {

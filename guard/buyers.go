@@ -127,6 +127,7 @@ func orderOf(v string) string {
 // may be stock again, and a buyer may buy again).
 func (g *Guard) clearFlag(sku string) {
 	g.flags.Clear(sku)
+	g.forgetStock(sku)
 	g.noSales.forget(sku)
 	if c, ok := g.counters(sku); ok {
 		c.known.forget()

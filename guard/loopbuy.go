@@ -171,7 +171,7 @@ func (g *Guard) MasterOf(ctx context.Context, tag string) (string, error) {
 func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	g.stats.scripts.Add(int64(len(as)))
 	first := as[0]
-	dst = redcon.AppendArray(dst, 3+len(first.keys)+2+4*len(as))
+	dst = redcon.AppendArray(dst, 3+len(first.keys)+3+4*len(as))
 	if first.useEval {
 		dst = redcon.AppendBulkString(dst, "EVAL")
 		dst = redcon.AppendBulkString(dst, buyLua)
@@ -183,10 +183,15 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	for _, k := range first.keys {
 		dst = redcon.AppendBulkString(dst, k)
 	}
-	// ARGV: the sale version, the caller's route, then per buy its uid, quantity, order id
-	// and this proxy's name.
+	// ARGV: the sale version, the caller's route, whether another bucket may give units, then
+	// per buy its uid, quantity, order id and this proxy's name.
 	dst = redcon.AppendBulkString(dst, first.version)
 	dst = redcon.AppendBulkString(dst, g.opt.Route)
+	donors := "0"
+	if first.lay != nil && first.lay.donorsMayHave(first.bucket) {
+		donors = "1"
+	}
+	dst = redcon.AppendBulkString(dst, donors)
 	for _, a := range as {
 		dst = redcon.AppendBulkString(dst, a.req.UID)
 		dst = redcon.AppendBulkInt(dst, a.req.Qty)

@@ -26,7 +26,7 @@ export SECKILL_KAFKA_TOPIC=bench.buckets.$run_id SECKILL_KAFKA_DEAD_LETTER_TOPIC
 sinks=()
 start_sinks() { # start_sinks N
   for ((i = 0; i < $1; i++)); do
-    SECKILL_ADMIN_LISTEN= ./bin/seckill-sink &
+    SECKILL_SINK_ADMIN_LISTEN= ./bin/seckill-sink &
     sinks+=($!)
   done
 }

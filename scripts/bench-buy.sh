@@ -84,7 +84,7 @@ measure() {
     for ((i = 0; i < ROUNDS; i++)); do
       ps+=("$(rps "$PORT" "$P" SECKILL.BUY "$sku" __rand_int__ 1)")
       # shellcheck disable=SC2046
-      ds+=("$(rps "$mport" "$P" EVALSHA "$SHA" 7 $(keys "$dsku") "" "$ROUTE" __rand_int__ 1 direct bench)")
+      ds+=("$(rps "$mport" "$P" EVALSHA "$SHA" 7 $(keys "$dsku") "" "$ROUTE" 0 __rand_int__ 1 direct bench)")
     done
     row "$name" "$P" "$(printf '%s\n' "${ps[@]}" | median)" "$(printf '%s\n' "${ds[@]}" | median)"
   done

@@ -4,8 +4,11 @@
 -- buyers maps uid -> "<order id>:<qty>", or "r:<order id>:<qty>" while a donor bucket is asked
 -- for the units of a buyer whose home bucket had too few (see donate.lua).
 -- ARGV: version the proxy expects ("" for any), the proxy's route (sale.Route: its Kafka topic
--- and message version), then for each buy: uid, qty, order id, proxy instance. The buys run in that order, each exactly as if it ran alone, so a buyer who
--- appears twice gets DUPLICATE the second time.
+-- and message version), donors ("1": another bucket of a split sale may still have units, so
+-- a buyer this bucket cannot serve is reserved; "0": as far as the proxy knows none has, so
+-- the buyer is told SOLDOUT at once), then for each buy: uid, qty, order id, proxy instance.
+-- The buys run in that order, each exactly as if it ran alone, so a buyer who appears twice
+-- gets DUPLICATE the second time.
 -- Returns an array with one reply per buy, in order, each one of:
 --   {"OK", order id, version, remaining, outbox entry id, server time ms}
 --   {"DUPLICATE", existing order id}
@@ -18,9 +21,9 @@
 --   {"RESERVED", order id}        the buyer's earlier buy is still asking the other buckets
 --   {"LIMIT", per-user limit}
 --   {"DRIFT", the sale's route}  the sale sends its orders elsewhere than this proxy would
-local buys = (#ARGV - 2) / 4
+local buys = (#ARGV - 3) / 4
 if buys < 1 or buys ~= math.floor(buys) then
-  return redis.error_reply('ERR buy.lua takes a version, a route and then uid, qty, order id, instance per buy')
+  return redis.error_reply('ERR buy.lua takes a version, a route, donors and then uid, qty, order id, instance per buy')
 end
 local function all(reply)
   local out = {}
@@ -32,6 +35,7 @@ local state, version = m[1], m[2]
 if not state then return all({'CLOSED', 'not warmed'}) end
 if state ~= 'open' then return all({'CLOSED', state}) end
 local split = m[7] and string.find(m[7], ',', 1, true) ~= nil
+local donors = split and ARGV[3] == '1'
 if (ARGV[1] ~= '' and ARGV[1] ~= version) or (ARGV[1] == '' and split) then
   return all({'STALE', version, m[7] or ''})
 end
@@ -49,7 +53,7 @@ local ts = tostring(now)
 -- One read of every buyer, one decrement and one write of the new buyers for the whole call;
 -- a buyer sold earlier in this call counts as a duplicate like one sold before it.
 local uids = {}
-for b = 1, buys do uids[b] = ARGV[4 * b - 1] end
+for b = 1, buys do uids[b] = ARGV[4 * b] end
 local prevs = redis.call('HMGET', KEYS[3], unpack(uids))
 local mine = {}   -- uid -> order id, sold in this call
 local sold = {}   -- indexes of the buys sold, in order
@@ -58,7 +62,7 @@ local taken = 0
 local reserved = {} -- ms, "<order id>:<qty>:<uid>", ... for ZADD
 local out = {}
 for b = 1, buys do
-  local uid, q, id = uids[b], ARGV[4 * b], ARGV[4 * b + 1]
+  local uid, q, id = uids[b], ARGV[4 * b + 1], ARGV[4 * b + 2]
   local qty = tonumber(q)
   local prev = prevs[b]
   if mine[uid] then
@@ -70,7 +74,7 @@ for b = 1, buys do
     out[b] = {'DUPLICATE', string.match(prev, '^released:([^:]+)') or string.match(prev, '^([^:]+)')}
   elseif qty > limit then
     out[b] = {'LIMIT', m[5]}
-  elseif stock < qty and split then
+  elseif stock < qty and donors then
     mine[uid] = id
     fields[#fields + 1] = uid
     fields[#fields + 1] = 'r:' .. id .. ':' .. q
@@ -95,8 +99,8 @@ if #fields > 0 then redis.call('HSET', KEYS[3], unpack(fields)) end
 if #reserved > 0 then redis.call('ZADD', KEYS[6], unpack(reserved)) end
 if taken > 0 then
   for _, b in ipairs(sold) do
-    out[b][5] = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4 * b + 1], 'version', version,
-      'uid', uids[b], 'qty', ARGV[4 * b], 'ts', ts, 'by', ARGV[4 * b + 2])
+    out[b][5] = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4 * b + 2], 'version', version,
+      'uid', uids[b], 'qty', ARGV[4 * b + 1], 'ts', ts, 'by', ARGV[4 * b + 3])
   end
 end
 return out
