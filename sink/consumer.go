@@ -208,11 +208,36 @@ func (s *Sink) Claimed() (int, bool) {
 	return int(max(n, 0)), n >= 0
 }
 
+// storedBatch is a batch MySQL has committed, on its way to Redis (its outcomes) and to the
+// group's offsets (its last message, marked once the outcomes are written).
+type storedBatch struct {
+	outcomes []Outcome
+	last     *sarama.ConsumerMessage
+	begun    time.Time
+}
+
 // ConsumeClaim implements sarama.ConsumerGroupHandler: batches of up to sink.batch_size
-// messages, each waiting at most sink.batch_linger to fill.
+// messages, each waiting at most sink.batch_linger to fill. A batch's outcomes are written to
+// Redis while the next batch goes to MySQL, on a goroutine of the claim's, which then marks
+// the batch's last message: a batch is marked only once both are done, in Kafka's order, so
+// a sink that stops between them has the batch again, and writes its outcomes then.
 func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := sess.Context()
 	defer s.dropLag(claim.Topic(), claim.Partition())
+	committed := make(chan storedBatch, 1)
+	var after sync.WaitGroup
+	after.Go(func() {
+		for b := range committed {
+			s.writeOutcomes(ctx, b.outcomes)
+			s.batchLatency.Observe(time.Since(b.begun).Seconds())
+			sess.MarkMessage(b.last, "")
+			s.setLag(b.last.Topic, b.last.Partition, claim.HighWaterMarkOffset()-b.last.Offset-1)
+		}
+	})
+	defer func() {
+		close(committed)
+		after.Wait()
+	}()
 	batch := make([]*sarama.ConsumerMessage, 0, s.cfg.Sink.BatchSize)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -242,32 +267,35 @@ func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Consu
 			}
 		}
 		linger.Stop()
-		if err := s.handle(ctx, batch); err != nil {
+		outcomes, err := s.handle(ctx, batch)
+		if err != nil {
 			return nil // the session ended mid-batch: nothing marked, the batch comes again
 		}
-		s.batchLatency.Observe(time.Since(begun).Seconds())
-		last := batch[len(batch)-1]
-		sess.MarkMessage(last, "")
-		s.setLag(last.Topic, last.Partition, claim.HighWaterMarkOffset()-last.Offset-1)
+		select {
+		case committed <- storedBatch{outcomes: outcomes, last: batch[len(batch)-1], begun: begun}:
+		case <-ctx.Done():
+			return nil // not marked: the batch comes again, and its outcomes are written then
+		}
+		batch = make([]*sarama.ConsumerMessage, 0, s.cfg.Sink.BatchSize) // the last one is the goroutine's now
 	}
 }
 
-// handle dead-letters what cannot be parsed, persists the rest and writes their outcomes. It
-// fails only when ctx ends before MySQL has committed.
-func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error {
+// handle dead-letters what cannot be parsed, persists the rest and returns their outcomes,
+// for writeOutcomes. It fails only when ctx ends before MySQL has committed.
+func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) ([]Outcome, error) {
 	orders := make([]sale.Order, 0, len(msgs))
 	for _, m := range msgs {
 		o, err := sale.DecodeOrder(m.Value)
 		if err != nil {
 			if err := s.deadLetter(ctx, m, err); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		orders = append(orders, o)
 	}
 	if len(orders) == 0 {
-		return nil
+		return nil, nil
 	}
 	var outcomes []Outcome
 	if err := s.retry(ctx, "persist orders", func() error {
@@ -278,7 +306,7 @@ func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error
 		outcomes, err = Persist(tctx, s.db, orders)
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	s.batches.Add(1)
 	for _, o := range orders {
@@ -296,8 +324,7 @@ func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) error
 			s.rejected.Add(1)
 		}
 	}
-	s.writeOutcomes(ctx, outcomes)
-	return nil
+	return outcomes, nil
 }
 
 // writeOutcomes records each order's outcome in its SKU's result hash, for SECKILL.STATUS,
