@@ -69,6 +69,19 @@ func TestBucketsSale(t *testing.T) {
 	s := startProxy(t, cfg, true)
 	runSink(t, cfg)
 	c := s.client(t, conns)
+	// The sink creates the run's topic; WARM spreads the buckets over the partitions Kafka
+	// names, so the sale is warmed once the topic is there.
+	kc, err := sarama.NewClient(cfg.Kafka.Brokers, sarama.NewConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	var ps []int32
+	eventually(t, 20*time.Second, "the sink created the orders topic", func() bool {
+		_ = kc.RefreshMetadata(cfg.Kafka.Topic)
+		ps, err = kc.Partitions(cfg.Kafka.Topic)
+		return err == nil && len(ps) >= 3
+	})
 	sku := newSKU("buckets")
 	s.sale(t, c, sku, units, "BUCKETS", 3)
 
@@ -79,15 +92,6 @@ func TestBucketsSale(t *testing.T) {
 	masters := map[string]bool{}
 	parts := map[int32]bool{}
 	hp := sarama.NewHashPartitioner(cfg.Kafka.Topic)
-	kc, err := sarama.NewClient(cfg.Kafka.Brokers, sarama.NewConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
-	ps, err := kc.Partitions(cfg.Kafka.Topic)
-	if err != nil || len(ps) < 3 {
-		t.Fatalf("the orders topic's partitions: %v %v, want 3 or more", ps, err)
-	}
 	var total int64
 	for i := range 3 {
 		b := bucketLine(info["bucket_"+strconv.Itoa(i)])

@@ -223,7 +223,12 @@ func testInfoIsRedis(t *testing.T, s *stack) {
 	if mem := c.do(t, "INFO", "memory"); strings.Contains(mem, "# Seckill") || !strings.Contains(mem, "used_memory:") {
 		t.Errorf("INFO memory = %.300q", mem)
 	}
-	// The keyspace counts every master's keys: what DBSIZE (summed over the masters) counts.
+	// The keyspace counts every master's keys: what DBSIZE (summed over the masters) counts. A
+	// key of the test's own makes sure there is one, whichever tests ran before.
+	key := newSKU("infokey")
+	if got := c.do(t, "SET", key, "1", "EX", "60"); got != "+OK\r\n" {
+		t.Fatalf("SET %s = %q", key, got)
+	}
 	eventually(t, 5*time.Second, "INFO keyspace's keys = DBSIZE", func() bool {
 		var keys, dbsize int
 		ks := c.do(t, "INFO", "keyspace")

@@ -187,3 +187,36 @@ func BenchmarkPersist(b *testing.B) {
 		})
 	}
 }
+
+// TestOutcomeCalls: a batch's outcomes become one outcome.lua call per home bucket (another
+// one past maxOutcomesPerCall), each with its orders in the batch's order and 6 values apiece.
+func TestOutcomeCalls(t *testing.T) {
+	var outs []Outcome
+	for i := range maxOutcomesPerCall + 3 {
+		outs = append(outs, Outcome{OrderID: "a" + strconv.Itoa(i), SKU: "s", Status: StatusConfirmed, New: true, Version: 1})
+	}
+	outs = append(outs, Outcome{OrderID: "b", SKU: "s", Home: 4, Status: StatusRejected, Reason: ReasonSoldOut, Version: 1},
+		Outcome{OrderID: "c", SKU: "t", Status: StatusCancelled, Revoked: true, New: true, Version: 2})
+	calls := outcomeCalls(outs)
+	want := []struct {
+		keys   sale.Keys
+		orders int
+	}{{sale.KeysFor("s"), maxOutcomesPerCall}, {sale.KeysFor("s"), 3}, {sale.BucketKeys("s", 4), 1}, {sale.KeysFor("t"), 1}}
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d", len(calls), len(want))
+	}
+	for i, w := range want {
+		if calls[i].keys != w.keys || len(calls[i].args) != w.orders*outcomeArgs {
+			t.Errorf("call %d: keys %v, %d args; want %v, %d", i, calls[i].keys.Result, len(calls[i].args), w.keys.Result, w.orders*outcomeArgs)
+		}
+	}
+	if got := fmt.Sprint(calls[2].args); got != "[b rejected "+ReasonSoldOut+" 1 rejected 0 0]" {
+		t.Errorf("b's values: %s", got)
+	}
+	if got := fmt.Sprint(calls[3].args); got != "[c cancelled 2 cancelled 1 1]" {
+		t.Errorf("c's values: %s", got)
+	}
+	if calls[1].args[0] != "a"+strconv.Itoa(maxOutcomesPerCall) {
+		t.Errorf("the second call starts with %v, want the order after the first call's", calls[1].args[0])
+	}
+}
