@@ -226,7 +226,8 @@ type Kafka struct {
 	// AddressMap rewrites where brokers are dialled, as redis.address_map does for Redis
 	// nodes: a broker that metadata announces as "announced" is dialled at "dialled".
 	AddressMap []string `koanf:"address_map"`
-	// Partitions and ReplicationFactor are used when the sink creates a missing topic.
+	// Partitions and ReplicationFactor are used when the sink creates a missing topic;
+	// Partitions is also WARM's guess of the topic's partitions when Kafka does not say.
 	// Production wants a replication factor of 3; the dev stack has one broker.
 	Partitions        int `koanf:"partitions"`
 	ReplicationFactor int `koanf:"replication_factor"`
