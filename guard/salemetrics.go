@@ -1,0 +1,99 @@
+package guard
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/sale"
+)
+
+// The open sales' figures for the metrics endpoint and the sale page.
+
+// SaleMetrics are one open sale's figures for the metrics endpoint: this proxy's buys by
+// outcome, and Redis's stock and outbox.
+type SaleMetrics struct {
+	SKU       string
+	Outcomes  []OutcomeCount
+	Stock     int64
+	Outbox    int64
+	OutboxAge time.Duration // of the oldest entry; 0 when empty
+	// Late is the sale's late orders, as the late-order watch last counted them.
+	Late int64
+}
+
+// OutcomeCount is a count of buys with one outcome.
+type OutcomeCount struct {
+	Outcome string
+	Count   int64
+}
+
+// SaleMetrics returns the figures of the open sales this proxy has served (and of those with
+// late orders), at most most of them (by SKU), read from Redis in one pipeline. A sale whose
+// state cannot be read is left out.
+func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
+	skus := g.skus()
+	slices.Sort(skus)
+	if len(skus) == 0 {
+		return nil
+	}
+	type reads struct {
+		state  *redis.StringCmd
+		late   *redis.StringCmd
+		stock  *redis.StringCmd
+		outbox *redis.IntCmd
+		oldest *redis.XMessageSliceCmd
+	}
+	rs := make([][]reads, len(skus)) // per bucket, as this proxy knows the sale's layout
+	_, _ = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sku := range skus {
+			l := sale.OneBucket(sku)
+			if v, ok := g.layouts.Load(sku); ok {
+				l = v.(*saleLayout).l
+			}
+			for b := range l.Tags {
+				k := l.Keys(b)
+				rs[i] = append(rs[i], reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"), stock: p.Get(ctx, k.Stock),
+					outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)})
+			}
+		}
+		return nil
+	})
+	now := g.opt.Now()
+	var out []SaleMetrics
+	for i, sku := range skus {
+		if len(out) == most {
+			break
+		}
+		var late int64
+		for _, r := range rs[i] {
+			n, _ := r.late.Int64()
+			late += n
+		}
+		if rs[i][0].state.Val() != sale.StateOpen && late == 0 {
+			continue // an ended sale is shown while it has late orders
+		}
+		c, _ := g.counters(sku)
+		m := SaleMetrics{SKU: sku, Late: late, Outcomes: []OutcomeCount{
+			{"order", c.successes.Load()}, {"duplicate", c.duplicates.Load()}, {"soldout", c.soldOut.Load()},
+			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
+			{"limited_denied", c.limitedDenied.Load()}}}
+		for _, r := range rs[i] {
+			n, _ := r.stock.Int64()
+			m.Stock += n
+			m.Outbox += r.outbox.Val()
+			if msgs := r.oldest.Val(); len(msgs) == 1 {
+				ms, _, _ := strings.Cut(msgs[0].ID, "-")
+				if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+					m.OutboxAge = max(m.OutboxAge, now.Sub(time.UnixMilli(t)))
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
