@@ -67,6 +67,11 @@ func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState,
 			}
 			if full {
 				st.all, st.results = all.Val(), results.Val()
+				if st.all == nil || st.results == nil { // the other buckets' are copied in
+					st.all, st.results = map[string]string{}, map[string]string{}
+					maps.Copy(st.all, all.Val())
+					maps.Copy(st.results, results.Val())
+				}
 			}
 		} else {
 			for _, f := range summedMeta {
