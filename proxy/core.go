@@ -77,7 +77,7 @@ type client struct {
 	// slots, in front of a cluster, holds for each slot the node of the client's commands
 	// in flight there and their count: a later command of that slot goes elsewhere only once
 	// they are answered (redirects included), so that none overtakes an earlier one.
-	slots map[uint16]slotUse
+	slots slotUses
 
 	// ctx ends when the client goes: what runs for it elsewhere (a blocking command) stops.
 	ctx    context.Context
@@ -104,11 +104,6 @@ type client struct {
 	// answer, set for the buys the router hands to the core (runBuys), takes each reply in
 	// place of a socket: such a client has no reader, no output and no shell's handle.
 	answer func(seq uint64, reply []byte)
-}
-
-type slotUse struct {
-	addr string
-	n    int
 }
 
 // owed is how many commands sent to Redis still wait for their reply to be written.
@@ -278,10 +273,10 @@ func (k *core) process(c *client) {
 // slot map knows it already, while their MOVED replies are still to come), it waits until
 // they are answered, so that it cannot overtake them (codis holds a slot lock likewise).
 func (k *core) mayGo(c *client, addr string, slot uint16) bool {
-	if !k.cluster || len(c.slots) == 0 {
+	if !k.cluster || c.slots.len() == 0 {
 		return true
 	}
-	use, ok := c.slots[slot]
+	use, ok := c.slots.get(slot)
 	return !ok || use.addr == addr
 }
 

@@ -146,11 +146,7 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 	if k.cluster {
 		in.raw = bytes.Clone(up.out[start:])
 		in.slot = slot
-		if c.slots == nil {
-			c.slots = map[uint16]slotUse{}
-		}
-		use := c.slots[in.slot]
-		c.slots[in.slot] = slotUse{addr: addr, n: use.n + 1}
+		c.slots.add(in.slot, addr)
 	}
 	if len(up.queue) == up.head {
 		up.lastRead = k.now // the wait for an answer starts now
@@ -283,16 +279,9 @@ func (k *core) done(in inflight, reply []byte, owned bool) {
 
 // slotDone counts one command of c's slot answered.
 func (k *core) slotDone(c *client, slot uint16) {
-	use := c.slots[slot]
-	if use.n <= 1 {
-		delete(c.slots, slot)
-		if c.rd.HasInput() {
-			k.markDirty(c) // a command held back by the slot may go now
-		}
-		return
+	if c.slots.done(slot) && c.rd.HasInput() {
+		k.markDirty(c) // a command held back by the slot may go now
 	}
-	use.n--
-	c.slots[slot] = use
 }
 
 // nextRedirects hands the redirects waiting to the env, which follows them in turn: a

@@ -38,12 +38,23 @@ SALE=(-units 2000 -buyers 80000 -conns 200)
 # Three alternating rounds: the proxy; the seeds' service in a process of its own, as the proxy
 # is (seckill-bench -serve-seeds); and the seeds' service inside the load tool's process.
 SEEDS_PORT=6394
+# Each side's CPU per request over the sale (user + system time of the one process that
+# serves it, from /proc), for table (n): seedscpu.tsv.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+BUYERS=80000
+printf 'proxy_us\tseeds_us\n' >"$WORK/seedscpu.tsv"
 for round in 1 2 3; do
+  t0=$(ticks $proxy_pid)
   ./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_proxy "${SALE[@]}" -json >"$WORK/proxy.$round.json" 2>"$WORK/proxy.err" || { cat "$WORK/proxy.err" >&2; exit 1; }
+  proxy_ticks=$(($(ticks $proxy_pid) - t0))
   ./bin/seckill-bench -serve-seeds 127.0.0.1:$SEEDS_PORT -sku bench_seeds -units 2000 2>"$WORK/seeds-service.err" &
   seeds_pid=$!
   for _ in $(seq 100); do redis-cli -p $SEEDS_PORT ping 2>/dev/null | grep -q ERR && break; sleep 0.1; done
+  t0=$(ticks $seeds_pid)
   ./bin/seckill-bench -mode seeds -seeds-addr 127.0.0.1:$SEEDS_PORT -sku bench_seeds "${SALE[@]}" -check=false -json >"$WORK/seeds.$round.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" "$WORK/seeds-service.err" >&2; exit 1; }
+  seeds_ticks=$(($(ticks $seeds_pid) - t0))
+  awk -v p="$proxy_ticks" -v s="$seeds_ticks" -v hz="$HZ" -v n="$BUYERS" 'BEGIN { printf "%.2f\t%.2f\n", p / hz * 1e6 / n, s / hz * 1e6 / n }' >>"$WORK/seedscpu.tsv"
   kill $seeds_pid && wait $seeds_pid || true
   ./bin/seckill-bench -mode seeds -sku bench_seeds_in "${SALE[@]}" -check=false -json >"$WORK/seedsin.$round.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" >&2; exit 1; }
 done
@@ -54,6 +65,9 @@ build_proxy() {
   git archive "$1" | tar -x -C "$WORK/$2-src"
   (cd "$WORK/$2-src" && go build -o "$WORK/$2-bin/" ./cmd/seckill-proxy)
 }
+
+echo "== (n) what one request costs: redis-server, twemproxy and the proxy, with profiles" >&2
+scripts/bench-cost.sh 100000 3
 
 echo "== (h) the proxy's CPU per request, this tree against $BASE" >&2
 build_proxy "$BASE" base

@@ -64,6 +64,7 @@ type shared struct {
 	// verified is set once CheckACL has verified the pass-through user; until then every
 	// pass-through command is answered UNAVAILABLE.
 	verified atomic.Bool
+	slotCache
 }
 
 // RESP3 is the Cluster whose connections log in with HELLO 3, so that Redis's replies come in
@@ -334,6 +335,7 @@ func (c *Cluster) redirect(ctx context.Context, reply []byte, args [][]byte) []b
 		cmds := [][][]byte{args}
 		if moved {
 			c.rc.ReloadState(ctx)
+			c.slotCache.forget()
 		} else {
 			cmds = [][][]byte{{[]byte("ASKING")}, args}
 		}
@@ -351,11 +353,22 @@ func (c *Cluster) masterAddr(ctx context.Context, key []byte) (string, error) {
 	if c.opt.Standalone != "" {
 		return c.opt.Standalone, nil
 	}
+	return c.slotMaster(ctx, Slot(key), key)
+}
+
+// slotMaster is the address of the master of slot, key's: from the slot cache, or from
+// go-redis's slot map, which the cache then holds for up to slotCacheAge.
+func (c *Cluster) slotMaster(ctx context.Context, slot uint16, key []byte) (string, error) {
+	if addr, ok := c.slotCache.get(slot); ok {
+		return addr, nil
+	}
 	m, err := c.rc.MasterForKey(ctx, string(key))
 	if err != nil {
 		return "", err
 	}
-	return m.Options().Addr, nil
+	addr := m.Options().Addr
+	c.slotCache.put(slot, addr)
+	return addr, nil
 }
 
 // masters lists the masters' addresses, sorted, so that a SCAN cursor means the same node

@@ -87,7 +87,7 @@ func (c *Cluster) routeByKeys(ctx context.Context, name string, cf commandFlags,
 		}
 		return plan{reply: errorReply("CROSSSLOT Keys in request don't hash to the same slot")}
 	}
-	addr, err := c.masterAddr(ctx, keys[0])
+	addr, err := c.slotMaster(ctx, slot, keys[0])
 	if err != nil {
 		return plan{reply: unavailable(err)}
 	}

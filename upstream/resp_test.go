@@ -1,6 +1,10 @@
 package upstream
 
-import "testing"
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
 
 func TestSlot(t *testing.T) {
 	// Values from CLUSTER KEYSLOT.
@@ -16,5 +20,40 @@ func TestSlot(t *testing.T) {
 func TestArrayReply(t *testing.T) {
 	if got := string(arrayReply([][]byte{[]byte("$1\r\na\r\n"), []byte("$-1\r\n")})); got != "*2\r\n$1\r\na\r\n$-1\r\n" {
 		t.Fatalf("arrayReply = %q", got)
+	}
+}
+
+// TestSlotTable: the table-driven CRC16 gives the bit-by-bit one's slot for every byte value
+// and for random keys.
+func TestSlotTable(t *testing.T) {
+	bitwise := func(key []byte) uint16 {
+		var crc uint16
+		for _, b := range key {
+			crc ^= uint16(b) << 8
+			for range 8 {
+				if crc&0x8000 != 0 {
+					crc = crc<<1 ^ 0x1021
+				} else {
+					crc <<= 1
+				}
+			}
+		}
+		return crc % 16384
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		key := make([]byte, i%40)
+		for j := range key {
+			key[j] = byte(rng.UintN(256))
+		}
+		if i < 256 {
+			key = []byte{byte(i), 'x'}
+		}
+		if bytes.IndexByte(key, '{') >= 0 {
+			continue
+		}
+		if got, want := Slot(key), bitwise(key); got != want {
+			t.Fatalf("Slot(%q) = %d, want %d", key, got, want)
+		}
 	}
 }

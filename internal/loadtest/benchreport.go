@@ -46,6 +46,7 @@ type benchData struct {
 	Admission, Metrics         string
 	AdmissionRush, Hot         string
 	Buckets                    string
+	Cost, CostRatios, Profiles string
 	cpuNew, cpuBase, cpuTwo    cpuTable
 	cpuMetrics, cpuMetricsBase cpuTable
 }
@@ -120,6 +121,15 @@ func BenchReport(run BenchRun) (string, error) {
 	must(err)
 	big, err := readBigArgs(w("bigarg.txt"))
 	must(err)
+	cost, err := readCost(w("cost.tsv"))
+	must(err)
+	seeds, err := readSeedsCPU(w("seedscpu.tsv"))
+	must(err)
+	if err == nil && cost.rows != nil {
+		d.Cost, d.CostRatios = costTable(cost), costRatios(cost, seeds)
+		d.Profiles, err = profileTable(run.Work, cost)
+		must(err)
+	}
 	if len(errs) > 0 {
 		return "", errors.Join(errs...)
 	}
