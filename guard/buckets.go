@@ -334,7 +334,7 @@ func (g *Guard) donate(ctx context.Context, a *Attempt) (BuyResult, bool) {
 				return fail(err)
 			}
 			var res BuyResult
-			a.reply = v
+			a.reply = sale.Fields(v)
 			g.settle(a, &res, maxRounds)
 			return res, false
 		}

@@ -164,7 +164,7 @@ type Attempt struct {
 	lay    *saleLayout
 	bucket int
 	donate bool      // the home bucket answered EMPTY: Donate finishes the buy
-	reply  []any     // the script's reply for this buy
+	reply  []string  // the script's reply for this buy, its elements as sale.Field reads them
 	err    error     // the script's error, or the pipeline's
 	sold   sale.Sold // set when the script sold the order
 	// waitSlot counts the attempt among its SKU's waiting buys (nil: not counted).

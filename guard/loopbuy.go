@@ -220,15 +220,14 @@ type Outcome struct {
 // SettleCall takes the raw reply of one script call for as (round counts the calls an
 // attempt has had before this one) and appends each attempt's outcome to out.
 func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) []Outcome {
-	v, err := resp.Decode(raw)
-	replies, ok := v.([]any)
-	if err == nil && (!ok || len(replies) != len(as)) {
+	replies, err := resp.DecodeRows(raw)
+	if errors.Is(err, resp.ErrReply) || (err == nil && len(replies) != len(as)) {
 		err = fmt.Errorf("buy script answered %q for %d buys", clip(raw), len(as))
 	}
 	for i, a := range as {
 		a.err, a.reply = err, nil // each attempt its own reply, or the call's error
 		if err == nil {
-			a.reply, _ = replies[i].([]any)
+			a.reply = replies[i]
 		}
 		var o Outcome
 		if addr, ask, ok := redirectOf(err); ok && round+1 < maxRounds {
@@ -256,14 +255,12 @@ func (g *Guard) TimedOut(*Attempt) BuyResult {
 // Late takes the reply of a call whose attempts were answered TimedOut already: what it sold
 // is teed (their buyers learn their orders by retrying), and nothing is counted twice.
 func (g *Guard) Late(as []*Attempt, raw []byte) {
-	v, err := resp.Decode(raw)
-	replies, _ := v.([]any)
+	replies, err := resp.DecodeRows(raw)
 	if err != nil || len(replies) != len(as) {
 		return
 	}
 	for i, a := range as {
-		reply, _ := replies[i].([]any)
-		r := sale.ParseBuyReply(reply)
+		r := sale.ParseBuyFields(replies[i])
 		if r.Code != "OK" || g.opt.Publisher == nil {
 			continue
 		}

@@ -33,7 +33,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		res.Err = unavailable(err)
 		return false
 	}
-	r := sale.ParseBuyReply(a.reply)
+	r := sale.ParseBuyFields(a.reply)
 	code, arg := r.Code, r.Arg
 	if code == "CLOSED" && arg == "not warmed" {
 		g.stats.closed.Add(1) // no sale: no counters of its own
@@ -87,7 +87,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 			res.Err = unavailable(errors.New("a split sale's bucket answered for a proxy that did not know it was split"))
 			return false
 		}
-		n, _ := strconv.ParseInt(sale.Field(a.reply, 3), 10, 64)
+		n, _ := strconv.ParseInt(sale.FieldAt(a.reply, 3), 10, 64)
 		a.lay.stock[a.bucket].Store(n)
 		a.donate = true
 	case "RESERVED":
@@ -101,7 +101,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		// The sale was re-warmed (or is split, and this proxy did not know it): forget what
 		// this proxy knew of the old version, and learn the buckets.
 		g.versions.Store(a.req.SKU, arg)
-		g.learnLayout(a.req.SKU, arg, sale.Field(a.reply, 2))
+		g.learnLayout(a.req.SKU, arg, sale.FieldAt(a.reply, 2))
 		g.clearFlag(a.req.SKU)
 		if round+1 < maxRounds {
 			a.version = arg

@@ -115,7 +115,7 @@ type core struct {
 	buyer    buyer // nil: buys go to the router, on a goroutine of the client's own
 	lim      coreLimits
 	cluster  bool // in front of a cluster: keep commands for MOVED and ASK, and mind slots
-	ups      map[string]*node
+	ups      map[upKey]*node
 	dirty    []*client
 	now      time.Time
 	draining bool
@@ -140,7 +140,7 @@ type core struct {
 }
 
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
-	return &core{env: env, lim: lim, cluster: cluster, ups: map[string]*node{}}
+	return &core{env: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}}
 }
 
 // newClient makes the state of a client that has just connected; what runs for it elsewhere

@@ -87,7 +87,7 @@ func (b *fakeBuyer) callTimeout() time.Duration        { return 500 * time.Milli
 
 // buyNode answers the fake buyer's calls on the owner connection of node a.
 func (h *coreHarness) buyNode(b *fakeBuyer) {
-	up := h.k.ups["owner a"]
+	up := h.k.ups[upKey{addr: "a", kind: upOwner}]
 	if up == nil || !up.connected {
 		return
 	}
@@ -121,11 +121,11 @@ func TestCoreBuys(t *testing.T) {
 	h.send(c2, cmdsOf("BUY s u2"))
 	h.k.flushInputs()
 	h.connect()
-	owner := h.k.ups["owner a"]
+	owner := h.k.ups[upKey{addr: "a", kind: upOwner}]
 	if owner == nil || strings.Count(string(owner.out), "BUYCALL") != 1 {
 		t.Fatalf("the turn's buys: %q, want one call", owner.out)
 	}
-	if up := h.k.ups["a"]; up != nil && len(up.out) > 0 {
+	if up := h.k.ups[upKey{addr: "a"}]; up != nil && len(up.out) > 0 {
 		t.Fatalf("GET a1 went out before c1's buy was answered: %q", up.out)
 	}
 	for range 5 {
@@ -133,7 +133,7 @@ func TestCoreBuys(t *testing.T) {
 		h.k.flushInputs()
 		h.connect()
 		for addr := range h.k.ups {
-			if addr != "owner a" {
+			if addr != (upKey{addr: "a", kind: upOwner}) {
 				h.answer(addr, nil)
 			}
 		}
@@ -247,7 +247,7 @@ func TestCoreRunBuysBounded(t *testing.T) {
 	run("a:", "u1", "u2")
 	h.k.flushInputs()
 	h.connect()
-	owner := h.k.ups["owner a"]
+	owner := h.k.ups[upKey{addr: "a", kind: upOwner}]
 	if n := strings.Count(string(owner.out), "BUYCALL"); n != 1 || owner.callsOut != 1 {
 		t.Fatalf("first turn: %d calls written, %d out; want 1 and 1", n, owner.callsOut)
 	}

@@ -107,8 +107,8 @@ func (h *coreHarness) connect() {
 
 // answer has node addr answer every command written to it so far, reply choosing the reply
 // (nil: echo).
-func (h *coreHarness) answer(addr string, reply func(args [][]byte) []byte) {
-	up := h.k.ups[addr]
+func (h *coreHarness) answer(key upKey, reply func(args [][]byte) []byte) {
+	up := h.k.ups[key]
 	if up == nil || !up.connected {
 		return
 	}
@@ -204,12 +204,12 @@ func TestCoreOrder(t *testing.T) {
 	if len(h.env.slow) != 0 {
 		t.Fatal("ECHO went to the router before the replies before it")
 	}
-	h.answer("b", nil) // b first: its reply waits for a's
+	h.answer(upKey{addr: "b"}, nil) // b first: its reply waits for a's
 	h.flush()
 	if got := h.got[c].String(); got != "" {
 		t.Fatalf("replies before GET a1's: %q", got)
 	}
-	h.answer("a", nil)
+	h.answer(upKey{addr: "a"}, nil)
 	h.flush()
 	if got := h.got[c].String(); got != echoes(cmds[:2]...) {
 		t.Fatalf("after both nodes: %q", got)
@@ -231,14 +231,14 @@ func TestCoreSlotBarrier(t *testing.T) {
 	c := h.client(true)
 	h.send(c, cmdsOf("SET a1 v"))
 	h.connect()
-	h.answer("a", func(args [][]byte) []byte { return []byte("-MOVED 123 127.0.0.1:9\r\n") })
+	h.answer(upKey{addr: "a"}, func(args [][]byte) []byte { return []byte("-MOVED 123 127.0.0.1:9\r\n") })
 	if len(h.env.redirects) != 1 {
 		t.Fatalf("%d redirects asked for, want 1", len(h.env.redirects))
 	}
 	h.env.route['a'] = "b" // the slot map has moved a1's slot to b
 	h.send(c, cmdsOf("GET a1", "GET bee"))
 	h.connect()
-	if up := h.k.ups["b"]; up != nil && strings.Contains(string(up.out), "a1") {
+	if up := h.k.ups[upKey{addr: "b"}]; up != nil && strings.Contains(string(up.out), "a1") {
 		t.Fatal("GET a1 went to b before the SET's redirect was answered")
 	}
 	j := h.env.redirects[0]
@@ -270,7 +270,7 @@ func TestCoreTimeout(t *testing.T) {
 		t.Fatalf("after the EVAL's deadline: %q", got)
 	}
 	h.got[c].Reset()
-	h.answer("a", nil) // the EVAL's reply comes late, then the GET's
+	h.answer(upKey{addr: "a"}, nil) // the EVAL's reply comes late, then the GET's
 	h.flush()
 	if got := h.got[c].String(); got != echoes("GET a1") {
 		t.Fatalf("after the node answered: %q", got)
@@ -284,7 +284,7 @@ func TestCoreTimeout(t *testing.T) {
 	h.flush()
 	h.got[c].Reset()
 	h.k.now = h.k.now.Add(500 * time.Millisecond)
-	if dropped := h.k.expire(); len(dropped) != 1 || h.k.ups["a"].connected {
+	if dropped := h.k.expire(); len(dropped) != 1 || h.k.ups[upKey{addr: "a"}].connected {
 		t.Fatalf("a node silent for two timeouts: dropped %d", len(dropped))
 	}
 	h.flush()
@@ -328,7 +328,7 @@ func TestCoreBackpressure(t *testing.T) {
 	c := h.client(true)
 	h.send(c, cmdsOf("GET "+strings.Repeat("k", 200), "ECHO after"))
 	h.connect()
-	h.answer("a", nil)
+	h.answer(upKey{addr: "a"}, nil)
 	h.k.flushInputs()
 	if h.k.canServe(c) || len(h.env.slow) != 0 {
 		t.Fatal("served with more than maxOut unwritten")
@@ -401,10 +401,10 @@ func TestCoreMetrics(t *testing.T) {
 	h.send(c, cmdsOf("get a1"))
 	h.k.now = h.k.now.Add(500 * time.Millisecond)
 	h.k.expire()
-	h.answer("a", nil)
+	h.answer(upKey{addr: "a"}, nil)
 	h.flush()
 	h.send(c, cmdsOf("SET a2 v"))
-	h.answer("a", func(args [][]byte) []byte { return []byte("-MOVED 123 127.0.0.1:9\r\n") })
+	h.answer(upKey{addr: "a"}, func(args [][]byte) []byte { return []byte("-MOVED 123 127.0.0.1:9\r\n") })
 	for _, j := range h.env.redirects {
 		h.k.redirected(j, []byte("+OK\r\n"))
 	}

@@ -73,11 +73,25 @@ type redirectJob struct {
 	resp3 bool // the command was sent in RESP3, and is followed so
 }
 
+// upKey names one of a core's connections to a node: the node's address, and what the
+// connection is for (a struct key, so that finding it allocates nothing).
+type upKey struct {
+	addr string
+	kind uint8
+}
+
+// The kinds of upKey: pass-through in RESP2, in RESP3, and the proxy's own calls.
+const (
+	upPass uint8 = iota
+	upRESP3
+	upOwner
+)
+
 // nodeOf is the pass-through connection to addr's node for clients speaking protocol proto.
 func (k *core) nodeOf(addr string, proto int) *node {
-	key := addr
+	key := upKey{addr: addr}
 	if proto == 3 {
-		key = "resp3 " + addr
+		key.kind = upRESP3
 	}
 	up := k.ups[key]
 	if up == nil {
@@ -89,7 +103,7 @@ func (k *core) nodeOf(addr string, proto int) *node {
 
 // ownerNodeOf is the connection to addr's node for the proxy's own calls.
 func (k *core) ownerNodeOf(addr string) *node {
-	key := "owner " + addr
+	key := upKey{addr: addr, kind: upOwner}
 	up := k.ups[key]
 	if up == nil {
 		up = &node{addr: addr, fd: -1, owner: true}

@@ -37,14 +37,40 @@ type BuyReply struct {
 	TS        int64
 }
 
-// ParseBuyReply reads one buy's reply.
+// ParseBuyReply reads one buy's reply, as go-redis decodes it.
 func ParseBuyReply(reply []any) BuyReply {
-	r := BuyReply{Code: Field(reply, 0), Arg: Field(reply, 1)}
+	return ParseBuyFields(Fields(reply))
+}
+
+// ParseBuyFields reads one buy's reply, each element as Field gives it (resp.DecodeRows
+// gives a call's replies so).
+func ParseBuyFields(f []string) BuyReply {
+	r := BuyReply{Code: FieldAt(f, 0), Arg: FieldAt(f, 1)}
 	if r.Code == "OK" {
-		r.Version, r.Stock, r.EntryID = Field(reply, 2), Field(reply, 3), Field(reply, 4)
-		r.TS, _ = strconv.ParseInt(Field(reply, 5), 10, 64)
+		r.Version, r.Stock, r.EntryID = FieldAt(f, 2), FieldAt(f, 3), FieldAt(f, 4)
+		r.TS, _ = strconv.ParseInt(FieldAt(f, 5), 10, 64)
 	}
 	return r
+}
+
+// Fields is each element of a script's reply as Field gives it.
+func Fields(reply []any) []string {
+	if reply == nil {
+		return nil
+	}
+	f := make([]string, len(reply))
+	for i := range reply {
+		f[i] = Field(reply, i)
+	}
+	return f
+}
+
+// FieldAt is f[i], or "" past its end.
+func FieldAt(f []string, i int) string {
+	if i < 0 || i >= len(f) {
+		return ""
+	}
+	return f[i]
 }
 
 // Sold is the order an OK reply made, for uid's buy of qty in sku, by the proxy named by.

@@ -7,7 +7,8 @@
 #   scripts/bench-cost.sh [requests] [rounds]     (defaults: 100000, 3)
 #
 # Each row is redis-benchmark -c 50 -n REQUESTS at -P 1 and -P 16, on keys key:0..99999 set
-# beforehand (GET key:__rand_int__ -r 100000; for one master's row, {k}:0..99999), and its cost is the CPU time of the one process
+# beforehand (GET key:__rand_int__ -r 100000; for one master's row, {k}:0..99999) or buyers'
+# uids from 100,000,000, and its cost is the CPU time of the one process
 # that serves it, per request: user + system time from /proc/<pid>/stat, or INFO cpu for
 # redis-server. Every round runs every row once, in the same order, so that the machine's
 # drift weighs on all rows alike; each row is the median of the rounds.
@@ -108,10 +109,13 @@ cpu() {
     awk -v hz="$HZ" '{ printf "%.6f\n", ($14 + $15) / hz }' "/proc/$1/stat"
   fi
 }
-# bench PORT P ARGS...: redis-benchmark's requests per second.
+# bench PORT P ARGS...: redis-benchmark's requests per second. GET's keys are the 100,000 set
+# above; a buy's uids are drawn from 100,000,000, so that nearly every buy is a new buyer's
+# (from 100,000 the sale would soon answer duplicates from memory).
 bench() {
-  local port=$1 P=$2; shift 2
-  redis-benchmark -p "$port" -c 50 -n "$N" -r 100000 -P "$P" --csv "$@" 2>/dev/null |
+  local port=$1 P=$2 range=100000; shift 2
+  if [[ $1 == SECKILL.BUY ]]; then range=100000000; fi
+  redis-benchmark -p "$port" -c 50 -n "$N" -r "$range" -P "$P" --csv "$@" 2>/dev/null |
     awk -F'","' 'NR == 2 { print $2 + 0 }'
 }
 # The rows: name, the process whose CPU counts, the port, the command.

@@ -3,17 +3,28 @@ package connect
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/IBM/sarama"
+	"github.com/rcrowley/go-metrics"
 
 	"seckill-proxy/conf"
 )
+
+// nilMetrics sets go-metrics' switch once, before any Sarama client that reads it exists.
+var nilMetrics sync.Once
 
 // Sarama returns the Sarama client configuration for c: a pinned protocol version, and
 // an idempotent producer that waits for all in-sync replicas (which needs one open request
 // per broker connection). Errors are returned on the producer's Errors channel, which the
 // caller must always drain; successes are returned too, for SyncProducer and the tee.
+//
+// Sarama's own metrics (go-metrics meters and histograms per broker and topic, updated on
+// every request and message) are turned off: nothing reads them, and they cost the buy path a
+// mutex and a sample per message. This is go-metrics' process-wide switch, set before the
+// first configuration is made.
 func Sarama(c conf.Kafka) (*sarama.Config, error) {
+	nilMetrics.Do(func() { metrics.UseNilMetrics = true })
 	version, err := sarama.ParseKafkaVersion(c.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kafka.version %q: %w", c.Version, err)
