@@ -55,8 +55,9 @@ func (r *Router) cmdHello(ctx context.Context, s *Session, args [][]byte) (Reply
 		s.view.proto = proto
 		s.view.mu.Unlock()
 	}
-	return Fields("server", "redis", "version", "7.0.0", "proto", s.Proto, "id", s.ID,
-		"mode", "standalone", "role", "master", "modules", Array{}), nil
+	id := r.identity(ctx)
+	return Fields("server", "redis", "version", id.version, "proto", s.Proto, "id", s.ID,
+		"mode", id.mode, "role", "master", "modules", Array{}), nil
 }
 
 func cmdPing(_ context.Context, _ *Session, args [][]byte) (Reply, error) {

@@ -143,6 +143,7 @@ var errPassThrough error = respError("pass through")
 // Router holds the command table and serves a client's commands. It is safe for concurrent
 // use once built with New.
 type Router struct {
+	ident  identityCache // the upstream's version and mode, for HELLO
 	table  map[string]*command
 	guard  *guard.Guard
 	buys   BuyEngine // runs Serve's buys (nil: they are answered UNAVAILABLE)

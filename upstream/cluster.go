@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/connect"
@@ -41,6 +42,9 @@ type Options struct {
 	Standalone string
 	// Protocol is 3 for connections that log in with HELLO 3 (see RESP3); else RESP2.
 	Protocol int
+	// Log gets what a client's reply leaves out: which masters refused a whole-server command
+	// that the others did. Nil logs nothing.
+	Log *zap.Logger
 }
 
 // Cluster passes commands through to a Redis Cluster. Its slot map is go-redis's (reloaded
@@ -129,14 +133,17 @@ func (o Options) dialer() connect.Dialer {
 
 // New returns a Cluster on rc's slot map.
 func New(rc *redis.ClusterClient, opt Options) *Cluster {
+	if opt.Log == nil {
+		opt.Log = zap.NewNop()
+	}
 	return &Cluster{rc: rc, opt: opt, shared: &shared{}}
 }
 
-// FromConf returns a Cluster configured by c.
-func FromConf(rc *redis.ClusterClient, c conf.Redis) *Cluster {
+// FromConf returns a Cluster configured by c, logging to log.
+func FromConf(rc *redis.ClusterClient, c conf.Redis, log *zap.Logger) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
-		AddressMap: conf.AddressMap(c.AddressMap)}
+		AddressMap: conf.AddressMap(c.AddressMap), Log: log}
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
 	}

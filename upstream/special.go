@@ -3,11 +3,12 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"seckill-proxy/internal/resp"
 )
@@ -206,7 +207,8 @@ func isBroadcast(name string, args [][]byte) bool {
 // replies: SCRIPT EXISTS answers 1 for a script only if every master has it; SCRIPT KILL and
 // FUNCTION KILL succeed if any master had a script to kill (NOTBUSY only if none had);
 // anything else answers the first master's reply when every master succeeded, and otherwise
-// the first error with the masters that failed named, since the others did it.
+// the first error as Redis wrote it (a client matches Redis's text), with the masters that
+// failed and the count that did it in the log.
 func (c *Cluster) everyMaster(ctx context.Context, args [][]byte) []byte {
 	ms, replies, err := c.OnEveryMaster(ctx, args)
 	if err != nil {
@@ -248,8 +250,10 @@ func (c *Cluster) everyMaster(ctx context.Context, args [][]byte) []byte {
 	case len(ms) == 1:
 		return first
 	}
-	msg := strings.TrimSuffix(string(first[1:]), "\r\n")
-	return errorReply(fmt.Sprintf("%s (failed on %s; %d of %d masters did it)", msg, strings.Join(failed, ", "), len(ms)-len(failed), len(ms)))
+	c.opt.Log.Warn("a whole-server command failed on some masters; the client got the first error",
+		zap.String("command", strings.ToUpper(string(args[0]))+" "+sub), zap.String("error", strings.TrimSuffix(string(first[1:]), "\r\n")),
+		zap.Strings("failed_on", failed), zap.Int("done_on", len(ms)-len(failed)), zap.Int("masters", len(ms)))
+	return first
 }
 
 // mergeExists merges SCRIPT EXISTS replies: 1 for a script only if every master has it.

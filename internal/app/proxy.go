@@ -103,7 +103,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 			p.Sweeper.Run(sweepCtx)
 		}()
 	}
-	p.Pass = upstream.FromConf(p.Redis, cfg.Redis)
+	p.Pass = upstream.FromConf(p.Redis, cfg.Redis, log)
 
 	var checkCtx context.Context
 	checkCtx, p.stopCheck = context.WithCancel(context.Background())

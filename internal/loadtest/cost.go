@@ -122,6 +122,7 @@ type costGoal struct {
 var costGoals = []costGoal{
 	{"successful BUY / cluster GET (all masters)", [2]string{"buy", "1"}, [2]string{"cluster-get", "1"}, 1.5},
 	{"successful BUY / cluster GET (all masters)", [2]string{"buy", "16"}, [2]string{"cluster-get", "16"}, 0},
+	{"successful BUY / cluster GET (one master)", [2]string{"buy", "1"}, [2]string{"cluster-onekey-get", "1"}, 0},
 	{"cluster GET, one master / standalone GET", [2]string{"cluster-onekey-get", "1"}, [2]string{"standalone-get", "1"}, 1.2},
 	{"cluster GET, one master / standalone GET", [2]string{"cluster-onekey-get", "16"}, [2]string{"standalone-get", "16"}, 1.2},
 	{"cluster GET, all masters / standalone GET", [2]string{"cluster-get", "1"}, [2]string{"standalone-get", "1"}, 1.2},

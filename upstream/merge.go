@@ -1,0 +1,121 @@
+package upstream
+
+import (
+	"cmp"
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"seckill-proxy/internal/resp"
+)
+
+// Commands that read or reset a whole server, answered in front of a cluster as one server
+// holding every master's data would answer them.
+
+// keys answers KEYS with the union of every master's (each key lives on one master, so the
+// union is a concatenation).
+func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
+	_, replies, err := c.OnEveryMaster(ctx, args)
+	if err != nil {
+		return unavailable(err)
+	}
+	var all [][]byte
+	for _, r := range replies {
+		els, err := resp.SplitArray(r)
+		if err != nil {
+			return r // Redis's error (a wrong argument count), or UNAVAILABLE
+		}
+		all = append(all, els...)
+	}
+	return arrayReply(all)
+}
+
+// randomKey answers RANDOMKEY from the masters in a random order: the first key one of them
+// names, or nil when every master is empty.
+func (c *Cluster) randomKey(ctx context.Context, args [][]byte) []byte {
+	ms, err := c.masters(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	var last []byte
+	for _, i := range rand.Perm(len(ms)) {
+		if last = c.one(ctx, ms[i], args); !isNull(last) {
+			return last // a key, or Redis's error
+		}
+	}
+	return last
+}
+
+func isNull(r []byte) bool { return string(r) == "$-1\r\n" || string(r) == "_\r\n" }
+
+// slowlog answers SLOWLOG in front of a cluster: GET merges every master's entries, newest
+// first (by the time each entry carries, then its id), and keeps as many as asked (10 by
+// default, all for -1); LEN sums; RESET resets every master; anything else (HELP, a wrong
+// subcommand) is the first master's answer.
+func (c *Cluster) slowlog(ctx context.Context, args [][]byte) []byte {
+	sub := ""
+	if len(args) > 1 {
+		sub = strings.ToLower(string(args[1]))
+	}
+	switch sub {
+	case "len":
+		return c.sumOverMasters(ctx, args)
+	case "reset":
+		return c.everyMaster(ctx, args)
+	case "get":
+	default:
+		ms, err := c.masters(ctx)
+		if err != nil {
+			return unavailable(err)
+		}
+		return c.one(ctx, ms[0], args)
+	}
+	limit := int64(10)
+	if len(args) > 2 {
+		n, err := strconv.ParseInt(string(args[2]), 10, 64)
+		if err != nil || n < -1 {
+			return errorReply("ERR count should be greater than or equal to -1")
+		}
+		limit = n
+	}
+	if len(args) > 3 {
+		return errorReply("ERR Unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try SLOWLOG HELP.")
+	}
+	_, replies, err := c.OnEveryMaster(ctx, args)
+	if err != nil {
+		return unavailable(err)
+	}
+	type entry struct {
+		raw    []byte
+		ts, id int64
+	}
+	var all []entry
+	for _, r := range replies {
+		els, err := resp.SplitArray(r)
+		if err != nil {
+			return r
+		}
+		for _, e := range els {
+			fields, err := resp.SplitArray(e)
+			if err != nil || len(fields) < 2 {
+				return errorReply("ERR unexpected SLOWLOG entry from a master")
+			}
+			id, _ := resp.ParseInt(fields[0])
+			ts, _ := resp.ParseInt(fields[1])
+			all = append(all, entry{raw: e, ts: ts, id: id})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(b.ts, a.ts), cmp.Compare(b.id, a.id))
+	})
+	if limit >= 0 && int64(len(all)) > limit {
+		all = all[:limit]
+	}
+	out := make([][]byte, len(all))
+	for i, e := range all {
+		out[i] = e.raw
+	}
+	return arrayReply(out)
+}
