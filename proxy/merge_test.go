@@ -19,7 +19,7 @@ import (
 func TestWholeServerReadsMerged(t *testing.T) {
 	s := start(t, func(c *conf.Config) {
 		c.Users = []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}}
-		c.Redis.AdminAllow = []string{"keys", "slowlog"} // refused to pass-through otherwise
+		c.Redis.AdminAllow = []string{"keys", "slowlog", "latency"} // refused to pass-through otherwise
 		// SLOWLOG is an @admin command, which the restricted pass-through user may not run.
 		c.Redis.PassthroughUsername, c.Redis.PassthroughPassword = "", ""
 	})
@@ -106,5 +106,86 @@ func TestWholeServerReadsMerged(t *testing.T) {
 	}
 	if k, _ := strconv.Atoi(entries[1:strings.Index(entries, "\r\n")]); k > 3 || (sum > 0 && k == 0) {
 		t.Fatalf("SLOWLOG GET 3 gave %d entries, the masters hold %d", k, sum)
+	}
+
+	// LATENCY: a slow script on every master makes a "command" event on each; LATEST through
+	// the proxy has one entry for it, with the highest maximum of the masters'.
+	var highest int64
+	_ = direct.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		m.ConfigSet(ctx, "latency-monitor-threshold", "1")
+		m.Do(ctx, "LATENCY", "RESET")
+		m.Eval(ctx, "local s = redis.call('TIME') repeat local n = redis.call('TIME') until (n[1] - s[1]) * 1000000 + n[2] - s[2] > 20000 return 1", nil)
+		m.ConfigSet(ctx, "latency-monitor-threshold", "0")
+		latest, _ := m.Do(ctx, "LATENCY", "LATEST").Slice()
+		for _, e := range latest {
+			if f, ok := e.([]any); ok && len(f) >= 4 && f[0] == "command" {
+				mu.Lock()
+				highest = max(highest, f[3].(int64))
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	latest := c.do(t, "LATENCY", "LATEST")
+	if highest == 0 || strings.Count(latest, "$7\r\ncommand\r\n") != 1 || !strings.Contains(latest, ":"+strconv.FormatInt(highest, 10)+"\r\n") {
+		t.Errorf("LATENCY LATEST = %q, want one command event with the masters' highest maximum %d", latest, highest)
+	}
+	if got := c.do(t, "LATENCY", "RESET"); !strings.HasPrefix(got, ":") {
+		t.Errorf("LATENCY RESET = %q", got)
+	}
+	if got := c.do(t, "LATENCY", "LATEST"); got != "*0\r\n" {
+		t.Errorf("LATENCY LATEST after RESET = %q, want every master's reset", got)
+	}
+}
+
+// TestScanWholeCluster: a full SCAN through the proxy over 100,000 keys spread on every
+// master returns each key exactly once, with MATCH, and ends with cursor 0.
+func TestScanWholeCluster(t *testing.T) {
+	s := start(t, nil)
+	ctx := context.Background()
+	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
+	t.Cleanup(func() { _ = direct.Close() })
+	prefix := newSKU("scan") + ":"
+	const n = 100000
+	pipe := direct.Pipeline()
+	for i := range n {
+		pipe.Set(ctx, prefix+strconv.Itoa(i), "v", 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pipe := direct.Pipeline()
+		for i := range n {
+			pipe.Del(ctx, prefix+strconv.Itoa(i))
+		}
+		_, _ = pipe.Exec(ctx)
+	})
+	c := redis.NewClient(&redis.Options{Addr: s.addr})
+	t.Cleanup(func() { _ = c.Close() })
+	seen := make(map[string]int, n)
+	var cursor uint64
+	for calls := 0; ; calls++ {
+		if calls > 10*n {
+			t.Fatal("SCAN did not end")
+		}
+		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 5000).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			seen[k]++
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("SCAN returned %d distinct keys, want %d", len(seen), n)
+	}
+	for k, times := range seen {
+		if times != 1 {
+			t.Fatalf("SCAN returned %s %d times", k, times)
+		}
 	}
 }

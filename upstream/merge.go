@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"math/rand/v2"
@@ -119,3 +120,103 @@ func (c *Cluster) slowlog(ctx context.Context, args [][]byte) []byte {
 	}
 	return arrayReply(out)
 }
+
+// latency answers LATENCY in front of a cluster: LATEST gives one entry per event, the newest
+// of the masters' (its time and latest latency) with the highest maximum of them all; HISTORY
+// merges the masters' samples of the event, oldest first; RESET resets every master and sums
+// their counts; anything else (DOCTOR, GRAPH, HISTOGRAM, HELP) is the first master's answer.
+func (c *Cluster) latency(ctx context.Context, args [][]byte) []byte {
+	sub := ""
+	if len(args) > 1 {
+		sub = strings.ToLower(string(args[1]))
+	}
+	switch {
+	case sub == "reset":
+		return c.sumOverMasters(ctx, args)
+	case sub == "latest" && len(args) == 2, sub == "history" && len(args) == 3:
+	default:
+		ms, err := c.masters(ctx)
+		if err != nil {
+			return unavailable(err)
+		}
+		return c.one(ctx, ms[0], args)
+	}
+	_, replies, err := c.OnEveryMaster(ctx, args)
+	if err != nil {
+		return unavailable(err)
+	}
+	type sample struct {
+		name            []byte
+		ts, latest, max int64
+		raw             []byte
+	}
+	var all []sample
+	for _, r := range replies {
+		els, err := resp.SplitArray(r)
+		if err != nil {
+			return r
+		}
+		for _, e := range els {
+			f, err := resp.SplitArray(e)
+			if err != nil || (sub == "latest" && len(f) < 4) || (sub == "history" && len(f) < 2) {
+				return errorReply("ERR unexpected LATENCY entry from a master")
+			}
+			s := sample{raw: e}
+			if sub == "latest" {
+				s.name = bulkBody(f[0])
+				s.ts, _ = resp.ParseInt(f[1])
+				s.latest, _ = resp.ParseInt(f[2])
+				s.max, _ = resp.ParseInt(f[3])
+			} else {
+				s.ts, _ = resp.ParseInt(f[0])
+			}
+			all = append(all, s)
+		}
+	}
+	if sub == "history" {
+		slices.SortStableFunc(all, func(a, b sample) int { return cmp.Compare(a.ts, b.ts) })
+		out := make([][]byte, len(all))
+		for i, s := range all {
+			out[i] = s.raw
+		}
+		return arrayReply(out)
+	}
+	var order []string
+	byName := map[string]sample{}
+	for _, s := range all {
+		name := string(s.name)
+		have, ok := byName[name]
+		if !ok {
+			order = append(order, name)
+			byName[name] = s
+			continue
+		}
+		top := max(have.max, s.max)
+		if s.ts > have.ts {
+			have = s
+		}
+		have.max = top
+		byName[name] = have
+	}
+	out := make([][]byte, len(order))
+	for i, name := range order {
+		s := byName[name]
+		out[i] = arrayReply([][]byte{bulk(s.name), integer(s.ts), integer(s.latest), integer(s.max)})
+	}
+	return arrayReply(out)
+}
+
+// bulkBody is a bulk string reply's content ("" for anything else).
+func bulkBody(raw []byte) []byte {
+	i := bytes.Index(raw, []byte("\r\n"))
+	if len(raw) == 0 || raw[0] != '$' || i < 0 || len(raw) < i+4 {
+		return nil
+	}
+	return raw[i+2 : len(raw)-2]
+}
+
+func bulk(b []byte) []byte {
+	return append(append([]byte("$"+strconv.Itoa(len(b))+"\r\n"), b...), "\r\n"...)
+}
+
+func integer(n int64) []byte { return []byte(":" + strconv.FormatInt(n, 10) + "\r\n") }

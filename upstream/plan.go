@@ -53,6 +53,8 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 		return plan{special: func(ctx context.Context) []byte { return c.randomKey(ctx, args) }}
 	case "slowlog":
 		return plan{special: func(ctx context.Context) []byte { return c.slowlog(ctx, args) }}
+	case "latency":
+		return plan{special: func(ctx context.Context) []byte { return c.latency(ctx, args) }}
 	case "script", "function", "config", "flushall", "flushdb":
 		if len(args) < 2 && (name == "script" || name == "function" || name == "config") {
 			return plan{reply: errorReply("ERR wrong number of arguments for '" + name + "' command")}
@@ -65,7 +67,7 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 }
 
 // servedSpecially are the commands that plan serves itself rather than route by key.
-var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true}
+var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true}
 
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.
