@@ -189,3 +189,68 @@ func TestScanWholeCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestDebugReachesEveryMaster: in front of the cluster, a DEBUG subcommand that changes how a
+// server behaves reaches every master (the example: SET-DISABLE-DENY-SCRIPTS reached
+// one, and scripts on the others were still refused), one that reads a key goes to the key's
+// master, and Redis's own refusal comes back in Redis's words. The dev stack's nodes run with
+// enable-debug-command local.
+func TestDebugReachesEveryMaster(t *testing.T) {
+	s := start(t, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}}
+		c.Redis.AdminAllow = []string{"debug"}
+		c.Redis.PassthroughUsername, c.Redis.PassthroughPassword = "", "" // DEBUG is @admin
+	})
+	ctx := context.Background()
+	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
+	t.Cleanup(func() { _ = direct.Close() })
+	if v, err := direct.ConfigGet(ctx, "enable-debug-command").Result(); err != nil || v["enable-debug-command"] == "no" {
+		t.Fatalf("the cluster's nodes refuse DEBUG (enable-debug-command %v, %v): restart the dev stack (scripts/devstack.sh down; up)", v, err)
+	}
+	c := dialRaw(t, s.addr)
+	if got := c.do(t, "AUTH", "ops", "ops-pw"); got != "+OK\r\n" {
+		t.Fatalf("AUTH ops = %q", got)
+	}
+	const script = "return redis.call('client','id')" // CLIENT is denied to scripts
+	allowed := func() (n, masters int) {
+		var mu sync.Mutex
+		_ = direct.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			_, err := m.Eval(ctx, script, nil).Result()
+			mu.Lock()
+			defer mu.Unlock()
+			masters++
+			if err == nil {
+				n++
+			}
+			return nil
+		})
+		return n, masters
+	}
+	t.Cleanup(func() { c.do(t, "DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0") })
+	if got := c.do(t, "DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"); got != "+OK\r\n" {
+		t.Fatalf("DEBUG SET-DISABLE-DENY-SCRIPTS 1 = %q", got)
+	}
+	if n, masters := allowed(); n != masters || masters < 2 {
+		t.Fatalf("after DEBUG SET-DISABLE-DENY-SCRIPTS 1, %d of %d masters let a script run CLIENT", n, masters)
+	}
+	if got := c.do(t, "DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"); got != "+OK\r\n" {
+		t.Fatalf("DEBUG SET-DISABLE-DENY-SCRIPTS 0 = %q", got)
+	}
+	if n, _ := allowed(); n != 0 {
+		t.Fatalf("after DEBUG SET-DISABLE-DENY-SCRIPTS 0, %d masters still let a script run CLIENT", n)
+	}
+	// A key's subcommand goes to the key's master (elsewhere it would answer "no such key").
+	for i := range 8 {
+		key := newSKU("dbg") + strconv.Itoa(i)
+		if err := direct.Set(ctx, key, "value", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { direct.Del(ctx, key) })
+		if got := c.do(t, "DEBUG", "OBJECT", key); !strings.HasPrefix(got, "+Value at:") {
+			t.Fatalf("DEBUG OBJECT %s = %q", key, got)
+		}
+	}
+	if got := c.do(t, "DEBUG", "NOSUCHSUB"); !strings.HasPrefix(got, "-ERR unknown subcommand") || strings.Contains(got, "masters") {
+		t.Fatalf("DEBUG NOSUCHSUB = %q, want Redis's own error", got)
+	}
+}

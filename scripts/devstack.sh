@@ -127,6 +127,7 @@ repl-ping-replica-period 1
 appendonly no
 save ""
 protected-mode no
+enable-debug-command local
 EOF
     redis-server "$dir/redis.conf"
   done

@@ -55,6 +55,17 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 		return plan{special: func(ctx context.Context) []byte { return c.slowlog(ctx, args) }}
 	case "latency":
 		return plan{special: func(ctx context.Context) []byte { return c.latency(ctx, args) }}
+	case "debug":
+		if len(args) < 2 {
+			return plan{reply: errorReply("ERR wrong number of arguments for 'debug' command")}
+		}
+		switch sub := strings.ToLower(string(args[1])); {
+		case debugKeyed[sub] && len(args) > 2:
+			return c.routeByKeys(ctx, name, flagsOf(ci), args, args[2:])
+		case debugKeyed[sub] || debugOneServer[sub]:
+			return plan{anyMaster: true}
+		}
+		return plan{special: func(ctx context.Context) []byte { return c.everyMaster(ctx, args) }}
 	case "script", "function", "config", "flushall", "flushdb":
 		if len(args) < 2 && (name == "script" || name == "function" || name == "config") {
 			return plan{reply: errorReply("ERR wrong number of arguments for '" + name + "' command")}
@@ -67,7 +78,18 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 }
 
 // servedSpecially are the commands that plan serves itself rather than route by key.
-var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true}
+var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true, "debug": true}
+
+// debugKeyed are the DEBUG subcommands that read the keys after them: they go to the keys'
+// master. debugOneServer are those that compute a reply and change nothing (a protocol's
+// reply types, a pattern's cost, the whole data set's digest, which cannot be merged): they
+// go to one master. Every other DEBUG subcommand changes how a server behaves (SET-ACTIVE-EXPIRE,
+// SET-DISABLE-DENY-SCRIPTS, SLEEP, RELOAD, ...) and goes to every master, as one server would
+// apply it to all its data.
+var (
+	debugKeyed     = map[string]bool{"object": true, "sdslen": true, "digest-value": true, "listpack": true, "quicklist": true, "ziplist": true}
+	debugOneServer = map[string]bool{"protocol": true, "stringmatch-len": true, "digest": true, "help": true, "log": true, "leak": true, "mallctl": true, "mallctl-str": true}
+)
 
 // routeByKeys sends a command to the master of its keys' slot; blocking ones on a
 // connection of their own, multi-key ones over several slots split or refused.
