@@ -178,6 +178,11 @@ type Redis struct {
 	// PassthroughConns is how many shared connections carry pass-through commands to each
 	// node; every client's commands are coalesced into them.
 	PassthroughConns int `koanf:"passthrough_conns"`
+	// SpareConns is how many connections to each node the proxy keeps dialled, logged in and
+	// idle, for the commands that take a connection of their own (blocking commands,
+	// transactions, WATCH): such a command then dials nothing in its path, and reaches Redis
+	// before what other clients send after it. 0 dials each when it comes.
+	SpareConns int `koanf:"spare_conns"`
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
 	AdminAllow []string `koanf:"admin_allow"`
@@ -348,6 +353,7 @@ func Default() Config {
 			StateReloadInterval: time.Second,
 			MaxRedirects:        8,
 			PassthroughConns:    2,
+			SpareConns:          2,
 			AdminAllow:          []string{},
 			AppScripts:          []string{},
 			EventLoops:          1,

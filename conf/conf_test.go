@@ -212,6 +212,8 @@ func TestValidate(t *testing.T) {
 		{"redis.state_reload_interval", func(c *Config) { c.Redis.StateReloadInterval = time.Hour }},
 		{"redis.max_redirects", func(c *Config) { c.Redis.MaxRedirects = 0 }},
 		{"redis.passthrough_conns", func(c *Config) { c.Redis.PassthroughConns = 0 }},
+		{"redis.spare_conns", func(c *Config) { c.Redis.SpareConns = -1 }},
+		{"redis.spare_conns", func(c *Config) { c.Redis.SpareConns = 65 }},
 		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000"} }},
 		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000=toxiproxy"} }},
 		{"redis.address_map", func(c *Config) {

@@ -61,6 +61,9 @@ func (c *Config) Validate() error {
 	v.between("redis.state_reload_interval", c.Redis.StateReloadInterval, 100*time.Millisecond, time.Minute)
 	v.atLeast("redis.max_redirects", c.Redis.MaxRedirects, 1)
 	v.atLeast("redis.passthrough_conns", c.Redis.PassthroughConns, 1)
+	if c.Redis.SpareConns < 0 || c.Redis.SpareConns > 64 {
+		v.fail("redis.spare_conns", c.Redis.SpareConns, "must be from 0 to 64")
+	}
 	if c.Redis.EventLoops < 0 || c.Redis.EventLoops > 64 {
 		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 0 (a goroutine per client) to 64")
 	}

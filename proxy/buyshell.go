@@ -312,6 +312,7 @@ func (e buyShellEnv) begin() bool                      { return e.b.s.begin() }
 func (e buyShellEnv) end()                             { e.b.s.end() }
 func (e buyShellEnv) post(f func())                    { e.b.post(f) }
 func (buyShellEnv) serveSlow(*client, [][][]byte)      {}
+func (buyShellEnv) startBlocking(*client, [][]byte) bool { return false }
 func (buyShellEnv) followRedirects(jobs []redirectJob) {}
 
 // dial connects to up's node as the proxy's own user, on a goroutine; calls queue meanwhile.

@@ -40,6 +40,10 @@ type coreEnv interface {
 	dial(up *node)
 	// serveSlow runs cmds through the router for c, elsewhere; the answer comes as slowDone.
 	serveSlow(c *client, cmds [][][]byte)
+	// startBlocking sends args, a blocking command of c's, to Redis now, and waits for its
+	// reply elsewhere; the answer comes as slowDone. false: it could not go at once, and
+	// serveSlow must serve it.
+	startBlocking(c *client, args [][]byte) bool
 	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
 	// and the end as redirectsDone.
 	followRedirects(jobs []redirectJob)
@@ -241,6 +245,11 @@ func (k *core) process(c *client) {
 				k.markDirty(c)
 				continue
 			}
+		}
+		if blocking(cmd.Args) && k.env.startBlocking(c, cmd.Args) {
+			// In Redis before anything another client sends after it, as Redis orders them.
+			c.busy, c.mayBlock = true, true
+			return
 		}
 		if k.env.ownGoroutine(cmd.Args) {
 			c.rd.Unread()

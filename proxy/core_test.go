@@ -32,6 +32,9 @@ type fakeEnv struct {
 	redirects []redirectJob
 	posted    []func()
 	begun     int
+	// blocking: startBlocking takes blocking commands (as with a spare idle), into started.
+	blocking bool
+	started  []slowCall
 }
 
 type slowCall struct {
@@ -41,7 +44,7 @@ type slowCall struct {
 
 func (e *fakeEnv) direct(_ *router.Session, args [][]byte) (string, uint16) {
 	name := strings.ToLower(string(args[0]))
-	if name == "echo" || name == "ping" || name == "subscribe" || len(args) < 2 {
+	if name == "echo" || name == "ping" || name == "subscribe" || len(args) < 2 || blocking(args) {
 		return "", 0 // the router's
 	}
 	if addr, ok := e.route[append(args[1], 'a')[0]]; ok {
@@ -61,6 +64,12 @@ func (e *fakeEnv) end()          { e.begun-- }
 func (e *fakeEnv) dial(up *node) { e.dials = append(e.dials, up) }
 func (e *fakeEnv) serveSlow(c *client, cmds [][][]byte) {
 	e.slow = append(e.slow, slowCall{c, cmds})
+}
+func (e *fakeEnv) startBlocking(c *client, args [][]byte) bool {
+	if e.blocking {
+		e.started = append(e.started, slowCall{c, [][][]byte{router.CopyArgs(args)}})
+	}
+	return e.blocking
 }
 func (e *fakeEnv) followRedirects(jobs []redirectJob) { e.redirects = append(e.redirects, jobs...) }
 func (e *fakeEnv) post(f func())                      { e.posted = append(e.posted, f) }
@@ -220,6 +229,38 @@ func TestCoreOrder(t *testing.T) {
 	}
 	if h.env.begun != 0 || h.k.inflight != 0 {
 		t.Fatalf("begun %d, in flight %d after every reply", h.env.begun, h.k.inflight)
+	}
+}
+
+// TestCoreBlockingStartsAtOnce: a blocking command is sent to Redis as the core reads it,
+// before another client's later command goes out, and its client's later commands wait for
+// its reply; without a spare connection it goes to the router as before.
+func TestCoreBlockingStartsAtOnce(t *testing.T) {
+	h := newCoreHarness(t, false)
+	h.env.blocking = true
+	a, b := h.client(true), h.client(true)
+	h.send(a, cmdsOf("XREAD BLOCK 0 STREAMS s $", "GET a1"))
+	if len(h.env.started) != 1 || string(h.env.started[0].cmds[0][0]) != "XREAD" {
+		t.Fatalf("started %v, want the XREAD as soon as it was read", h.env.started)
+	}
+	h.send(b, cmdsOf("DEL s", "XADD s 1-1 f v"))
+	h.connect()
+	if up := h.k.ups[upKey{addr: "a"}]; up == nil || !strings.Contains(string(up.out), "XADD") || strings.Contains(string(up.out), "GET") {
+		t.Fatalf("to node a: %q, want b's DEL and XADD, and not a's GET", h.k.ups[upKey{addr: "a"}].out)
+	}
+	h.turn()
+	if got := h.got[a].String(); got != "" {
+		t.Fatalf("a got %q while its XREAD waits", got)
+	}
+	h.k.slowDone(a, []byte("+entry\r\n"), false)
+	h.turn()
+	if got, want := h.got[a].String(), "+entry\r\n"+echoes("GET a1"); got != want {
+		t.Fatalf("a got %q, want %q", got, want)
+	}
+	h.env.blocking = false
+	h.send(a, cmdsOf("BLPOP l 0"))
+	if len(h.env.slow) != 1 || len(h.env.started) != 1 {
+		t.Fatalf("without a spare: %d slow batches, %d started; want the router's", len(h.env.slow), len(h.env.started))
 	}
 }
 

@@ -110,6 +110,31 @@ func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
 	}()
 }
 
+// startBlocking sends a blocking command to Redis in the loop's turn, on a spare connection,
+// and waits for its reply on a goroutine of its own, in the client's context.
+func (e loopEnv) startBlocking(c *client, args [][]byte) bool {
+	l := e.l
+	if !l.s.begin() {
+		return false // draining: serveSlow answers
+	}
+	wait, ok := l.s.router.StartBlocking(c.ctx, c.sess, args)
+	if !ok {
+		l.s.end()
+		return false
+	}
+	go func() {
+		out := wait()
+		l.s.end()
+		l.post(func() {
+			if c.closed {
+				l.s.router.CloseSession(c.sess)
+			}
+			l.core.slowDone(c, out, false)
+		})
+	}()
+	return true
+}
+
 // followRedirects follows MOVED and ASK replies as the router would, on a goroutine, one at a
 // time in the order they came.
 func (e loopEnv) followRedirects(jobs []redirectJob) {

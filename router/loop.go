@@ -6,6 +6,9 @@ package router
 // the count of what it served (Counted).
 
 import (
+	"context"
+	"time"
+
 	"github.com/tidwall/redcon"
 
 	"seckill-proxy/internal/resp"
@@ -26,6 +29,38 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 		return "", 0 // answered from the sale, by Serve
 	}
 	return r.opt.Upstream.For(s.Proto).Direct(args)
+}
+
+// StartBlocking sends args, a blocking command of s's that Serve would pass through (BLPOP,
+// XREAD BLOCK, ...), to Redis at once on a connection of its own, and returns how to wait
+// for its reply (see upstream.Cluster.StartBlocking); ok false: Serve must serve it. A server
+// that calls it as it reads the command puts the command in Redis before anything another
+// client sends later, as Redis itself would order them. ctx ends the wait (the client has
+// gone). args may be reused once it returns.
+func (r *Router) StartBlocking(ctx context.Context, s *Session, args [][]byte) (wait func() []byte, ok bool) {
+	if r.opt.Upstream == nil || s.inTx() {
+		return nil, false
+	}
+	if _, err := r.check(s, args); err != errPassThrough || r.isLegacyKeyCommand(args) {
+		return nil, false
+	}
+	w, ok := r.opt.Upstream.For(s.Proto).StartBlocking(ctx, args)
+	if !ok {
+		return nil, false
+	}
+	r.commands.Add(1)
+	start := time.Now()
+	s.Active(start)
+	observe := r.opt.ObservePass
+	if observe == nil {
+		return w, true
+	}
+	name := CopyArgs(args[:1])
+	return func() []byte {
+		reply := w()
+		observe(name, reply, time.Since(start))
+		return reply
+	}, true
 }
 
 // Immediate appends to dst the reply to args that a server may write at once, on its own

@@ -21,6 +21,9 @@ import (
 type Options struct {
 	// ConnsPerNode is how many shared connections carry each node's ordinary commands.
 	ConnsPerNode int
+	// SpareConns is how many connections to each node are kept dialled and idle for the
+	// commands that take a connection of their own (see spares).
+	SpareConns int
 	// Timeout bounds one batch to one node (a blocking command gets its own timeout plus
 	// this).
 	Timeout     time.Duration
@@ -141,7 +144,7 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 
 // FromConf returns a Cluster configured by c, logging to log.
 func FromConf(rc *redis.ClusterClient, c conf.Redis, log *zap.Logger) *Cluster {
-	opt := Options{ConnsPerNode: c.PassthroughConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
+	opt := Options{ConnsPerNode: c.PassthroughConns, SpareConns: c.SpareConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
 		AddressMap: conf.AddressMap(c.AddressMap), Log: log}
 	if c.PassthroughUsername != "" {
@@ -175,7 +178,8 @@ func (c *Cluster) node(addr string) *node {
 	v, ok := c.nodes.Load(addr)
 	n, _ := v.(*node)
 	if !ok {
-		n = newNode(addr, c.opt.ConnsPerNode, c.opt.dialer(), loginCommand(c.opt.Protocol, c.opt.Username, c.opt.Password))
+		n = newNode(addr, c.opt.ConnsPerNode, c.opt.dialer(), loginCommand(c.opt.Protocol, c.opt.Username, c.opt.Password),
+			c.opt.SpareConns, c.opt.DialTimeout+c.opt.Timeout)
 		c.nodes.Store(addr, n)
 	}
 	return n
@@ -328,6 +332,13 @@ func isRedirect(reply []byte) bool {
 
 // redirect follows a MOVED or ASK reply (twice at most); any other reply is returned as is.
 func (c *Cluster) redirect(ctx context.Context, reply []byte, args [][]byte) []byte {
+	return c.redirectVia(ctx, reply, args, func(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
+		return c.node(addr).do(ctx, cmds)
+	})
+}
+
+// redirectVia is redirect with the commands sent by send.
+func (c *Cluster) redirectVia(ctx context.Context, reply []byte, args [][]byte, send func(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error)) []byte {
 	for hop := 0; hop < 2; hop++ {
 		moved := bytes.HasPrefix(reply, []byte("-MOVED "))
 		ask := bytes.HasPrefix(reply, []byte("-ASK "))
@@ -346,7 +357,7 @@ func (c *Cluster) redirect(ctx context.Context, reply []byte, args [][]byte) []b
 		} else {
 			cmds = [][][]byte{{[]byte("ASKING")}, args}
 		}
-		replies, err := c.node(addr).do(ctx, cmds)
+		replies, err := send(ctx, addr, cmds)
 		if err != nil {
 			return unavailable(err)
 		}

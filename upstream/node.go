@@ -13,9 +13,10 @@ import (
 // node is one Redis server: a few shared connections (lanes) for ordinary commands, and a
 // dialer for connections of their own.
 type node struct {
-	addr  string
-	dial  func(ctx context.Context) (*conn, error)
-	lanes *lanes
+	addr   string
+	dial   func(ctx context.Context) (*conn, error)
+	lanes  *lanes
+	spares spares
 }
 
 type conn struct {
@@ -25,8 +26,8 @@ type conn struct {
 	wbuf []byte            // the last write, reused
 }
 
-func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte) *node {
-	n := &node{addr: addr}
+func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte, spareConns int, spareTimeout time.Duration) *node {
+	n := &node{addr: addr, spares: spares{want: spareConns, timeout: spareTimeout}}
 	n.dial = func(ctx context.Context) (*conn, error) { return dialConn(ctx, addr, dialer, auth) }
 	n.lanes = newLanes(n, lanes)
 	return n
@@ -95,19 +96,21 @@ func (n *node) doUntil(ctx context.Context, deadline time.Time, cmds [][][]byte)
 	return n.lanes.do(ctx, deadline, cmds)
 }
 
-// doOwn sends cmds on a connection of their own, closed afterwards: for blocking commands,
-// which must not hold up anyone else. When ctx ends first (the client has gone), the
-// connection is closed at once, and Redis forgets the blocked command with it, as it does
-// when its own client goes: a BLPOP then takes no element that nobody would receive.
+// doOwn sends cmds on a connection of their own (a spare, or one dialled now): for blocking
+// commands, which must not hold up anyone else, and transactions. When ctx ends first (the
+// client has gone), the connection is closed at once, and Redis forgets the blocked command
+// with it, as it does when its own client goes: a BLPOP then takes no element that nobody
+// would receive. Once every reply is read, the connection is clean and goes back to the
+// spares.
 func (n *node) doOwn(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
-	c, err := n.dial(ctx)
+	c, err := n.take(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.nc.Close()
 	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
-	defer stop()
-	return c.roundTrip(ctx, cmds)
+	replies, err := c.roundTrip(ctx, cmds)
+	n.release(c, stop() && err == nil)
+	return replies, err
 }
 
 func (c *conn) roundTrip(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
@@ -150,4 +153,7 @@ func (c *conn) roundTripUntil(deadline time.Time, cmds [][][]byte) ([][]byte, er
 	return out, nil
 }
 
-func (n *node) close() { n.lanes.close() }
+func (n *node) close() {
+	n.closeSpares()
+	n.lanes.close()
+}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -278,44 +277,6 @@ func mergeExists(replies [][]byte) []byte {
 		}
 	}
 	return arrayReply(merged)
-}
-
-// blocking runs a blocking command on a connection of its own, so that one client's long
-// BLPOP delays nobody else, with room for the command's own timeout.
-func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
-	var addr string
-	var err error
-	if len(keys) > 0 && c.opt.Standalone == "" {
-		for _, k := range keys[1:] {
-			if Slot(k) != Slot(keys[0]) {
-				return errorReply("CROSSSLOT Keys in request don't hash to the same slot")
-			}
-		}
-		addr, err = c.masterAddr(ctx, keys[0])
-	} else if c.opt.Standalone != "" {
-		addr = c.opt.Standalone
-	} else {
-		addr, err = c.anyMaster(ctx)
-	}
-	if err != nil {
-		return unavailable(err)
-	}
-	wait := time.Duration(0)
-	for _, a := range args[1:] {
-		if f, err := strconv.ParseFloat(string(a), 64); err == nil && f > 0 && f < 1e6 {
-			wait = max(wait, time.Duration(f*float64(time.Second)))
-		}
-	}
-	if wait == 0 {
-		wait = 24 * time.Hour // a timeout of 0 blocks until data comes
-	}
-	bctx, cancel := context.WithTimeout(ctx, wait+c.opt.Timeout+time.Second)
-	defer cancel()
-	replies, err := c.node(addr).doOwn(bctx, [][][]byte{args})
-	if err != nil {
-		return unavailable(err)
-	}
-	return c.redirect(ctx, replies[0], args)
 }
 
 // OnEveryMaster sends args to every master (the one server, standalone) and returns each

@@ -118,6 +118,18 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 			}
 			return
 		}
+		// The spare connections for blocking commands and transactions (redis.spare_conns),
+		// before the proxy says it is ready, so that the first one dials nothing in its path;
+		// a failure here is no failure: such a command dials then.
+		// The command table too, which tells blocking commands from the rest.
+		wctx, cancel := context.WithTimeout(checkCtx, cfg.Redis.DialTimeout+cfg.Redis.CommandTimeout)
+		if err := p.Pass.LoadCommands(wctx); err != nil {
+			log.Warn("Redis's command table not loaded yet", zap.Error(err))
+		}
+		if err := p.Pass.WarmSpares(wctx); err != nil {
+			log.Warn("spare connections not made; blocking commands and transactions dial their own", zap.Error(err))
+		}
+		cancel()
 		close(p.verified)
 	}()
 
