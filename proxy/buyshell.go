@@ -307,13 +307,13 @@ func (buyShellEnv) ownGoroutine([][]byte) bool                        { return f
 func (buyShellEnv) immediate(out []byte, _ *router.Session, _ [][]byte) ([]byte, bool) {
 	return out, false
 }
-func (buyShellEnv) counted(int)                        {}
-func (e buyShellEnv) begin() bool                      { return e.b.s.begin() }
-func (e buyShellEnv) end()                             { e.b.s.end() }
-func (e buyShellEnv) post(f func())                    { e.b.post(f) }
-func (buyShellEnv) serveSlow(*client, [][][]byte)      {}
+func (buyShellEnv) counted(int)                          {}
+func (e buyShellEnv) begin() bool                        { return e.b.s.begin() }
+func (e buyShellEnv) end()                               { e.b.s.end() }
+func (e buyShellEnv) post(f func())                      { e.b.post(f) }
+func (buyShellEnv) serveSlow(*client, [][][]byte)        {}
 func (buyShellEnv) startBlocking(*client, [][]byte) bool { return false }
-func (buyShellEnv) followRedirects(jobs []redirectJob) {}
+func (buyShellEnv) followRedirects(jobs []redirectJob)   {}
 
 // dial connects to up's node as the proxy's own user, on a goroutine; calls queue meanwhile.
 func (e buyShellEnv) dial(up *node) {
