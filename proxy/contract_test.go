@@ -430,3 +430,74 @@ func TestRESP3OwnReplies(t *testing.T) {
 		t.Errorf("HELLO without a version = %q, want the protocol kept", got)
 	}
 }
+
+// TestTransactionJudgedAsQueued: Redis judges each command of a transaction as it is queued,
+// through the proxy as straight to redis-server. The reproduction: MULTI, GET, PING,
+// then another client sets maxmemory 1, then EXEC: Redis answers the values, since they were
+// queued before memory ran out (a proxy that held the queue until EXEC answered EXECABORT);
+// and a command queued after memory ran out is refused with -OOM, and EXEC with EXECABORT.
+func TestTransactionJudgedAsQueued(t *testing.T) { eachUpstream(t, testTransactionJudgedAsQueued) }
+
+func testTransactionJudgedAsQueued(t *testing.T, s *stack) {
+	ctx := context.Background()
+	direct := testenv.Standalone(t)
+	one := redis.NewClient(&redis.Options{Addr: direct})
+	t.Cleanup(func() { _ = one.Close() })
+	var cluster *redis.ClusterClient // the proxy's upstream, when it is not that one server
+	if s.cfg.Redis.Mode != conf.ModeStandalone {
+		cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cfg.Redis.Addrs})
+		t.Cleanup(func() { _ = cluster.Close() })
+	}
+	maxmemory := func(v string) {
+		t.Helper()
+		if err := one.ConfigSet(ctx, "maxmemory", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if cluster == nil {
+			return
+		}
+		if err := cluster.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return m.ConfigSet(ctx, "maxmemory", v).Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { maxmemory("0") })
+	for _, tc := range []struct {
+		name          string
+		before, after [][]string // maxmemory 1 comes between them
+	}{
+		{"queued before memory ran out", [][]string{{"SET", "{k}x", "v"}, {"MULTI"}, {"GET", "{k}x"}, {"PING"}}, [][]string{{"EXEC"}}},
+		{"queued after memory ran out", [][]string{{"MULTI"}, {"GET", "{k}x"}}, [][]string{{"SET", "{k}y", "1"}, {"PING"}, {"EXEC"}}},
+		{"keyless first, then a key, then no memory", [][]string{{"MULTI"}, {"PING"}, {"ECHO", "e"}, {"INCR", "{k}n"}}, [][]string{{"EXEC"}}},
+		{"discard after memory ran out", [][]string{{"MULTI"}, {"INCR", "{k}n"}}, [][]string{{"DISCARD"}, {"PING"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(addr string) []string {
+				tag := "{c" + xid.New().String() + "}"
+				c := dialRaw(t, addr)
+				var out []string
+				do := func(cmds [][]string) {
+					for _, cmd := range cmds {
+						args := make([]string, len(cmd))
+						for j, a := range cmd {
+							args[j] = strings.ReplaceAll(a, "{k}", tag)
+						}
+						out = append(out, c.do(t, args...))
+					}
+				}
+				do(tc.before)
+				maxmemory("1")
+				do(tc.after)
+				maxmemory("0")
+				return out
+			}
+			want, got := run(direct), run(s.addr)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("reply %d: proxy %q, redis %q", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}

@@ -287,16 +287,16 @@ type rawReply []byte
 
 func (r rawReply) write(w Writer) { w.WriteRaw(r) }
 
-func (r *Router) cmdMulti(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
-	return rawReply(r.txOf(s).Multi()), nil
+func (r *Router) cmdMulti(ctx context.Context, s *Session, _ [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Multi(ctx)), nil
 }
 
 func (r *Router) cmdExec(ctx context.Context, s *Session, _ [][]byte) (Reply, error) {
 	return rawReply(r.txOf(s).Exec(ctx)), nil
 }
 
-func (r *Router) cmdDiscard(_ context.Context, s *Session, _ [][]byte) (Reply, error) {
-	return rawReply(r.txOf(s).Discard()), nil
+func (r *Router) cmdDiscard(ctx context.Context, s *Session, _ [][]byte) (Reply, error) {
+	return rawReply(r.txOf(s).Discard(ctx)), nil
 }
 
 func (r *Router) cmdWatch(ctx context.Context, s *Session, args [][]byte) (Reply, error) {

@@ -305,6 +305,8 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		s.view.mu.Unlock()
 	}
 	switch {
+	case s.inTx() && queueable(c, err, args):
+		b.addQueued(args)
 	case s.inTx() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit")):
 		b.flush()
 		r.queue(b.ctx, s, c, err, args, b.w)
@@ -332,22 +334,28 @@ func (r *Router) isBuyCommand(args [][]byte) bool {
 	return c != nil && c.flags&flagBuy != 0
 }
 
-// queue answers a command sent inside MULTI: queued in Redis's transaction, or refused with
-// the transaction as Redis refuses it.
-func (r *Router) queue(ctx context.Context, s *Session, c *command, err error, args [][]byte, w Writer) {
+// queueable: inside MULTI, the command goes to Redis's transaction (a pass-through command, or
+// one of the proxy's that Redis queues: PING, ECHO, SELECT 0, INFO, COMMAND), Redis's answer
+// and all; consecutive ones go in one round trip (batch.addQueued).
+func queueable(c *command, err error, args [][]byte) bool {
 	switch {
 	case err == errPassThrough:
-		w.WriteRaw(s.tx.Queue(ctx, args))
-	case err == nil && c.flags&flagQueued != 0:
-		// Redis's own answer, in EXEC's array; a SELECT of another database is refused here
-		// as it is outside MULTI.
-		if c.name == "select" && string(args[1]) != "0" {
-			s.tx.Abort()
-			_, serr := cmdSelect(ctx, s, args)
-			WriteError(w, serr)
-			return
-		}
-		w.WriteRaw(s.tx.Queue(ctx, args))
+		return true
+	case err != nil || c.flags&flagQueued == 0:
+		return false
+	}
+	// A SELECT of another database is refused here, as it is outside MULTI.
+	return c.name != "select" || string(args[1]) == "0"
+}
+
+// queue answers a command sent inside MULTI that Redis does not queue: refused, with the
+// transaction, as Redis refuses it.
+func (r *Router) queue(ctx context.Context, s *Session, c *command, err error, args [][]byte, w Writer) {
+	switch {
+	case err == nil && c.name == "select":
+		s.tx.Abort()
+		_, serr := cmdSelect(ctx, s, args)
+		WriteError(w, serr)
 	case err != nil:
 		// As in Redis, a command refused while queued fails the transaction.
 		s.tx.Abort()
@@ -370,11 +378,13 @@ type batch struct {
 	buys    []guard.BuyRequest
 	buyErrs []error // per gathered buy, its argument error or nil
 	pass    [][][]byte
+	queued  [][][]byte // commands for the open transaction (s.tx)
 }
 
 // addBuy gathers a buy (req, or the argument error err that answers it).
 func (b *batch) addBuy(req guard.BuyRequest, err error) {
 	b.flushPass()
+	b.flushQueued()
 	if err == nil {
 		b.buys = append(b.buys, req)
 	}
@@ -384,13 +394,32 @@ func (b *batch) addBuy(req guard.BuyRequest, err error) {
 // addPass gathers a pass-through command.
 func (b *batch) addPass(args [][]byte) {
 	b.flushBuys()
+	b.flushQueued()
 	b.pass = append(b.pass, args)
+}
+
+// addQueued gathers a command for the open transaction.
+func (b *batch) addQueued(args [][]byte) {
+	b.flushBuys()
+	b.flushPass()
+	b.queued = append(b.queued, args)
 }
 
 // flush sends what is gathered.
 func (b *batch) flush() {
 	b.flushBuys()
 	b.flushPass()
+	b.flushQueued()
+}
+
+func (b *batch) flushQueued() {
+	if len(b.queued) == 0 {
+		return
+	}
+	for _, reply := range b.s.tx.QueueAll(b.ctx, b.queued) {
+		b.w.WriteRaw(reply)
+	}
+	b.queued = b.queued[:0]
 }
 
 func (b *batch) flushBuys() {

@@ -4,25 +4,35 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"seckill-proxy/internal/resp"
 )
 
-// Tx is one client connection's transaction state: MULTI ... EXEC and WATCH, pinned to the
-// master that owns the transaction's slot. Commands are checked and queued here ("+QUEUED"),
-// and EXEC sends MULTI, the queue and EXEC in one round trip on one connection, so Redis runs
-// them atomically. WATCH opens a connection of the client's own to that master, kept until
-// EXEC, DISCARD or UNWATCH. A Tx is used by its connection's goroutine only.
+// Tx is one client connection's transaction state: MULTI ... EXEC and WATCH, pinned to a
+// connection of its own to the master that owns the transaction's slot. Redis judges each
+// command as it is queued, as it does for its own clients: once the transaction has a slot,
+// MULTI and every queued command go to that master as they come, and the client gets Redis's
+// own answer (+QUEUED, or the error that makes EXEC answer EXECABORT: an unknown command, a
+// wrong arity, out of memory, too few replicas). Before the first command with a key (MULTI,
+// PING, ECHO, TIME...) the commands wait here, checked against Redis's command table; they
+// go with the first keyed one, or with EXEC when none comes. WATCH pins the connection before
+// MULTI. What the proxy refuses (keys in another slot, its own commands, what its policy
+// refuses) fails the transaction here: EXEC then sends DISCARD and answers EXECABORT. A Tx is
+// used by its connection's goroutine only.
 type Tx struct {
 	c       *Cluster
 	multi   bool
 	aborted bool
-	queue   [][][]byte
-	slot    int // -1: no key yet
+	queue   [][][]byte // commands waiting for the transaction's slot
+	slot    int        // -1: no key yet
 	addr    string
-	watch   *conn // the pinned connection, after WATCH
+	// pinned is the transaction's own connection to addr, after WATCH or the first keyed
+	// command; open says MULTI has been sent on it.
+	pinned *conn
+	open   bool
 	// lostWatch: a WATCH was dropped other than by EXEC, DISCARD or UNWATCH (its connection
-	// failed a protocol switch), so the next EXEC must not run the queue unwatched.
+	// failed), so the next EXEC must not run the queue unwatched.
 	lostWatch bool
 }
 
@@ -32,12 +42,19 @@ func (c *Cluster) NewTx() *Tx { return &Tx{c: c, slot: -1} }
 // Active reports whether a MULTI is open: then every command goes to Queue.
 func (t *Tx) Active() bool { return t.multi }
 
-// Multi opens a transaction.
-func (t *Tx) Multi() []byte {
+// Multi opens a transaction; after a WATCH, on the watching connection at once.
+func (t *Tx) Multi(ctx context.Context) []byte {
 	if t.multi {
 		return errorReply("ERR MULTI calls can not be nested")
 	}
 	t.multi, t.aborted, t.queue = true, false, nil
+	if t.pinned != nil {
+		if _, err := t.send(ctx, [][]byte{[]byte("MULTI")}); err != nil {
+			t.lostWatch = true // EXEC answers as if a watched key had changed
+		} else {
+			t.open = true
+		}
+	}
 	return []byte("+OK\r\n")
 }
 
@@ -65,25 +82,76 @@ func (t *Tx) bind(ctx context.Context, keys [][]byte) []byte {
 // on one node only, and per-slot transactions would not be atomic together.
 const crossSlotTx = "CROSSSLOT Keys in request don't hash to the same slot (a transaction runs atomically on one Redis node: give its keys one hash tag, such as {order42}, so that they share a slot)"
 
-// Queue checks a command inside MULTI and queues it.
+// Queue sends a command inside MULTI to the transaction's master, and returns Redis's answer;
+// before the transaction has a slot, it checks the command and keeps it.
 func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
+	return t.QueueAll(ctx, [][][]byte{args})[0]
+}
+
+// QueueAll is Queue for consecutive commands, with one round trip to Redis for them all (a
+// client's pipelined transaction costs one, as it does straight to Redis).
+func (t *Tx) QueueAll(ctx context.Context, cmds [][][]byte) [][]byte {
+	replies := make([][]byte, len(cmds))
+	var sends [][][]byte
+	var at []int // the command each send answers
+	for i, args := range cmds {
+		reply, send := t.prepare(ctx, args)
+		if !send {
+			replies[i] = reply
+			continue
+		}
+		if !t.open {
+			// MULTI and what waited for the slot go first: Redis queues them as it would
+			// have, and a refusal of one of them now (out of memory since, say) makes its
+			// EXEC answer EXECABORT.
+			if t.pinned == nil {
+				cn, err := t.c.node(t.addr).take(ctx)
+				if err != nil {
+					t.aborted = true
+					replies[i] = unavailable(err)
+					continue
+				}
+				t.pinned = cn
+			}
+			sends = append(append(sends, [][]byte{[]byte("MULTI")}), t.queue...)
+			t.queue = nil
+			t.open = true
+		}
+		sends = append(sends, copyArgs(args))
+		at = append(at, i)
+	}
+	if len(sends) == 0 {
+		return replies
+	}
+	got, err := t.pinned.roundTripUntil(t.deadline(ctx), sends)
+	if err != nil {
+		t.unpin(false)
+		t.aborted = true
+	}
+	skip := len(sends) - len(at) // MULTI and the kept commands, answered already
+	for j, i := range at {
+		if err != nil {
+			replies[i] = unavailable(err)
+		} else {
+			replies[i] = got[skip+j]
+		}
+	}
+	return replies
+}
+
+// prepare checks a command inside MULTI: its reply made here, or send true for Redis to
+// judge it on the pinned connection.
+func (t *Tx) prepare(ctx context.Context, args [][]byte) (reply []byte, send bool) {
 	table, err := t.c.commands(func() context.Context { return ctx })
 	if err != nil {
 		t.aborted = true
-		return unavailable(err)
+		return unavailable(err), false
 	}
 	name := strings.ToLower(string(args[0]))
-	switch ci := table.info[name]; {
-	case ci == nil:
-		t.aborted = true
-		return errorReply(resp.UnknownCommand(args))
-	case (ci.Arity > 0 && len(args) != int(ci.Arity)) || (ci.Arity < 0 && len(args) < -int(ci.Arity)):
-		t.aborted = true
-		return errorReply(resp.WrongArity(name))
-	}
+	ci := table.info[name]
 	if name == "watch" {
 		t.aborted = true
-		return errorReply("ERR Command not allowed inside a transaction")
+		return errorReply("ERR Command not allowed inside a transaction"), false
 	}
 	// What the proxy serves specially outside MULTI (a blocking command, DBSIZE, SCAN, a
 	// split across slots) goes to the transaction's master as it is, as Redis runs it there:
@@ -91,54 +159,95 @@ func (t *Tx) Queue(ctx context.Context, args [][]byte) []byte {
 	// the slot. Refusals stay refusals.
 	if p := t.c.plan(ctx, table, args); p.reply != nil {
 		t.aborted = true
-		return p.reply
+		return p.reply, false
 	}
-	if r := t.bind(ctx, commandKeys(name, table.info[name], args)); r != nil {
+	if r := t.bind(ctx, commandKeys(name, ci, args)); r != nil {
 		t.aborted = true
-		return r
+		return r, false
 	}
-	t.queue = append(t.queue, copyArgs(args)) // args are the caller's only until Queue returns
-	return []byte("+QUEUED\r\n")
+	if t.addr == "" || t.lostWatch {
+		// No slot yet, so Redis cannot be asked: its command table answers as it would. (A
+		// lost WATCH: EXEC will answer as if a watched key had changed.)
+		switch {
+		case ci == nil:
+			t.aborted = true
+			return errorReply(resp.UnknownCommand(args)), false
+		case (ci.Arity > 0 && len(args) != int(ci.Arity)) || (ci.Arity < 0 && len(args) < -int(ci.Arity)):
+			t.aborted = true
+			return errorReply(resp.WrongArity(name)), false
+		}
+		t.queue = append(t.queue, copyArgs(args)) // args are the caller's only until it returns
+		return []byte("+QUEUED\r\n"), false
+	}
+	return nil, true
 }
 
-// Exec runs the queue atomically on the transaction's master and returns EXEC's reply.
+// send runs one command on the pinned connection and returns its reply; a failed connection
+// is dropped (and with it any WATCH).
+func (t *Tx) send(ctx context.Context, args [][]byte) ([]byte, error) {
+	replies, err := t.pinned.roundTripUntil(t.deadline(ctx), [][][]byte{args})
+	if err != nil {
+		t.unpin(false)
+		return nil, err
+	}
+	return replies[0], nil
+}
+
+// deadline bounds one round trip on the pinned connection.
+func (t *Tx) deadline(ctx context.Context) time.Time {
+	d := time.Now().Add(t.c.opt.Timeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		return cd
+	}
+	return d
+}
+
+// Exec runs the transaction and returns EXEC's reply: Redis's, on the pinned connection; or,
+// for a transaction that never had a key, MULTI, its commands and EXEC sent to a master in
+// one round trip.
 func (t *Tx) Exec(ctx context.Context) []byte {
 	if !t.multi {
 		return errorReply("ERR EXEC without MULTI")
 	}
-	defer t.reset()
-	if t.aborted {
+	switch {
+	case t.aborted:
+		if t.open {
+			_, _ = t.send(ctx, [][]byte{[]byte("DISCARD")})
+		}
+		t.reset()
 		return errorReply("EXECABORT Transaction discarded because of previous errors.")
-	}
-	if t.lostWatch {
+	case t.lostWatch:
+		t.reset()
 		return []byte("*-1\r\n") // as Redis answers a transaction whose watched keys changed
-	}
-	if t.addr == "" {
-		addr, err := t.c.anyMaster(ctx)
+	case t.open:
+		reply, err := t.send(ctx, [][]byte{[]byte("EXEC")})
+		t.reset()
 		if err != nil {
 			return unavailable(err)
 		}
-		t.addr = addr
+		return reply
+	}
+	defer t.reset()
+	addr, err := t.c.anyMaster(ctx)
+	if err != nil {
+		return unavailable(err)
 	}
 	cmds := append([][][]byte{{[]byte("MULTI")}}, t.queue...)
 	cmds = append(cmds, [][]byte{[]byte("EXEC")})
-	var replies [][]byte
-	var err error
-	if t.watch != nil {
-		replies, err = t.watch.roundTrip(ctx, cmds)
-	} else {
-		replies, err = t.c.node(t.addr).doOwn(ctx, cmds)
-	}
+	replies, err := t.c.node(addr).doOwn(ctx, cmds)
 	if err != nil {
 		return unavailable(err)
 	}
 	return replies[len(replies)-1]
 }
 
-// Discard drops the queue and any WATCH.
-func (t *Tx) Discard() []byte {
+// Discard drops the transaction and any WATCH.
+func (t *Tx) Discard(ctx context.Context) []byte {
 	if !t.multi {
 		return errorReply("ERR DISCARD without MULTI")
+	}
+	if t.open {
+		_, _ = t.send(ctx, [][]byte{[]byte("DISCARD")})
 	}
 	t.reset()
 	return []byte("+OK\r\n")
@@ -152,24 +261,23 @@ func (t *Tx) Watch(ctx context.Context, args [][]byte) []byte {
 	if r := t.bind(ctx, args[1:]); r != nil {
 		return r
 	}
-	if t.watch == nil {
-		c, err := t.c.node(t.addr).dial(ctx)
+	if t.pinned == nil {
+		cn, err := t.c.node(t.addr).take(ctx)
 		if err != nil {
 			return unavailable(err)
 		}
-		t.watch = c
+		t.pinned = cn
 	}
-	replies, err := t.watch.roundTrip(ctx, [][][]byte{args})
+	reply, err := t.send(ctx, args)
 	if err != nil {
-		t.unpin()
 		return unavailable(err)
 	}
-	return replies[0]
+	return reply
 }
 
 // Unwatch forgets every WATCH.
 func (t *Tx) Unwatch() []byte {
-	t.unpin()
+	t.unpin(false)
 	t.lostWatch = false
 	if !t.multi {
 		t.slot, t.addr = -1, ""
@@ -177,8 +285,10 @@ func (t *Tx) Unwatch() []byte {
 	return []byte("+OK\r\n")
 }
 
+// reset ends the transaction: after EXEC or DISCARD Redis has dropped its queue and WATCHes,
+// so a pinned connection is clean and goes back to the spares.
 func (t *Tx) reset() {
-	t.unpin()
+	t.unpin(t.open)
 	t.multi, t.aborted, t.lostWatch, t.queue, t.slot, t.addr = false, false, false, nil, -1, ""
 }
 
@@ -188,28 +298,34 @@ func (t *Tx) reset() {
 // changed.
 func (t *Tx) SwitchProto(ctx context.Context, c *Cluster, proto int) {
 	t.c = c
-	if t.watch == nil {
+	if t.pinned == nil {
 		return
 	}
-	replies, err := t.watch.roundTrip(ctx, [][][]byte{{[]byte("HELLO"), []byte(strconv.Itoa(proto))}})
-	if err != nil || len(replies) != 1 || len(replies[0]) == 0 || replies[0][0] == '-' {
-		t.unpin()
+	reply, err := t.send(ctx, [][]byte{[]byte("HELLO"), []byte(strconv.Itoa(proto))})
+	if err != nil || len(reply) == 0 || reply[0] == '-' {
+		t.unpin(false)
 		t.lostWatch = true
 	}
 }
 
-func (t *Tx) unpin() {
-	if t.watch != nil {
-		t.watch.nc.Close()
-		t.watch = nil
+// unpin lets the pinned connection go: back to its node's spares when clean, else closed.
+func (t *Tx) unpin(clean bool) {
+	if t.pinned == nil {
+		return
 	}
+	if clean && t.addr != "" {
+		t.c.node(t.addr).release(t.pinned, true)
+	} else {
+		t.pinned.nc.Close()
+	}
+	t.pinned, t.open = nil, false
 }
 
 // Abort marks the open transaction as failed: EXEC will answer EXECABORT.
 func (t *Tx) Abort() { t.aborted = true }
 
 // Close releases a pinned connection; call it when the client goes.
-func (t *Tx) Close() { t.unpin() }
+func (t *Tx) Close() { t.unpin(false) }
 
 // copyArgs copies a command whose arguments point into a buffer that will be reused.
 func copyArgs(args [][]byte) [][]byte {
