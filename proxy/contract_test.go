@@ -279,7 +279,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("SETNAME = %q", got)
 	}
 	victimID := strings.TrimSuffix(strings.TrimPrefix(victim.do(t, "CLIENT", "ID"), ":"), "\r\n")
-	line := regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=-?\d+ name=\S* age=\d+ idle=\d+ flags=[NP] db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=\S+ user=\S+ redir=-1 resp=2 lib-name=\S* lib-ver=\S*$`)
+	line := regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=-?\d+ name=\S* age=\d+ idle=\d+ flags=[NPx]+ db=0 sub=0 psub=0 ssub=0 multi=-?\d+ qbuf=\d+ qbuf-free=0 argv-mem=\d+ multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=\d+ events=r cmd=\S+ user=\S+ redir=-1 resp=2 lib-name=\S* lib-ver=\S*$`)
 	info := admin.do(t, "CLIENT", "INFO")
 	if body := bulkBody(info); !line.MatchString(strings.TrimSuffix(body, "\n")) || !strings.Contains(body, "user=ops") || !strings.Contains(body, "cmd=client|info") {
 		t.Fatalf("CLIENT INFO = %q", info)
@@ -296,6 +296,25 @@ func TestClientCommands(t *testing.T) {
 	}
 	if got := bulkBody(admin.do(t, "CLIENT", "LIST", "ID", victimID)); strings.Count(got, "\n") != 1 || !strings.Contains(got, "name=victim") {
 		t.Errorf("CLIENT LIST ID %s = %q", victimID, got)
+	}
+	// The fields the proxy knows are Redis's: the asking connection's query buffer holds its
+	// own CLIENT LIST (qbuf=26 from redis-server 7.0), and a connection inside MULTI shows its
+	// queued commands and flags=x.
+	direct := dialRaw(t, testenv.Standalone(t))
+	qbuf := regexp.MustCompile(` qbuf=\d+ `)
+	want := qbuf.FindString(bulkBody(direct.do(t, "CLIENT", "INFO")))
+	if got := qbuf.FindString(bulkBody(admin.do(t, "CLIENT", "INFO"))); got != want || want == "" {
+		t.Errorf("CLIENT INFO's %q, redis-server's %q", got, want)
+	}
+	victim.do(t, "MULTI")
+	victim.do(t, "GET", "{cl}a")
+	victim.do(t, "PING")
+	if got := bulkBody(admin.do(t, "CLIENT", "LIST", "ID", victimID)); !strings.Contains(got, " flags=x ") || !strings.Contains(got, " multi=2 ") {
+		t.Errorf("CLIENT LIST of a client with 2 commands queued = %q", got)
+	}
+	victim.do(t, "DISCARD")
+	if got := bulkBody(admin.do(t, "CLIENT", "LIST", "ID", victimID)); !strings.Contains(got, " flags=N ") || !strings.Contains(got, " multi=-1 ") {
+		t.Errorf("CLIENT LIST after DISCARD = %q", got)
 	}
 	if got := app.do(t, "CLIENT", "LIST"); !strings.HasPrefix(got, "-NOPERM") {
 		t.Errorf("app CLIENT LIST = %q, want NOPERM", got)

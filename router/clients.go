@@ -26,6 +26,9 @@ type clientView struct {
 	subscriber            atomic.Bool
 	killed                atomic.Bool
 	haveConn              bool
+	// multi is the number of commands queued in the connection's open MULTI, or -1 (CLIENT
+	// LIST's multi=, and flags=x), as of its last command.
+	multi atomic.Int64
 }
 
 // Active records that the connection sent a command at now (the event loop calls it for the
@@ -131,14 +134,14 @@ func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply,
 		if len(args) != 2 {
 			return nil, wrongArgs
 		}
-		return BulkString(r.clientLine(s, time.Now(), "client|info")), nil
+		return BulkString(r.clientLine(s, time.Now(), "client|info", args)), nil
 	case "list", "kill":
 		// Other clients' addresses, names and users are an admin's (@admin in Redis too).
 		if !s.Admin {
 			return nil, respError("NOPERM User " + s.User + " has no permissions to run the 'client|" + sub + "' command")
 		}
 		if sub == "list" {
-			return r.clientList(s, args[2:])
+			return r.clientList(s, args)
 		}
 		return r.clientKill(s, args[2:])
 	case "no-evict":
@@ -179,10 +182,14 @@ func (r *Router) eachClient(f func(*Session)) {
 	}
 }
 
-// clientLine is one connection's line of CLIENT LIST, in Redis 7's format. The proxy keeps
-// no per-client Redis buffers: those fields are 0. cmd is the last command the proxy served
-// itself (a plain command the event loop forwards is not recorded).
-func (r *Router) clientLine(s *Session, now time.Time, self string) string {
+// clientLine is one connection's line of CLIENT LIST, in Redis 7's format. cmd is the last
+// command the proxy served itself (a plain command the event loop forwards is not recorded).
+// What the proxy knows is filled as Redis fills it: for the connection asking (self, sending
+// selfArgs), its query buffer and argv hold that command (Redis 7.0 answers qbuf=26 to its own
+// CLIENT LIST); multi= counts the commands queued in another connection's MULTI, which then
+// has flags=x; a subscriber has flags=P. The proxy keeps no per-client buffers of Redis's
+// kind otherwise: those fields are 0.
+func (r *Router) clientLine(s *Session, now time.Time, self string, selfArgs [][]byte) string {
 	v := &s.view
 	v.mu.Lock()
 	name, libName, libVer, user, cmd, laddr, fd, proto := v.name, v.libName, v.libVer, v.user, v.lastCmd, v.laddr, v.fd, v.proto
@@ -190,15 +197,27 @@ func (r *Router) clientLine(s *Session, now time.Time, self string) string {
 		fd = -1
 	}
 	v.mu.Unlock()
+	qbuf, argvMem := 0, 0
 	if self != "" {
 		cmd = self
+		qbuf = commandSize(selfArgs)
+		for _, a := range selfArgs {
+			argvMem += len(a)
+		}
 	}
 	if cmd == "" {
 		cmd = "NULL"
 	}
-	flags := "N"
+	multi := v.multi.Load()
+	flags := ""
 	if v.subscriber.Load() {
-		flags = "P"
+		flags += "P"
+	}
+	if multi >= 0 {
+		flags += "x"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	idle := now.Sub(time.Unix(0, v.lastActive.Load()))
 	var b strings.Builder
@@ -206,14 +225,25 @@ func (r *Router) clientLine(s *Session, now time.Time, self string) string {
 	b.WriteString(" addr=" + s.Remote + " laddr=" + laddr + " fd=" + strconv.Itoa(fd) + " name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(v.created).Seconds()), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0).Seconds()), 10))
-	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0")
-	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + cmd + " user=" + user)
+	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + strconv.FormatInt(multi, 10))
+	b.WriteString(" qbuf=" + strconv.Itoa(qbuf) + " qbuf-free=0 argv-mem=" + strconv.Itoa(argvMem) + " multi-mem=0")
+	b.WriteString(" rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=" + strconv.Itoa(qbuf+argvMem) + " events=r cmd=" + cmd + " user=" + user)
 	b.WriteString(" redir=-1 resp=" + strconv.Itoa(max(proto, 2)) + " lib-name=" + libName + " lib-ver=" + libVer + "\n")
 	return b.String()
 }
 
+// commandSize is the size of args as a RESP request: what a server's query buffer holds of it.
+func commandSize(args [][]byte) int {
+	n := 1 + len(strconv.Itoa(len(args))) + 2
+	for _, a := range args {
+		n += 1 + len(strconv.Itoa(len(a))) + 2 + len(a) + 2
+	}
+	return n
+}
+
 // clientList answers CLIENT LIST [TYPE normal|pubsub|master|replica] [ID id ...].
-func (r *Router) clientList(self *Session, args [][]byte) (Reply, error) {
+func (r *Router) clientList(self *Session, cmd [][]byte) (Reply, error) {
+	args := cmd[2:]
 	kind, ids := "", map[int64]bool(nil)
 	for i := 0; i < len(args); i++ {
 		switch opt := strings.ToLower(string(args[i])); {
@@ -245,11 +275,11 @@ func (r *Router) clientList(self *Session, args [][]byte) (Reply, error) {
 		case kind == "master" || kind == "replica" || kind == "slave":
 		case kind == "pubsub" && !s.view.subscriber.Load(), kind == "normal" && s.view.subscriber.Load():
 		default:
-			cmd := ""
 			if s == self {
-				cmd = "client|list"
+				b.WriteString(r.clientLine(s, now, "client|list", cmd))
+			} else {
+				b.WriteString(r.clientLine(s, now, "", nil))
 			}
-			b.WriteString(r.clientLine(s, now, cmd))
 		}
 	})
 	return BulkString(b.String()), nil

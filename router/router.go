@@ -236,6 +236,7 @@ func (r *Router) NewSession(remote string) *Session {
 	}
 	s.view.created = time.Now()
 	s.view.user = s.User
+	s.view.multi.Store(-1)
 	s.Active(s.view.created)
 	r.sessions.Store(s.ID, s)
 	return s
@@ -267,7 +268,12 @@ func (r *Router) lookup(name []byte) *command {
 // own), then dispatched.
 func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Writer) {
 	b := &batch{r: r, s: s, ctx: ctx, w: w, buys: s.buys[:0], buyErrs: s.buyErrs[:0]}
-	defer func() { s.buys, s.buyErrs = b.buys[:0], b.buyErrs[:0] }()
+	defer func() {
+		s.buys, s.buyErrs = b.buys[:0], b.buyErrs[:0]
+		if s.tx != nil {
+			s.view.multi.Store(int64(s.tx.Queued()))
+		}
+	}()
 	r.commands.Add(int64(len(cmds)))
 	s.Active(time.Now())
 	for i, args := range cmds {

@@ -34,6 +34,15 @@ type Tx struct {
 	// lostWatch: a WATCH was dropped other than by EXEC, DISCARD or UNWATCH (its connection
 	// failed), so the next EXEC must not run the queue unwatched.
 	lostWatch bool
+	queued    int // commands queued in the open MULTI
+}
+
+// Queued is the number of commands queued in the open MULTI, or -1 when none is open.
+func (t *Tx) Queued() int {
+	if !t.multi {
+		return -1
+	}
+	return t.queued
 }
 
 // NewTx returns the transaction state of a new client connection.
@@ -47,7 +56,7 @@ func (t *Tx) Multi(ctx context.Context) []byte {
 	if t.multi {
 		return errorReply("ERR MULTI calls can not be nested")
 	}
-	t.multi, t.aborted, t.queue = true, false, nil
+	t.multi, t.aborted, t.queue, t.queued = true, false, nil, 0
 	if t.pinned != nil {
 		if _, err := t.send(ctx, [][]byte{[]byte("MULTI")}); err != nil {
 			t.lostWatch = true // EXEC answers as if a watched key had changed
@@ -98,6 +107,9 @@ func (t *Tx) QueueAll(ctx context.Context, cmds [][][]byte) [][]byte {
 		reply, send := t.prepare(ctx, args)
 		if !send {
 			replies[i] = reply
+			if reply[0] == '+' {
+				t.queued++
+			}
 			continue
 		}
 		if !t.open {
@@ -134,6 +146,9 @@ func (t *Tx) QueueAll(ctx context.Context, cmds [][][]byte) [][]byte {
 			replies[i] = unavailable(err)
 		} else {
 			replies[i] = got[skip+j]
+			if replies[i][0] == '+' {
+				t.queued++
+			}
 		}
 	}
 	return replies
