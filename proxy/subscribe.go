@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -21,21 +20,11 @@ var subscriberCommands = map[string]bool{
 	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "ping": true,
 }
 
-// subscribedPong starts the reply to PING in subscriber mode.
-var subscribedPong = []byte("*2\r\n$4\r\npong\r\n")
-
-// isPingReply: PING answers an array starting with "pong" in subscriber mode, and +PONG or a
-// bulk string out of it; nothing else Redis sends a subscriber is a simple or bulk string.
-func isPingReply(msg []byte) bool {
-	return bytes.HasPrefix(msg, subscribedPong) || len(msg) > 0 && (msg[0] == '+' || msg[0] == '$')
-}
-
 // bridge runs subscriber mode: first is the command that started it, rest the commands that
 // came with it. It returns the commands sent after the client left subscriber mode (the first
 // one, and any of rest not yet sent), or none when the connection ended. Whether the client
 // still has subscriptions, Redis knows: before a command that subscriber mode does not allow,
-// a PING of the proxy's own asks, and its answer (an array while subscribed, +PONG after) is
-// not passed on.
+// the subscriber asks with PINGs of the proxy's own (upstream.Subscriber.Probe).
 func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
 	var mu sync.Mutex // the pump and the command loop both write to c
 	write := func(f func(w *redcon.Writer)) bool {
@@ -57,9 +46,6 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 	defer stop()
 
 	var leaving atomic.Bool // the client left subscriber mode: closing sub must not close c
-	var pingsMu sync.Mutex
-	var pings []bool                 // per PING sent upstream, in order: whether it is the proxy's own
-	subscribed := make(chan bool, 1) // the answer to the proxy's PING
 	pumped := make(chan struct{})
 	go func() {
 		defer close(pumped)
@@ -71,34 +57,12 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 				}
 				return
 			}
-			if isPingReply(msg) {
-				pingsMu.Lock()
-				own := len(pings) > 0 && pings[0]
-				if len(pings) > 0 {
-					pings = pings[1:]
-				}
-				pingsMu.Unlock()
-				if own {
-					subscribed <- bytes.HasPrefix(msg, subscribedPong)
-					continue
-				}
-			}
 			if !write(func(w *redcon.Writer) { w.WriteRaw(msg) }) {
 				_ = c.nc.Close()
 				return
 			}
 		}
 	}()
-	// ping sends a PING, the client's (args) or the proxy's own (nil).
-	ping := func(args [][]byte) error {
-		pingsMu.Lock()
-		pings = append(pings, args == nil)
-		pingsMu.Unlock()
-		if args == nil {
-			args = [][]byte{[]byte("PING")}
-		}
-		return sub.Send(args)
-	}
 	var next [][]byte
 	// send forwards one command; false ends subscriber mode (see next) or the connection.
 	send := func(args [][]byte) bool {
@@ -107,10 +71,8 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		case name == "quit":
 			write(func(w *redcon.Writer) { w.WriteString("OK") })
 			return false
-		case name == "ping" && !resp3:
-			return ping(args) == nil
 		case subscriberCommands[name]:
-			return sub.Send(args) == nil
+			return sub.Send(c.ctx, args) == nil
 		case resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3":
 			// The subscription's own connection to Redis speaks RESP3: its pushes, and the
 			// UNSUBSCRIBE replies among them, cannot become RESP2 under way.
@@ -122,16 +84,12 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 			// and its reply goes between the messages.
 			return write(func(w *redcon.Writer) { s.router.Serve(c.ctx, c.sess, [][][]byte{args}, w) }) && !c.sess.Quit
 		}
-		if ping(nil) != nil {
+		still, err := sub.Probe(c.ctx)
+		switch {
+		case err != nil:
 			return false
-		}
-		select {
-		case still := <-subscribed:
-			if !still {
-				next = args
-				return false
-			}
-		case <-pumped:
+		case !still:
+			next = args
 			return false
 		}
 		return write(func(w *redcon.Writer) {

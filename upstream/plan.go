@@ -55,6 +55,17 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 		return plan{special: func(ctx context.Context) []byte { return c.slowlog(ctx, args) }}
 	case "latency":
 		return plan{special: func(ctx context.Context) []byte { return c.latency(ctx, args) }}
+	case "publish", "pubsub":
+		// The pub/sub home, where channels and patterns are subscribed (see subscribe.go),
+		// unless it is PUBSUB of shard channels, which read one master.
+		if name == "pubsub" && (len(args) < 2 || strings.HasPrefix(strings.ToLower(string(args[1])), "shard")) {
+			break
+		}
+		addr, err := c.pubsubHome(ctx)
+		if err != nil {
+			return plan{reply: unavailable(err)}
+		}
+		return plan{addr: addr}
 	case "debug":
 		if len(args) < 2 {
 			return plan{reply: errorReply("ERR wrong number of arguments for 'debug' command")}
@@ -78,7 +89,7 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 }
 
 // servedSpecially are the commands that plan serves itself rather than route by key.
-var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true, "debug": true}
+var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true, "debug": true, "publish": true, "pubsub": true}
 
 // debugKeyed are the DEBUG subcommands that read the keys after them: they go to the keys'
 // master. debugOneServer are those that compute a reply and change nothing (a protocol's
