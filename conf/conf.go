@@ -68,6 +68,25 @@ type Config struct {
 	Admission Admission `koanf:"admission"`
 	Outbox    Outbox    `koanf:"outbox"`
 	Sink      Sink      `koanf:"sink"`
+	// Status configures the buyers who wait for their order's outcome (SECKILL.STATUS ...
+	// WAIT, and the outcome channels).
+	Status Status `koanf:"status"`
+}
+
+// Status configures the wait for an order's outcome: how long a buyer may wait, how many may
+// wait at once on one proxy, and how often the waits are checked against the outcomes kept
+// in Redis (the stream that wakes them is the fast path; this is the catch-up).
+type Status struct {
+	// MaxWait bounds SECKILL.STATUS ... WAIT <ms> (and WAIT 0, which waits this long) and an
+	// outcome channel's wait for its outcome.
+	MaxWait time.Duration `koanf:"max_wait"`
+	// MaxWaiters is the most buyers waiting at once on this proxy; past it a wait is refused
+	// with -BUSY, and the buyer polls.
+	MaxWaiters int `koanf:"max_waiters"`
+	// Resync is how often each sale with waiting buyers has their outcomes read from Redis
+	// in one call, besides after any lost read of the sale's outcome stream: what wakes a
+	// buyer whose outcome's stream entry was missed (a sink without the stream, a failover).
+	Resync time.Duration `koanf:"resync"`
 }
 
 // Outbox configures the tee's clean-up and the sweeper that republishes what the tee missed.
@@ -404,6 +423,11 @@ func Default() Config {
 			SweepBatch:    1000,
 			DeleteFlush:   10 * time.Millisecond,
 			LateAfter:     time.Minute,
+		},
+		Status: Status{
+			MaxWait:    time.Minute,
+			MaxWaiters: 50000,
+			Resync:     5 * time.Second,
 		},
 		Sink: Sink{
 			BatchSize:   1000,

@@ -162,6 +162,9 @@ func (c *Config) Validate() error {
 		v.fail("buy.pipelines_per_master", c.Buy.PipelinesPerMaster, "must be from 1 to 64")
 	}
 
+	v.between("status.max_wait", c.Status.MaxWait, time.Millisecond, time.Hour)
+	v.atLeast("status.max_waiters", c.Status.MaxWaiters, 0)
+	v.between("status.resync", c.Status.Resync, 100*time.Millisecond, time.Minute)
 	v.positive("outbox.sweep_interval", c.Outbox.SweepInterval)
 	v.positive("outbox.sweep_age", c.Outbox.SweepAge)
 	v.positive("outbox.lease_ttl", c.Outbox.LeaseTTL)

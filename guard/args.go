@@ -59,6 +59,41 @@ func ParseSKUUID(sku, uid []byte) (string, string, error) {
 	return string(sku), string(uid), nil
 }
 
+// StatusRequest is SECKILL.STATUS <sku> <uid> [WAIT <ms>] parsed: Wait is how long to wait for
+// the order's outcome (0: not at all).
+type StatusRequest struct {
+	SKU, UID string
+	Wait     time.Duration
+}
+
+// ParseStatus checks SECKILL.STATUS's arguments (after the command's name). WAIT <ms> waits at
+// most maxWait: a longer wait, or WAIT 0 (Redis's "until it comes"), waits maxWait.
+func ParseStatus(args [][]byte, maxWait time.Duration) (StatusRequest, error) {
+	if len(args) != 2 && len(args) != 4 {
+		return StatusRequest{}, badArgs("wrong number of arguments for 'seckill.status' command: SECKILL.STATUS <sku> <uid> [WAIT <ms>]")
+	}
+	sku, uid, err := ParseSKUUID(args[0], args[1])
+	if err != nil {
+		return StatusRequest{}, err
+	}
+	req := StatusRequest{SKU: sku, UID: uid}
+	if len(args) == 2 {
+		return req, nil
+	}
+	if !strings.EqualFold(string(args[2]), "wait") {
+		return StatusRequest{}, badArgs("syntax error: %s, where WAIT <ms> may follow the uid", quote(args[2]))
+	}
+	ms, err := strconv.ParseInt(string(args[3]), 10, 64)
+	if err != nil || ms < 0 {
+		return StatusRequest{}, badArgs("WAIT takes a whole number of milliseconds from 0, got %s", quote(args[3]))
+	}
+	req.Wait = maxWait
+	if ms > 0 && ms < maxWait.Milliseconds() {
+		req.Wait = time.Duration(ms) * time.Millisecond
+	}
+	return req, nil
+}
+
 // ParseSKU checks a lone sku argument.
 func ParseSKU(b []byte) (string, error) {
 	if !sale.ValidID(b) {

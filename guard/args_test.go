@@ -255,3 +255,55 @@ func FuzzParseWarm(f *testing.F) {
 		}
 	})
 }
+
+// TestParseStatus: SECKILL.STATUS's arguments, with and without WAIT, and the bound on it.
+func TestParseStatus(t *testing.T) {
+	const max = 30 * time.Second
+	for _, tt := range []struct {
+		args string
+		want time.Duration
+		err  bool
+	}{
+		{"sku_1 u1", 0, false},
+		{"sku_1 u1 WAIT 500", 500 * time.Millisecond, false},
+		{"sku_1 u1 wait 500", 500 * time.Millisecond, false},
+		{"sku_1 u1 WAIT 0", max, false},
+		{"sku_1 u1 WAIT 99999999999", max, false},
+		{"sku_1 u1 WAIT -1", 0, true},
+		{"sku_1 u1 WAIT 1.5", 0, true},
+		{"sku_1 u1 WAIT", 0, true},
+		{"sku_1 u1 BLOCK 5", 0, true},
+		{"sku_1 u1 WAIT 5 x", 0, true},
+		{"sku_1", 0, true},
+		{"bad/sku u1 WAIT 5", 0, true},
+	} {
+		req, err := ParseStatus(bs(strings.Fields(tt.args)...), max)
+		switch {
+		case tt.err && (err == nil || !errors.Is(err, ErrBadArgs)):
+			t.Errorf("%q: %+v, %v; want ERR", tt.args, req, err)
+		case !tt.err && (err != nil || req.Wait != tt.want || req.SKU != "sku_1" || req.UID != "u1"):
+			t.Errorf("%q: %+v, %v; want wait %v", tt.args, req, err, tt.want)
+		}
+	}
+}
+
+func FuzzParseStatus(f *testing.F) {
+	f.Add("sku_1 u1")
+	f.Add("sku_1 u1 WAIT 500")
+	f.Add("sku_1 u1 WAIT 0")
+	f.Add("sku_1 u1 wait -5")
+	f.Fuzz(func(t *testing.T, in string) {
+		const max = time.Minute
+		args := bs(strings.Fields(in)...)
+		req, err := ParseStatus(args, max)
+		if err != nil {
+			if !errors.Is(err, ErrBadArgs) {
+				t.Fatalf("error %v is not ERR", err)
+			}
+			return
+		}
+		if req.Wait < 0 || req.Wait > max || (len(args) == 4) != (req.Wait > 0) || !sale.ValidID([]byte(req.SKU)) || !sale.ValidID([]byte(req.UID)) {
+			t.Fatalf("accepted %+v from %q", req, in)
+		}
+	})
+}

@@ -44,6 +44,9 @@ type Options struct {
 	// sale's bucket tags so that their Kafka keys fall on different partitions too (0: it
 	// does not try).
 	Partitions int
+	// Status bounds the buyers who wait for their outcome (waiters.go); the zero value means
+	// conf's defaults.
+	Status conf.Status
 }
 
 // Guard runs the buy path and the sale admin commands against the Redis Cluster (and MySQL,
@@ -80,6 +83,7 @@ type Guard struct {
 	refreshing   atomic.Bool         // a ReloadSlots refresh is running (slots.go)
 	lateFrom     string              // the last sale the late-order watch looked at (its goroutine's)
 	lateSettled  map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
+	waits        waiters             // buyers waiting for their outcome (waiters.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -95,6 +99,9 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	}
 	if opt.LateAfter == 0 {
 		opt.LateAfter = conf.Default().Outbox.LateAfter
+	}
+	if opt.Status == (conf.Status{}) {
+		opt.Status = conf.Default().Status
 	}
 	if opt.Route == "" {
 		opt.Route = sale.Route(conf.Default().Kafka.Topic)
@@ -135,6 +142,9 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 // returned.
 func (g *Guard) Close() {
 	g.closeOnce.Do(func() {
+		g.waits.mu.Lock()
+		g.waits.closed = true // no reader starts from now on
+		g.waits.mu.Unlock()
 		close(g.stop)
 		g.workers.Wait()
 		_ = g.lc.Close()

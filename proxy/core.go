@@ -388,8 +388,11 @@ var blockingCommands = map[string]bool{"blpop": true, "brpop": true, "brpoplpush
 	"wait": true, "waitaof": true}
 
 // blocking: args is a command that may block (by name: XREAD without BLOCK counts too, as in
-// Redis's own command table).
+// Redis's own command table), or SECKILL.STATUS ... WAIT, which blocks as they do.
 func blocking(args [][]byte) bool {
+	if len(args) == 5 && strings.EqualFold(string(args[0]), "seckill.status") {
+		return true
+	}
 	return len(args) > 0 && len(args[0]) <= 10 && blockingCommands[strings.ToLower(string(args[0]))]
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 )
 
@@ -121,12 +122,24 @@ func compatReply(err error) (int64, bool) {
 	return 0, false
 }
 
+// cmdStatus: SECKILL.STATUS <sku> <uid> [WAIT <ms>]. With WAIT, a buyer whose order has no
+// outcome yet waits for it (guard.WaitStatus), as a client waits in BLPOP: the client's
+// context ends the wait when it leaves.
 func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
-	sku, uid, err := guard.ParseSKUUID(args[1], args[2])
+	maxWait := r.opt.MaxStatusWait
+	if maxWait <= 0 {
+		maxWait = conf.Default().Status.MaxWait
+	}
+	req, err := guard.ParseStatus(args[1:], maxWait)
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.guard.Status(ctx, sku, uid)
+	var st guard.Status
+	if req.Wait > 0 {
+		st, err = r.guard.WaitStatus(ctx, req.SKU, req.UID, req.Wait)
+	} else {
+		st, err = r.guard.Status(ctx, req.SKU, req.UID)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,7 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "rate_lease_errors", Value: st.LeaseErrors, Metric: &guard.Metric{Name: "seckill_proxy_rate_lease_errors_total", Help: "Lease calls that failed."}},
 		{Name: "denied_uids", Value: st.Denied, Metric: &guard.Metric{Name: "seckill_proxy_denied_uids", Help: "Uids on the deny list, as this proxy last read it.", Gauge: true}},
 	}
+	fs = append(fs, r.guard.WaitFields()...)
 	if r.opt.Extra != nil {
 		fs = append(fs, r.opt.Extra()...)
 	}

@@ -134,6 +134,8 @@ type Options struct {
 	AppScripts []string
 	// ProtectedMode refuses clients from outside loopback while there are no credentials.
 	ProtectedMode bool
+	// MaxStatusWait bounds SECKILL.STATUS ... WAIT (status.max_wait; 0: conf's default).
+	MaxStatusWait time.Duration
 }
 
 // errPassThrough marks a command for the upstream. (An error value made once: returning a
@@ -203,7 +205,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "seckill.buy", arity: -3, maxArgs: 4, flags: flagBuy},
-		{name: "seckill.status", arity: 3, handler: r.cmdStatus},
+		{name: "seckill.status", arity: -3, maxArgs: 5, handler: r.cmdStatus},
 		{name: "seckill.info", arity: -1, maxArgs: 2, handler: r.cmdSaleInfo},
 		{name: "seckill.warm", arity: -2, flags: flagAdmin, handler: r.cmdWarm},
 		{name: "seckill.close", arity: 2, flags: flagAdmin, handler: r.cmdClose},

@@ -13,6 +13,11 @@ type Keys struct {
 	Outbox string
 	// Result is a hash order id -> outcome, written by the sink.
 	Result string
+	// Outcomes is a stream the sink appends each batch's outcomes to (capped, about
+	// OutcomesKept entries), each entry uid -> the outcome as STATUS says it ("confirmed
+	// <id>", "rejected <id> <reason>", "cancelled <id>"): what wakes the buyers who wait for
+	// theirs (SECKILL.STATUS ... WAIT) with one read per batch, not one per buyer.
+	Outcomes string
 	// SweepLease names the proxy that sweeps this SKU's outbox for now.
 	SweepLease string
 	// Dead is a stream of outbox entries that no one could read, moved aside by the sweeper.
@@ -39,6 +44,7 @@ func keysTagged(tag string) Keys {
 		Meta:       base + "meta",
 		Outbox:     base + "outbox",
 		Result:     base + "result",
+		Outcomes:   base + "outcomes",
 		SweepLease: base + "sweep",
 		Dead:       base + "dead",
 		LateLease:  base + "late",
@@ -47,13 +53,17 @@ func keysTagged(tag string) Keys {
 	}
 }
 
-// Named is every key of the sale by its name (meta, stock, buyers, outbox, result, sweep,
-// dead, late, reserved, donated), for tools that read or remove one.
+// Named is every key of the sale by its name (meta, stock, buyers, outbox, result, outcomes,
+// sweep, dead, late, reserved, donated), for tools that read or remove one.
 func (k Keys) Named() [][2]string {
 	return [][2]string{{"meta", k.Meta}, {"stock", k.Stock}, {"buyers", k.Buyers}, {"outbox", k.Outbox},
-		{"result", k.Result}, {"sweep", k.SweepLease}, {"dead", k.Dead}, {"late", k.LateLease},
-		{"reserved", k.Reserved}, {"donated", k.Donated}}
+		{"result", k.Result}, {"outcomes", k.Outcomes}, {"sweep", k.SweepLease}, {"dead", k.Dead},
+		{"late", k.LateLease}, {"reserved", k.Reserved}, {"donated", k.Donated}}
 }
+
+// OutcomesKept is about how many entries (sink batches, up to 500 outcomes each) a sale's
+// outcome stream keeps: a reader further behind catches up from the result hash.
+const OutcomesKept = 10000
 
 // ScriptKeys is the key order that every script of a sale takes: meta, stock, buyers,
 // outbox, result, reserved, donated.

@@ -328,9 +328,10 @@ func (s *Sink) handle(ctx context.Context, msgs []*sarama.ConsumerMessage) ([]Ou
 }
 
 // writeOutcomes records each order's outcome in the result hash of its buyer's home bucket
-// (its SKU's, for a sale of one bucket), for SECKILL.STATUS, and counts new ones in that
-// bucket's meta (outcome.lua, one call per bucket of the batch: only for orders of the sale
-// now in Redis, not of one before it). MySQL already holds the truth: a failure here only leaves
+// (its SKU's, for a sale of one bucket), for SECKILL.STATUS, appends them to that bucket's
+// outcome stream, for the buyers waiting, and counts new ones in that bucket's meta
+// (outcome.lua, one call per bucket of the batch: only for orders of the sale now in Redis,
+// not of one before it). MySQL already holds the truth: a failure here only leaves
 // STATUS at "pending" until the order is seen again, so it is logged, not retried forever.
 func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 	todo := outcomeCalls(outcomes)
@@ -339,7 +340,7 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 		pipe := s.rc.Pipeline()
 		cmds := make([]*redis.Cmd, len(todo))
 		for i, c := range todo {
-			cmds[i] = outcomeScript.EvalSha(wctx, pipe, []string{c.keys.Meta, c.keys.Result}, c.args...)
+			cmds[i] = outcomeScript.EvalSha(wctx, pipe, []string{c.keys.Meta, c.keys.Result, c.keys.Outcomes}, c.args...)
 		}
 		_, err := pipe.Exec(wctx)
 		var failed []outcomeCall
@@ -348,7 +349,7 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 		for i, c := range cmds {
 			if c.Err() != nil {
 				failed = append(failed, todo[i])
-				orders += len(todo[i].args) / outcomeArgs
+				orders += (len(todo[i].args) - 1) / outcomeArgs
 				noScript = noScript || redis.HasErrorPrefix(c.Err(), "NOSCRIPT")
 			}
 		}
@@ -363,10 +364,10 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 	}
 }
 
-// outcomeArgs is the ARGV outcome.lua takes per order; maxOutcomesPerCall bounds the orders
+// outcomeArgs is the ARGV outcome.lua takes per order, after the stream's cap; maxOutcomesPerCall bounds the orders
 // of one call (and so its ARGV, and how long it holds Redis).
 const (
-	outcomeArgs        = 6
+	outcomeArgs        = 8
 	maxOutcomesPerCall = 500
 )
 
@@ -385,8 +386,8 @@ func outcomeCalls(outcomes []Outcome) []outcomeCall {
 	for _, o := range outcomes {
 		tag := sale.Tag(o.SKU, o.Home)
 		i, ok := open[tag]
-		if !ok || len(calls[i].args) >= maxOutcomesPerCall*outcomeArgs {
-			calls = append(calls, outcomeCall{keys: sale.BucketKeys(o.SKU, o.Home)})
+		if !ok || len(calls[i].args) >= 1+maxOutcomesPerCall*outcomeArgs {
+			calls = append(calls, outcomeCall{keys: sale.BucketKeys(o.SKU, o.Home), args: []any{sale.OutcomesKept}})
 			i = len(calls) - 1
 			open[tag] = i
 		}
@@ -397,7 +398,7 @@ func outcomeCalls(outcomes []Outcome) []outcomeCall {
 		if o.Revoked {
 			revoked = "1"
 		}
-		calls[i].args = append(calls[i].args, o.OrderID, o.Value(), o.Version, o.Status, count, revoked)
+		calls[i].args = append(calls[i].args, o.OrderID, o.Value(), o.Version, o.Status, count, revoked, o.UID, o.Told())
 	}
 	return calls
 }

@@ -42,6 +42,17 @@ type Outcome struct {
 	// Home is the tag number of the stock bucket where the order's buyer lives, whose result
 	// hash takes the outcome (0: the sale's own keys).
 	Home int
+	// UID is the order's buyer: the outcome stream names them, for the buyers waiting.
+	UID string
+}
+
+// Told is the outcome as SECKILL.STATUS tells it to the buyer: "confirmed <id>", "cancelled
+// <id>", "rejected <id> <reason>".
+func (o Outcome) Told() string {
+	if o.Status != StatusRejected {
+		return o.Status + " " + o.OrderID
+	}
+	return o.Status + " " + o.OrderID + " " + o.Reason
 }
 
 // Value is the outcome as the result hash holds it: "confirmed", "cancelled", or
@@ -219,7 +230,7 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 		default:
 			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
 		}
-		out[len(out)-1].Version, out[len(out)-1].Home = m.SaleVersion, m.Home
+		out[len(out)-1].Version, out[len(out)-1].Home, out[len(out)-1].UID = m.SaleVersion, m.Home, m.UID
 	}
 
 	if len(insertOrder) > 0 {

@@ -79,7 +79,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		unfit: make(chan error, 1), verified: make(chan struct{}), sweeperDone: make(chan struct{})}
 	gopt := guard.Options{Buy: cfg.Buy, MaxInflight: cfg.Limits.MaxInflight, Instance: opt.Instance,
 		Admission: cfg.Admission, Route: sale.Route(cfg.Kafka.Topic), LateAfter: cfg.Outbox.LateAfter,
-		Partitions: cfg.Kafka.Partitions}
+		Partitions: cfg.Kafka.Partitions, Status: cfg.Status}
 	if cfg.Redis.Mode != conf.ModeStandalone {
 		gopt.Topology = connect.NewTopology(cfg.Redis).Masters
 	}
@@ -137,7 +137,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy,
 		LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts,
-		ProtectedMode: cfg.ProtectedMode,
+		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
 		Clients:       func() int64 { return p.Server.Clients() },
 		ObservePass:   func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
 	if p.Tee != nil {

@@ -1,0 +1,382 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"seckill-proxy/sale"
+)
+
+// Buyers who wait for their order's outcome (SECKILL.STATUS ... WAIT, and the outcome
+// channels), woken from memory with no Redis call per buyer:
+//
+//   - The sink appends each batch's outcomes to the home bucket's outcome stream
+//     (sale.Keys.Outcomes, outcome.lua), one entry per batch: uid -> the outcome as STATUS
+//     tells it.
+//   - For each bucket with a waiting buyer, one reader per proxy reads that stream with a
+//     blocking XREAD from where it stood when its first buyer began to wait, and wakes the
+//     buyers the entries name. A buyer registers before it reads its status, so an outcome
+//     is either in what it reads or in an entry read after.
+//   - Every status.resync, and after any failed read (a reconnect, a failover), the reader
+//     reads its waiting buyers' outcomes from the result hash in one call: the catch-up for
+//     an entry it could not read (trimmed, lost in a failover, or a sink that writes none).
+//   - A buyer whose order is on another proxy's outbox is woken the same way: the stream is
+//     the sale's, not the proxy's.
+
+// ErrTooManyWaiters: status.max_waiters buyers are waiting on this proxy already.
+var ErrTooManyWaiters = errors.New("BUSY too many buyers are waiting for their outcome on this proxy (status.max_waiters); poll SECKILL.STATUS")
+
+// outcomeBlock is how long one read of an outcome stream waits for an entry, and
+// outcomeCount how many entries it takes at most.
+const (
+	outcomeBlock = time.Second
+	outcomeCount = 100
+)
+
+// waiters are the buyers waiting on this proxy, by the outcome stream that will wake them.
+type waiters struct {
+	mu      sync.Mutex
+	readers map[string]*outcomeReader // by the bucket's outcome stream key
+	n       int
+	closed  bool // the guard is closing: no reader starts (workers.Go must not race its Wait)
+	// counters, for INFO and the metrics
+	waits, woken, resynced, timedOut atomic.Int64
+}
+
+// outcomeReader reads one bucket's outcome stream for the buyers waiting on it.
+type outcomeReader struct {
+	keys  sale.Keys
+	byUID map[string][]*Waiter // guarded by waiters.mu
+	ready chan struct{}        // closed once the reader knows where the stream stands (or err)
+	err   error
+}
+
+// Waiter is one buyer waiting for their order's outcome. C gets it once, when it is known
+// (confirmed, rejected, cancelled); Stop ends the wait. It is safe for concurrent use.
+type Waiter struct {
+	C   chan Status
+	g   *Guard
+	r   *outcomeReader
+	uid string
+
+	mu      sync.Mutex
+	orderID string  // the order waited for, once the buyer's status was read
+	early   *Status // an outcome that came before that
+	done    bool    // the outcome was given, or the wait stopped
+}
+
+// final says whether a status is the order's last word.
+func (s Status) final() bool {
+	return s.State == "confirmed" || s.State == "rejected" || s.State == "cancelled"
+}
+
+// Watch starts waiting for uid's order in sku's sale: it registers the buyer, then reads their
+// status. A status with no wait left (no order, or its outcome known) comes back with a nil
+// Waiter; otherwise the Waiter's C gets the outcome, and the caller must Stop it.
+func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	k, err := g.homeKeys(ctx, sku, uid, true)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	w, err := g.waits.add(g, k, uid)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	select {
+	case <-w.r.ready:
+	case <-ctx.Done():
+		w.Stop()
+		return nil, Status{}, unavailable(ctx.Err())
+	}
+	if w.r.err != nil {
+		w.Stop()
+		return nil, Status{}, unavailable(w.r.err)
+	}
+	st, err := g.Status(ctx, sku, uid)
+	if err != nil || st.State == "none" || st.final() {
+		w.Stop()
+		return nil, st, err
+	}
+	if early, ok := w.know(st.OrderID); ok {
+		w.Stop()
+		return nil, early, nil
+	}
+	return w, st, nil
+}
+
+// WaitStatus answers SECKILL.STATUS <sku> <uid> WAIT: the buyer's status at once when there is
+// nothing to wait for, else their order's outcome as soon as it is known, or, after wait (or
+// when ctx ends: the client left), the status it had.
+func (g *Guard) WaitStatus(ctx context.Context, sku, uid string, wait time.Duration) (Status, error) {
+	w, st, err := g.Watch(ctx, sku, uid)
+	if w == nil || err != nil {
+		return st, err
+	}
+	defer w.Stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case out := <-w.C:
+		return out, nil
+	case <-timer.C:
+		g.waits.timedOut.Add(1)
+		return st, nil
+	case <-ctx.Done():
+		return st, ctx.Err()
+	}
+}
+
+// add registers a buyer, starting the bucket's reader if none runs.
+func (ws *waiters) add(g *Guard, k sale.Keys, uid string) (*Waiter, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch {
+	case ws.closed:
+		return nil, unavailable(errors.New("the proxy is shutting down"))
+	case ws.n >= g.opt.Status.MaxWaiters:
+		return nil, ErrTooManyWaiters
+	}
+	if ws.readers == nil {
+		ws.readers = map[string]*outcomeReader{}
+	}
+	r := ws.readers[k.Outcomes]
+	if r == nil {
+		r = &outcomeReader{keys: k, byUID: map[string][]*Waiter{}, ready: make(chan struct{})}
+		ws.readers[k.Outcomes] = r
+		g.workers.Go(func() { g.readOutcomes(r) })
+	}
+	w := &Waiter{C: make(chan Status, 1), g: g, r: r, uid: uid}
+	r.byUID[uid] = append(r.byUID[uid], w)
+	ws.n++
+	ws.waits.Add(1)
+	return w, nil
+}
+
+// Stop ends the wait (a second call does nothing).
+func (w *Waiter) Stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+	ws := &w.g.waits
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	list := w.r.byUID[w.uid]
+	for i, x := range list {
+		if x == w {
+			list = append(list[:i], list[i+1:]...)
+			ws.n--
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(w.r.byUID, w.uid)
+	} else {
+		w.r.byUID[w.uid] = list
+	}
+}
+
+// know records the order waited for, once the buyer's status was read; ok: its outcome had
+// come already.
+func (w *Waiter) know(orderID string) (early Status, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.orderID = orderID
+	if w.early != nil && w.early.OrderID == orderID {
+		w.done = true
+		return *w.early, true
+	}
+	w.early = nil
+	return Status{}, false
+}
+
+// offer gives the waiter an outcome of its buyer's: taken if it is of the order waited for
+// (an outcome of an order of an earlier sale is not).
+func (w *Waiter) offer(st Status) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.done:
+		return false
+	case w.orderID == "":
+		w.early = &st
+		return false
+	case st.OrderID != w.orderID:
+		return false
+	}
+	w.done = true
+	w.C <- st
+	return true
+}
+
+// told reads an outcome as the stream and STATUS tell it: "confirmed <id>", "rejected <id>
+// <reason>", "cancelled <id>".
+func told(s string) (Status, bool) {
+	state, rest, _ := strings.Cut(s, " ")
+	id, reason, _ := strings.Cut(rest, " ")
+	st := Status{State: state, OrderID: id, Reason: reason}
+	return st, st.final() && id != ""
+}
+
+// readOutcomes is a bucket's reader: it finds where the stream stands, then reads it for as
+// long as buyers wait on it, with a catch-up from the result hash every status.resync and
+// after a failed read.
+func (g *Guard) readOutcomes(r *outcomeReader) {
+	ctx := g.ctx
+	pos, err := g.outcomesEnd(ctx, r.keys)
+	if err != nil {
+		r.err = err
+		g.waits.mu.Lock()
+		delete(g.waits.readers, r.keys.Outcomes) // the next buyer tries again
+		g.waits.mu.Unlock()
+		close(r.ready)
+		return
+	}
+	close(r.ready)
+	resync := time.Now()
+	backoff := 50 * time.Millisecond
+	for {
+		if g.waits.retire(r) || ctx.Err() != nil {
+			return
+		}
+		res, err := g.rc.XRead(ctx, &redis.XReadArgs{Streams: []string{r.keys.Outcomes, pos}, Count: outcomeCount, Block: outcomeBlock}).Result()
+		lost := false
+		switch {
+		case errors.Is(err, redis.Nil): // nothing came
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			g.log.Debug("reading an outcome stream failed; catching up from the results", zap.String("key", r.keys.Outcomes), zap.Error(err))
+			lost = true
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		default:
+			backoff = 50 * time.Millisecond
+			for _, s := range res {
+				for _, e := range s.Messages {
+					pos = e.ID
+					for uid, v := range e.Values {
+						if s, ok := v.(string); ok {
+							if st, ok := told(s); ok {
+								g.waits.wake(r, uid, st, &g.waits.woken)
+							}
+						}
+					}
+				}
+			}
+		}
+		if lost || time.Since(resync) >= g.opt.Status.Resync {
+			g.resyncOutcomes(ctx, r)
+			resync = time.Now()
+		}
+	}
+}
+
+// outcomesEnd is the id of the stream's last entry ("0-0" for none): the reader reads what
+// comes after it.
+func (g *Guard) outcomesEnd(ctx context.Context, k sale.Keys) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	last, err := g.rc.XRevRangeN(ctx, k.Outcomes, "+", "-", 1).Result()
+	switch {
+	case err != nil:
+		return "", err
+	case len(last) == 0:
+		return "0-0", nil
+	}
+	return last[0].ID, nil
+}
+
+// retire ends a reader with no buyer waiting on it (and takes it off the readers, so that the
+// next buyer starts another).
+func (ws *waiters) retire(r *outcomeReader) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(r.byUID) > 0 {
+		return false
+	}
+	if ws.readers[r.keys.Outcomes] == r {
+		delete(ws.readers, r.keys.Outcomes)
+	}
+	return true
+}
+
+// wake gives uid's waiters on r an outcome, counted in count for each one it woke.
+func (ws *waiters) wake(r *outcomeReader, uid string, st Status, count *atomic.Int64) {
+	ws.mu.Lock()
+	list := append([]*Waiter(nil), r.byUID[uid]...)
+	ws.mu.Unlock()
+	for _, w := range list {
+		if w.offer(st) {
+			count.Add(1)
+		}
+	}
+}
+
+// resyncOutcomes reads the outcomes of r's waiting orders from the result hash, in one call,
+// and wakes the buyers whose outcome is known.
+func (g *Guard) resyncOutcomes(ctx context.Context, r *outcomeReader) {
+	g.waits.mu.Lock()
+	var ids []string
+	uids := map[string]string{} // order id -> uid
+	for uid, list := range r.byUID {
+		for _, w := range list {
+			w.mu.Lock()
+			id := w.orderID
+			w.mu.Unlock()
+			if id != "" && uids[id] == "" {
+				ids = append(ids, id)
+				uids[id] = uid
+			}
+		}
+	}
+	g.waits.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+	defer cancel()
+	vals, err := g.rc.HMGet(cctx, r.keys.Result, ids...).Result()
+	if err != nil {
+		return // the next resync tries again
+	}
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			continue
+		}
+		state, reason, _ := strings.Cut(s, " ")
+		if st := (Status{State: state, OrderID: ids[i], Reason: reason}); st.final() {
+			g.waits.wake(r, uids[ids[i]], st, &g.waits.resynced)
+		}
+	}
+}
+
+// WaitFields are the waits' counters, for INFO and the metrics.
+func (g *Guard) WaitFields() []Field {
+	ws := &g.waits
+	ws.mu.Lock()
+	n, readers := ws.n, len(ws.readers)
+	ws.mu.Unlock()
+	return []Field{
+		{Name: "status_waiting", Value: int64(n), Metric: &Metric{Name: "seckill_proxy_status_waiting", Help: "Buyers waiting for their order's outcome on this proxy now (SECKILL.STATUS ... WAIT, outcome channels).", Gauge: true}},
+		{Name: "status_outcome_readers", Value: int64(readers), Metric: &Metric{Name: "seckill_proxy_status_outcome_readers", Help: "Sale buckets whose outcome stream this proxy reads now, for the buyers waiting.", Gauge: true}},
+		{Name: "status_waits", Value: ws.waits.Load(), Metric: &Metric{Name: "seckill_proxy_status_waits_total", Help: "Waits for an order's outcome begun."}},
+		{Name: "status_woken", Value: ws.woken.Load(), Metric: &Metric{Name: "seckill_proxy_status_woken_total", Help: "Waiting buyers woken by their sale's outcome stream."}},
+		{Name: "status_resynced", Value: ws.resynced.Load(), Metric: &Metric{Name: "seckill_proxy_status_resynced_total", Help: "Waiting buyers woken by the catch-up from the result hash (status.resync)."}},
+		{Name: "status_timed_out", Value: ws.timedOut.Load(), Metric: &Metric{Name: "seckill_proxy_status_timed_out_total", Help: "Waits that ended with no outcome known (answered pending)."}},
+	}
+}

@@ -1,0 +1,397 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/resp"
+	"seckill-proxy/sale"
+)
+
+// field is the value of one of the proxy's INFO seckill counters.
+func (s *stack) field(name string) int64 {
+	for _, f := range s.fields() {
+		if f.Name == name {
+			v, _ := f.Value.(int64)
+			return v
+		}
+	}
+	return -1
+}
+
+// statusWait sends SECKILL.STATUS <sku> <uid> WAIT <ms> on a connection of its own, and gives
+// its reply (or error text) on the channel once it comes.
+func statusWait(t *testing.T, s *stack, sku, uid, ms string) <-chan string {
+	t.Helper()
+	c := dialRaw(t, s.addr)
+	send(t, c, "SECKILL.STATUS", sku, uid, "WAIT", ms)
+	out := make(chan string, 1)
+	go func() {
+		_ = c.c.SetReadDeadline(time.Now().Add(90 * time.Second))
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			out <- "read error: " + err.Error()
+			return
+		}
+		if strings.HasPrefix(line, "$") {
+			body, _ := c.r.ReadString('\n')
+			line = body
+		}
+		out <- strings.TrimSuffix(line, "\r\n")
+	}()
+	return out
+}
+
+// TestStatusWait: SECKILL.STATUS ... WAIT blocks until the sink has stored the order, woken by
+// the sale's outcome stream with no Redis call of its own (the catch-up is set to a minute
+// here, so that only the stream can wake it in time): confirmed, rejected when an operator
+// set MySQL's stock by hand (the seeds' story), and on a second proxy that sold nothing of it;
+// it answers at once for a buyer with no order, answers pending at its timeout, is forgotten
+// when its client leaves, and is refused inside MULTI and for bad arguments.
+func TestStatusWait(t *testing.T) {
+	slowResync := func(c *conf.Config) { c.Status.Resync = time.Minute }
+	s := start(t, slowResync)
+	other := startProxy(t, s.cfg, true) // the same topic: a second proxy of the same sales
+	c := s.client(t, 4)
+	ctx := context.Background()
+	sku := newSKU("wait")
+	s.sale(t, c, sku, 2)
+	// An operator sets MySQL's stock to 1 by hand, as in the seeds' story: of the two orders
+	// Redis sells, the sink rejects one.
+	if _, err := s.db.Exec(`UPDATE seckill_items SET stock = 1 WHERE sku = ?`, sku); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Do(ctx, "seckill.buy", sku, "alice").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Do(ctx, "seckill.buy", sku, "bob").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// No sink yet: the waits block.
+	alice := statusWait(t, s, sku, "alice", "30000")
+	bob := statusWait(t, other, sku, "bob", "30000")
+	eventually(t, 5*time.Second, "both buyers wait", func() bool {
+		return s.field("status_waiting") == 1 && other.field("status_waiting") == 1
+	})
+	none := statusWait(t, s, sku, "carol", "30000")
+	select {
+	case got := <-none:
+		if got != "none" {
+			t.Fatalf("a buyer with no order: %q, want none at once", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a buyer with no order waited")
+	}
+	start := time.Now()
+	if got := <-statusWait(t, s, sku, "alice", "300"); got != "pending "+first {
+		t.Fatalf("WAIT 300 with no sink: %q", got)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("WAIT 300 answered after %v", d)
+	}
+	// A client that leaves is forgotten.
+	gone := dialRaw(t, s.addr)
+	send(t, gone, "SECKILL.STATUS", sku, "alice", "WAIT", "60000")
+	eventually(t, 5*time.Second, "the third wait begins", func() bool { return s.field("status_waiting") == 2 })
+	_ = gone.c.Close()
+	eventually(t, 5*time.Second, "the client that left is forgotten", func() bool { return s.field("status_waiting") == 1 })
+
+	runSink(t, s.cfg)
+	got := map[string]string{}
+	for _, w := range []struct {
+		name string
+		ch   <-chan string
+	}{{"alice", alice}, {"bob", bob}} {
+		select {
+		case got[w.name] = <-w.ch:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s was not woken within 20 s of the sink's start", w.name)
+		}
+	}
+	// Kafka's partition order decides which of the two the sink stored first.
+	outcomes := []string{got["alice"], got["bob"]}
+	confirmed, rejected := 0, 0
+	for i, o := range outcomes {
+		id := []string{first, second}[i]
+		switch {
+		case o == "confirmed "+id:
+			confirmed++
+		case strings.HasPrefix(o, "rejected "+id+" "):
+			rejected++
+		default:
+			t.Errorf("outcome %q for order %s", o, id)
+		}
+	}
+	if confirmed != 1 || rejected != 1 {
+		t.Errorf("outcomes %q: want one confirmed and one rejected", outcomes)
+	}
+	if s.field("status_woken") != 1 || other.field("status_woken") != 1 || s.field("status_resynced") != 0 {
+		t.Errorf("woken %d and %d by the stream, %d by the catch-up; want 1, 1 and 0",
+			s.field("status_woken"), other.field("status_woken"), s.field("status_resynced"))
+	}
+	if got := <-statusWait(t, s, sku, "alice", "30000"); got != outcomes[0] {
+		t.Errorf("a wait for a known outcome: %q, want %q at once", got, outcomes[0])
+	}
+	eventually(t, 5*time.Second, "no buyer waits", func() bool {
+		return s.field("status_waiting") == 0 && s.field("status_outcome_readers") == 0
+	})
+
+	raw := dialRaw(t, s.addr)
+	for _, tc := range []struct{ cmd []string }{
+		{[]string{"SECKILL.STATUS", sku, "alice", "WAIT", "-1"}},
+		{[]string{"SECKILL.STATUS", sku, "alice", "WAIT", "soon"}},
+		{[]string{"SECKILL.STATUS", sku, "alice", "BLOCK", "5"}},
+		{[]string{"SECKILL.STATUS", sku, "alice", "WAIT"}},
+		{[]string{"SECKILL.STATUS", sku, "alice", "WAIT", "5", "x"}},
+	} {
+		if got := raw.do(t, tc.cmd...); !strings.HasPrefix(got, "-ERR") {
+			t.Errorf("%q = %q, want an ERR", tc.cmd, got)
+		}
+	}
+	raw.do(t, "MULTI")
+	if got := raw.do(t, "SECKILL.STATUS", sku, "alice", "WAIT", "5"); !strings.Contains(got, "not allowed inside MULTI") {
+		t.Errorf("STATUS WAIT inside MULTI = %q", got)
+	}
+	raw.do(t, "DISCARD")
+}
+
+// TestStatusWaitBound: past status.max_waiters a wait is refused with BUSY, and WAIT longer
+// than status.max_wait (or WAIT 0) waits status.max_wait.
+func TestStatusWaitBound(t *testing.T) {
+	s := start(t, func(c *conf.Config) { c.Status.MaxWaiters, c.Status.MaxWait = 2, 500*time.Millisecond })
+	c := s.client(t, 4)
+	sku := newSKU("waitcap")
+	s.sale(t, c, sku, 10)
+	for _, uid := range []string{"a", "b", "c"} {
+		if err := c.Do(context.Background(), "seckill.buy", sku, uid).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := statusWait(t, s, sku, "a", "0"), statusWait(t, s, sku, "b", "600000")
+	eventually(t, 5*time.Second, "two buyers wait", func() bool { return s.field("status_waiting") == 2 })
+	if got := <-statusWait(t, s, sku, "c", "1000"); !strings.HasPrefix(got, "-BUSY too many buyers") {
+		t.Fatalf("a third wait = %q, want BUSY", got)
+	}
+	start := time.Now()
+	for _, ch := range []<-chan string{a, b} {
+		if got := <-ch; !strings.HasPrefix(got, "pending ") {
+			t.Fatalf("wait = %q", got)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the waits took %v; status.max_wait is 500 ms", d)
+	}
+}
+
+// TestStatusWaitMany: 10,000 buyers wait at once on one proxy, each on a connection of its
+// own, and the sink's outcomes wake every one of them through the stream. The buyers'
+// connections are held by a second process (this test binary again: waitClients), since one
+// process may not hold 20,000 sockets here.
+func TestStatusWaitMany(t *testing.T) {
+	const n = 10000
+	s := start(t, func(c *conf.Config) {
+		c.Status.Resync = time.Minute
+		c.Limits.MaxClients = 2 * n // the buyers and this test's own client
+	})
+	c := s.client(t, 32)
+	ctx := context.Background()
+	sku := newSKU("waitmany")
+	s.sale(t, c, sku, n)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := w; i < n; i += 32 {
+				id, err := c.Do(ctx, "seckill.buy", sku, "u"+strconv.Itoa(i)).Text()
+				if err != nil {
+					t.Errorf("buy %d: %v", i, err)
+					return
+				}
+				ids[i] = id
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), waitClientsEnv+"="+s.addr+" "+sku+" "+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	eventually(t, 60*time.Second, "10,000 buyers wait", func() bool { return s.field("status_waiting") == n })
+	started := time.Now()
+	runSink(t, s.cfg)
+	got := 0
+	for lines.Scan() {
+		i, reply, _ := strings.Cut(lines.Text(), " ")
+		k, err := strconv.Atoi(i)
+		if err != nil || k < 0 || k >= n {
+			t.Fatalf("from the client process: %q", lines.Text())
+		}
+		if reply != "confirmed "+ids[k] {
+			t.Fatalf("buyer %d: %q, want confirmed %s", k, reply, ids[k])
+		}
+		got++
+	}
+	if got != n {
+		t.Fatalf("%d buyers answered, want %d", got, n)
+	}
+	t.Logf("10,000 waiting buyers woken %v after the sink started; woken by the stream %d, by the catch-up %d",
+		time.Since(started).Round(time.Millisecond), s.field("status_woken"), s.field("status_resynced"))
+	if s.field("status_woken") != n {
+		t.Errorf("the stream woke %d of %d", s.field("status_woken"), n)
+	}
+}
+
+// waitClientsEnv turns the test binary into TestStatusWaitMany's client process:
+// "<proxy address> <sku> <n>".
+const waitClientsEnv = "SECKILL_TEST_WAIT_CLIENTS"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(waitClientsEnv); spec != "" {
+		os.Exit(waitClients(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// waitClients opens n connections to the proxy, each sending SECKILL.STATUS <sku> u<i> WAIT
+// 60000, and prints each reply as "<i> <reply>" as it comes; 0 once all n have come.
+func waitClients(spec string) int {
+	f := strings.Fields(spec)
+	if len(f) != 3 {
+		return 2
+	}
+	addr, sku := f[0], f[1]
+	n, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 2
+	}
+	var mu sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	var wg sync.WaitGroup
+	failed := false
+	for i := range n {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dial:", err)
+			return 1
+		}
+		uid := "u" + strconv.Itoa(i)
+		cmd := fmt.Sprintf("*5\r\n$14\r\nSECKILL.STATUS\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$4\r\nWAIT\r\n$5\r\n60000\r\n", len(sku), sku, len(uid), uid)
+		if _, err := nc.Write([]byte(cmd)); err != nil {
+			fmt.Fprintln(os.Stderr, "write:", err)
+			return 1
+		}
+		wg.Go(func() {
+			defer nc.Close()
+			_ = nc.SetReadDeadline(time.Now().Add(5 * time.Minute))
+			reply, err := resp.ReadReply(bufio.NewReader(nc))
+			text := strings.TrimSuffix(string(reply), "\r\n")
+			if _, body, ok := strings.Cut(text, "\r\n"); ok && strings.HasPrefix(text, "$") {
+				text = body
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "read:", err)
+				failed = true
+				return
+			}
+			fmt.Fprintf(w, "%d %s\n", i, text)
+		})
+	}
+	wg.Wait()
+	_ = w.Flush()
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// TestStatusWaitFailover: buyers wait while the master of their sale fails over; once the
+// replica is promoted and the sink stores their orders, each is woken with its outcome
+// before its timeout (by the stream on the new master, or the catch-up after the failed
+// reads).
+func TestStatusWaitFailover(t *testing.T) {
+	needDevstack(t)
+	t.Cleanup(func() {
+		if err := devstack(t, "up"); err != nil {
+			t.Errorf("could not restore the cluster: %v", err)
+		}
+	})
+	s := start(t, func(c *conf.Config) {
+		c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 100*time.Millisecond // the orders reach the replica
+		c.Status.Resync = time.Second
+	})
+	c := s.client(t, 8)
+	ctx := context.Background()
+	sku := newSKU("waitfail")
+	s.sale(t, c, sku, 50)
+	const n = 20
+	ids := make([]string, n)
+	for i := range n {
+		id, err := c.Do(ctx, "seckill.buy", sku, "f"+strconv.Itoa(i)).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	waits := make([]<-chan string, n)
+	for i := range n {
+		waits[i] = statusWait(t, s, sku, "f"+strconv.Itoa(i), "45000")
+	}
+	eventually(t, 10*time.Second, "the buyers wait", func() bool { return s.field("status_waiting") == n })
+
+	master, err := s.rc.MasterForKey(ctx, sale.KeysFor(sku).Outcomes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := master.Info(ctx, "server", "replication").Val()
+	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)[1])
+	port := replicaPort.FindStringSubmatch(info)
+	if port == nil {
+		t.Fatalf("no replica in:\n%s", info)
+	}
+	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port[1]})
+	defer replica.Close()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the replica is promoted", func() bool {
+		role, err := replica.Do(ctx, "role").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	})
+	runSink(t, s.cfg)
+	for i, ch := range waits {
+		if got := <-ch; got != "confirmed "+ids[i] {
+			t.Errorf("buyer %d: %q, want confirmed %s", i, got, ids[i])
+		}
+	}
+	t.Logf("woken by the stream %d, by the catch-up %d", s.field("status_woken"), s.field("status_resynced"))
+}
