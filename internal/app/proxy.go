@@ -138,8 +138,8 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts,
 		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
-		Clients:       func() int64 { return p.Server.Clients() },
-		ObservePass:   func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
+		Clients:     func() int64 { return p.Server.Clients() },
+		ObservePass: func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
 	if p.Tee != nil {
 		ropt.Extra = func() []guard.Field { return append(p.Tee.InfoFields(), p.Sweeper.InfoFields()...) }
 	}
