@@ -22,6 +22,9 @@ import (
 	"seckill-proxy/sale"
 )
 
+// errOutcomeMixedText is the refusal of outcome channels and Redis's on one connection.
+const errOutcomeMixedText = "ERR outcome channels (seckill:outcome:<sku>/<uid>) are served by seckill-proxy on a connection of their own: subscribe to Redis's channels and patterns on another"
+
 // field is the value of one of the proxy's INFO seckill counters.
 func (s *stack) field(name string) int64 {
 	for _, f := range s.fields() {
@@ -394,4 +397,93 @@ func TestStatusWaitFailover(t *testing.T) {
 		}
 	}
 	t.Logf("woken by the stream %d, by the catch-up %d", s.field("status_woken"), s.field("status_resynced"))
+}
+
+// TestOutcomeChannel: a buyer's outcome channel, served by the proxy: SUBSCRIBE answers the
+// confirmation and the status now, then the outcome once the sink has stored the order, over
+// RESP2 as subscriber mode's messages and over RESP3 as pushes between other replies; UNSUBSCRIBE
+// ends it and, over RESP2, the connection is an ordinary one again; outcome channels and Redis's
+// are held on connections of their own; PUBLISH on one is refused.
+func TestOutcomeChannel(t *testing.T) {
+	s := start(t, nil)
+	c := s.client(t, 4)
+	ctx := context.Background()
+	sku := newSKU("chan")
+	s.sale(t, c, sku, 5)
+	ids := map[string]string{}
+	for _, uid := range []string{"r2", "r3"} {
+		id, err := c.Do(ctx, "seckill.buy", sku, uid).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[uid] = id
+	}
+	bulk := func(v string) string { return "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n" }
+	msg := func(head, ch, text string) string { return head + "3\r\n$7\r\nmessage\r\n" + bulk(ch) + bulk(text) }
+	ch2, ch3, nobody := sale.OutcomeChannel(sku, "r2"), sale.OutcomeChannel(sku, "r3"), sale.OutcomeChannel(sku, "nobody")
+
+	v2 := dialRaw(t, s.addr)
+	if got, want := v2.do(t, "SUBSCRIBE", ch2), "*3\r\n$9\r\nsubscribe\r\n"+bulk(ch2)+":1\r\n"; got != want {
+		t.Fatalf("SUBSCRIBE = %q, want %q", got, want)
+	}
+	if got, want := readMessage(t, v2), msg("*", ch2, "pending "+ids["r2"]); got != want {
+		t.Fatalf("first message = %q, want %q", got, want)
+	}
+	if got, want := v2.do(t, "SUBSCRIBE", nobody), "*3\r\n$9\r\nsubscribe\r\n"+bulk(nobody)+":2\r\n"; got != want {
+		t.Fatalf("second SUBSCRIBE = %q, want %q", got, want)
+	}
+	if got := readMessage(t, v2); got != msg("*", nobody, "none") {
+		t.Fatalf("a buyer with no order: %q", got)
+	}
+	if got := v2.do(t, "PSUBSCRIBE", "news.*"); got != "-"+errOutcomeMixedText+"\r\n" {
+		t.Fatalf("PSUBSCRIBE beside outcome channels = %q", got)
+	}
+	if got := v2.do(t, "GET", "x"); !strings.HasPrefix(got, "-ERR Can't execute 'get'") {
+		t.Fatalf("GET while subscribed = %q", got)
+	}
+
+	v3 := dialRaw(t, s.addr)
+	if got := v3.do(t, "HELLO", "3"); !strings.HasPrefix(got, "%7") {
+		t.Fatalf("HELLO 3 = %q", got)
+	}
+	if got, want := v3.do(t, "SUBSCRIBE", ch3), ">3\r\n$9\r\nsubscribe\r\n"+bulk(ch3)+":1\r\n"; got != want {
+		t.Fatalf("RESP3 SUBSCRIBE = %q, want %q", got, want)
+	}
+	if got, want := readMessage(t, v3), msg(">", ch3, "pending "+ids["r3"]); got != want {
+		t.Fatalf("RESP3 first push = %q, want %q", got, want)
+	}
+	if got := v3.do(t, "PING"); got != "+PONG\r\n" {
+		t.Fatalf("RESP3 PING between the pushes = %q", got)
+	}
+
+	mixed := dialRaw(t, s.addr)
+	mixed.do(t, "SUBSCRIBE", "news:"+sku)
+	if got := mixed.do(t, "SUBSCRIBE", ch2); got != "-"+errOutcomeMixedText+"\r\n" {
+		t.Fatalf("an outcome channel beside Redis's = %q", got)
+	}
+	if got := dialRaw(t, s.addr).do(t, "PUBLISH", ch2, "confirmed forged"); !strings.HasPrefix(got, "-NOPERM") {
+		t.Fatalf("PUBLISH on an outcome channel = %q", got)
+	}
+	if got := dialRaw(t, s.addr).do(t, "SUBSCRIBE", sale.OutcomeChannelPrefix+"no-slash"); !strings.HasPrefix(got, "-ERR an outcome channel is") {
+		t.Fatalf("a malformed outcome channel = %q", got)
+	}
+
+	runSink(t, s.cfg)
+	if got, want := readMessage(t, v2), msg("*", ch2, "confirmed "+ids["r2"]); got != want {
+		t.Fatalf("the outcome = %q, want %q", got, want)
+	}
+	if got, want := readMessage(t, v3), msg(">", ch3, "confirmed "+ids["r3"]); got != want {
+		t.Fatalf("the RESP3 outcome push = %q, want %q", got, want)
+	}
+	// UNSUBSCRIBE of every channel, in order, and an ordinary connection again.
+	send(t, v2, "UNSUBSCRIBE")
+	for _, want := range []string{"*3\r\n$11\r\nunsubscribe\r\n" + bulk(nobody) + ":1\r\n", "*3\r\n$11\r\nunsubscribe\r\n" + bulk(ch2) + ":0\r\n"} {
+		if got := readMessage(t, v2); got != want {
+			t.Fatalf("UNSUBSCRIBE reply = %q, want %q", got, want)
+		}
+	}
+	if got := v2.do(t, "PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING after the last UNSUBSCRIBE = %q", got)
+	}
+	eventually(t, 5*time.Second, "no buyer waits", func() bool { return s.field("status_waiting") == 0 })
 }

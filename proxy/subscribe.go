@@ -26,6 +26,9 @@ var subscriberCommands = map[string]bool{
 // still has subscriptions, Redis knows: before a command that subscriber mode does not allow,
 // the subscriber asks with PINGs of the proxy's own (upstream.Subscriber.Probe).
 func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
+	if isOutcomeSubscribe(first) {
+		return s.outcomeBridge(c, first, rest)
+	}
 	var mu sync.Mutex // the pump and the command loop both write to c
 	write := func(f func(w *redcon.Writer)) bool {
 		mu.Lock()
@@ -71,6 +74,8 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		case name == "quit":
 			write(func(w *redcon.Writer) { w.WriteString("OK") })
 			return false
+		case (name == "subscribe" || name == "psubscribe" || name == "ssubscribe") && namesOutcomeChannel(args):
+			return write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
 		case subscriberCommands[name]:
 			return sub.Send(c.ctx, args) == nil
 		case resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3":

@@ -145,3 +145,13 @@ func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Repl
 	}
 	return BulkString(st.String()), nil
 }
+
+// WatchOutcome starts a wait for uid's order in sku's sale, for a buyer's outcome channel
+// (guard.Watch): the Waiter is nil when there is nothing to wait for (no order, or its
+// outcome known).
+func (r *Router) WatchOutcome(ctx context.Context, sku, uid string) (*guard.Waiter, guard.Status, error) {
+	if r.guard == nil {
+		return nil, guard.Status{}, respError("ERR outcome channels need the sales' guard")
+	}
+	return r.guard.Watch(ctx, sku, uid)
+}

@@ -58,6 +58,10 @@ const ProtectedKeysError = "NOPERM a sale's keys (" + sale.SaleKeyPrefix + "<sku
 // ProtectedChannelError answers a PUBLISH on the sales' events channel.
 const ProtectedChannelError = "NOPERM " + sale.EventsChannel + " carries seckill-proxy's own messages"
 
+// OutcomeChannelPublishError answers a PUBLISH on a buyer's outcome channel: the proxy tells
+// the outcomes there itself, from the sink's.
+const OutcomeChannelPublishError = "NOPERM " + sale.OutcomeChannelPrefix + "<sku>/<uid> channels carry the sink's outcomes, told by seckill-proxy"
+
 // noScriptsError answers a script or function when there is no restricted pass-through user.
 const noScriptsError = "NOPERM scripts and functions are refused: this proxy has no restricted Redis user for pass-through (redis.passthrough_username)"
 
@@ -144,6 +148,9 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 	case publishing[string(name)]:
 		if len(args) > 1 && sale.ProtectedChannel(args[1]) {
 			return respError(ProtectedChannelError)
+		}
+		if len(args) > 1 && sale.IsOutcomeChannel(args[1]) {
+			return respError(OutcomeChannelPublishError)
 		}
 		return nil
 	}

@@ -134,3 +134,33 @@ func TestNamedKeys(t *testing.T) {
 		t.Errorf("Named has %d keys, Keys %d", len(named), v.NumField())
 	}
 }
+
+// TestOutcomeChannel: a buyer's outcome channel names its sku and uid, and reads back.
+func TestOutcomeChannel(t *testing.T) {
+	ch := OutcomeChannel("sku:1", "u-2.x")
+	if ch != "seckill:outcome:sku:1/u-2.x" {
+		t.Fatalf("OutcomeChannel = %q", ch)
+	}
+	if sku, uid, ok := ParseOutcomeChannel([]byte(ch)); !ok || sku != "sku:1" || uid != "u-2.x" {
+		t.Fatalf("ParseOutcomeChannel(%q) = %q, %q, %v", ch, sku, uid, ok)
+	}
+	for _, bad := range []string{"seckill:outcome:", "seckill:outcome:sku", "seckill:outcome:/u", "seckill:outcome:s/", "seckill:outcome:s/u/v", "seckill:outcome:s u/v", "news:s/u"} {
+		if _, _, ok := ParseOutcomeChannel([]byte(bad)); ok {
+			t.Errorf("ParseOutcomeChannel(%q) accepted it", bad)
+		}
+	}
+	if !IsOutcomeChannel([]byte("seckill:outcome:x")) || IsOutcomeChannel([]byte("seckill:events")) {
+		t.Error("IsOutcomeChannel")
+	}
+}
+
+func FuzzParseOutcomeChannel(f *testing.F) {
+	f.Add("seckill:outcome:sku_1/u1")
+	f.Add("seckill:outcome:a/b/c")
+	f.Fuzz(func(t *testing.T, ch string) {
+		sku, uid, ok := ParseOutcomeChannel([]byte(ch))
+		if ok && OutcomeChannel(sku, uid) != ch {
+			t.Fatalf("%q read as %q, %q, which is %q", ch, sku, uid, OutcomeChannel(sku, uid))
+		}
+	})
+}

@@ -25,6 +25,33 @@ const (
 // changed. A message is only a hint: a proxy re-reads the sale from Redis before it acts.
 const EventsChannel = KeyPrefix + "events"
 
+// OutcomeChannelPrefix starts a buyer's outcome channel, OutcomeChannel(sku, uid): a channel
+// the proxy serves itself, never Redis (proxy's outcome channels), so no PUBLISH reaches its
+// subscribers; the proxy refuses PUBLISH on it all the same.
+const OutcomeChannelPrefix = KeyPrefix + "outcome:"
+
+// OutcomeChannel is the channel on which uid's outcome in sku's sale is told:
+// "seckill:outcome:<sku>/<uid>" ("/" is in no sku or uid, so the two parts cannot be confused).
+func OutcomeChannel(sku, uid string) string { return OutcomeChannelPrefix + sku + "/" + uid }
+
+// IsOutcomeChannel reports whether channel is in the outcome channels' namespace (well formed
+// or not).
+func IsOutcomeChannel(channel []byte) bool { return bytes.HasPrefix(channel, []byte(OutcomeChannelPrefix)) }
+
+// ParseOutcomeChannel returns the sku and uid an outcome channel names; ok false for a channel
+// outside the namespace or malformed.
+func ParseOutcomeChannel(channel []byte) (sku, uid string, ok bool) {
+	if !IsOutcomeChannel(channel) {
+		return "", "", false
+	}
+	rest := channel[len(OutcomeChannelPrefix):]
+	i := bytes.IndexByte(rest, '/')
+	if i < 0 || !ValidID(rest[:i]) || !ValidID(rest[i+1:]) {
+		return "", "", false
+	}
+	return string(rest[:i]), string(rest[i+1:]), true
+}
+
 // The seeds' keys of a sale (seckill:stock:<sku> next to seckill:buyers:<sku>): a legacy
 // service still names them, and the proxy answers for them from the sale (router's legacy
 // scripts). No client may write them: a number written into the seeds' stock key is how

@@ -1,0 +1,227 @@
+package proxy
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tidwall/redcon"
+
+	"seckill-proxy/guard"
+	"seckill-proxy/sale"
+)
+
+// Outcome channels: a buyer's seckill:outcome:<sku>/<uid>, which the proxy serves itself, from
+// memory, to a client that would rather be told its order's outcome than ask for it. SUBSCRIBE
+// answers the confirmation, then a message with the buyer's status now ("none", "pending <id>",
+// or the outcome), then, if it was pending, a message with the outcome once the sink has stored
+// the order (woken as SECKILL.STATUS ... WAIT is: guard.Watch, no Redis call per buyer). Over
+// RESP2 these are subscriber mode's messages, over RESP3 pushes between the replies to any
+// other command: one design for both protocols, which every client library already speaks.
+//
+// A connection holds outcome channels or Redis's channels, not both: Redis's confirmations
+// count Redis's subscriptions only, and a client that reads its count going to 0 leaves
+// subscriber mode. So (P|S)SUBSCRIBE is refused on a connection that holds outcome channels,
+// and an outcome channel on one that holds Redis's.
+
+// errOutcomeMixed refuses mixing outcome channels and Redis's on one connection.
+const errOutcomeMixed = "ERR outcome channels (" + sale.OutcomeChannelPrefix + "<sku>/<uid>) are served by seckill-proxy on a connection of their own: subscribe to Redis's channels and patterns on another"
+
+// isOutcomeSubscribe: args is a SUBSCRIBE whose first channel is an outcome channel.
+func isOutcomeSubscribe(args [][]byte) bool {
+	return len(args) > 1 && strings.EqualFold(string(args[0]), "subscribe") && sale.IsOutcomeChannel(args[1])
+}
+
+// namesOutcomeChannel: some argument of a (P|S)SUBSCRIBE is in the outcome channels'
+// namespace.
+func namesOutcomeChannel(args [][]byte) bool {
+	return slices.ContainsFunc(args[1:], sale.IsOutcomeChannel)
+}
+
+// outcomeSub is one outcome channel a client holds: the wait for its outcome, if any.
+type outcomeSub struct {
+	w    *guard.Waiter // nil: nothing to wait for
+	done chan struct{} // closed when the client unsubscribes or goes
+}
+
+func (o *outcomeSub) stop() {
+	close(o.done)
+	if o.w != nil {
+		o.w.Stop()
+	}
+}
+
+// outcomeBridge runs subscriber mode for a client whose first subscription is an outcome
+// channel; it returns as bridge does.
+func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
+	var mu sync.Mutex // the waits and the command loop both write to c
+	write := func(f func(w *redcon.Writer)) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		f(c.w)
+		return c.w.Flush() == nil
+	}
+	resp3 := c.sess.Proto == 3
+	head := func(w *redcon.Writer, n int) {
+		if resp3 {
+			w.WriteRaw([]byte(">" + strconv.Itoa(n) + "\r\n"))
+		} else {
+			w.WriteArray(n)
+		}
+	}
+	subs := map[string]*outcomeSub{}
+	var waits sync.WaitGroup
+	defer func() {
+		for _, o := range subs {
+			o.stop()
+		}
+		waits.Wait()
+	}()
+	// confirm writes a (un)subscription's reply: kind, the channel (nil: none), and the count.
+	confirm := func(w *redcon.Writer, kind string, ch []byte) {
+		head(w, 3)
+		w.WriteBulkString(kind)
+		if ch == nil {
+			w.WriteNull()
+		} else {
+			w.WriteBulk(ch)
+		}
+		w.WriteInt(len(subs))
+	}
+	message := func(w *redcon.Writer, ch, text string) {
+		head(w, 3)
+		w.WriteBulkString("message")
+		w.WriteBulkString(ch)
+		w.WriteBulkString(text)
+	}
+	subscribe := func(ch []byte) {
+		sku, uid, ok := sale.ParseOutcomeChannel(ch)
+		switch {
+		case !sale.IsOutcomeChannel(ch):
+			write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
+			return
+		case !ok:
+			write(func(w *redcon.Writer) {
+				w.WriteError("ERR an outcome channel is " + sale.OutcomeChannelPrefix + "<sku>/<uid>, each 1-64 characters of [A-Za-z0-9_.:-]")
+			})
+			return
+		case subs[string(ch)] != nil: // as Redis answers a channel subscribed twice
+			write(func(w *redcon.Writer) { confirm(w, "subscribe", ch) })
+			return
+		}
+		wt, st, err := s.router.WatchOutcome(c.ctx, sku, uid)
+		if err != nil {
+			write(func(w *redcon.Writer) { w.WriteError(err.Error()) })
+			return
+		}
+		o := &outcomeSub{w: wt, done: make(chan struct{})}
+		key := string(ch)
+		subs[key] = o
+		write(func(w *redcon.Writer) {
+			confirm(w, "subscribe", ch)
+			message(w, key, st.String())
+		})
+		if wt == nil {
+			return
+		}
+		waits.Go(func() {
+			select {
+			case out := <-wt.C:
+				wt.Stop() // no longer waiting: the channel is held until UNSUBSCRIBE
+				write(func(w *redcon.Writer) { message(w, key, out.String()) })
+			case <-o.done:
+			case <-c.ctx.Done():
+			}
+		})
+	}
+	unsubscribe := func(ch []byte) {
+		if o := subs[string(ch)]; o != nil {
+			o.stop()
+			delete(subs, string(ch))
+		}
+		write(func(w *redcon.Writer) { confirm(w, "unsubscribe", ch) })
+	}
+	var next [][]byte
+	// send serves one command; false ends subscriber mode (see next) or the connection.
+	send := func(args [][]byte) bool {
+		name := strings.ToLower(string(args[0]))
+		subscribes := name == "subscribe" || name == "psubscribe" || name == "ssubscribe"
+		switch {
+		case name == "quit":
+			write(func(w *redcon.Writer) { w.WriteString("OK") })
+			return false
+		case subscribes && len(subs) == 0 && !isOutcomeSubscribe(args):
+			next = args // Redis's channels, with no outcome channel held: the bridge to Redis serves them
+			return false
+		case name == "subscribe":
+			for _, ch := range args[1:] {
+				subscribe(ch)
+			}
+			return true
+		case name == "unsubscribe":
+			chans := args[1:]
+			if len(chans) == 0 {
+				for _, k := range slices.Sorted(maps.Keys(subs)) {
+					chans = append(chans, []byte(k))
+				}
+				if len(chans) == 0 {
+					write(func(w *redcon.Writer) { confirm(w, "unsubscribe", nil) })
+				}
+			}
+			for _, ch := range chans {
+				unsubscribe(ch)
+			}
+			return true
+		case name == "psubscribe" || name == "ssubscribe":
+			return write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
+		case name == "punsubscribe" || name == "sunsubscribe":
+			return write(func(w *redcon.Writer) { confirm(w, name, nil) })
+		case name == "ping" && !resp3 && len(subs) > 0:
+			return write(func(w *redcon.Writer) {
+				w.WriteArray(2)
+				w.WriteBulkString("pong")
+				if len(args) > 1 {
+					w.WriteBulk(args[1])
+				} else {
+					w.WriteBulkString("")
+				}
+			})
+		case resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3" && len(subs) > 0:
+			return write(func(w *redcon.Writer) {
+				w.WriteError("ERR HELLO " + string(args[1]) + " is refused while outcome channels are held: their messages come as RESP3 pushes; UNSUBSCRIBE first")
+			})
+		case resp3:
+			// In RESP3 a subscribed client may send any command: it is served as any other,
+			// and its reply goes between the messages.
+			return write(func(w *redcon.Writer) { s.router.Serve(c.ctx, c.sess, [][][]byte{args}, w) }) && !c.sess.Quit
+		case len(subs) == 0:
+			next = args // no subscription left: an ordinary connection again, as in Redis
+			return false
+		}
+		return write(func(w *redcon.Writer) {
+			w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		})
+	}
+	ok := send(first)
+	for ok && len(rest) > 0 {
+		ok, rest = send(rest[0]), rest[1:]
+	}
+	for ok {
+		args, err := c.readCommand()
+		if err != nil {
+			var ce *closingError
+			if errors.As(err, &ce) {
+				write(func(w *redcon.Writer) { w.WriteRaw(ce.reply) })
+			}
+			break
+		}
+		ok = send(args)
+	}
+	if next == nil {
+		return nil
+	}
+	return append([][][]byte{next}, rest...)
+}
