@@ -36,7 +36,9 @@ func OutcomeChannel(sku, uid string) string { return OutcomeChannelPrefix + sku 
 
 // IsOutcomeChannel reports whether channel is in the outcome channels' namespace (well formed
 // or not).
-func IsOutcomeChannel(channel []byte) bool { return bytes.HasPrefix(channel, []byte(OutcomeChannelPrefix)) }
+func IsOutcomeChannel(channel []byte) bool {
+	return bytes.HasPrefix(channel, []byte(OutcomeChannelPrefix))
+}
 
 // ParseOutcomeChannel returns the sku and uid an outcome channel names; ok false for a channel
 // outside the namespace or malformed.
