@@ -53,7 +53,7 @@ done
 
 say "the seeds' sale: 2,000 units, 80,000 buyers, 200 connections"
 rc=0
-./bin/seckill-bench -sku demo_sku -units 2000 -buyers 80000 -conns 200 -chart "$LOGS/chart.svg" || rc=$?
+./bin/seckill-bench -sku demo_sku -units 2000 -buyers 80000 -conns 200 -wait-outcome 30s -chart "$LOGS/chart.svg" || rc=$?
 echo "chart: $LOGS/chart.svg"
 
 if [[ ${KEEP:-0} == 1 ]]; then

@@ -54,6 +54,8 @@ func main() {
 	fs.StringVar(&o.Chart, "chart", "", "write an SVG chart of latency over time and of the reply mix to this file")
 	fs.BoolVar(&o.Check, "check", true, "wait for the sink to drain, then check the invariants")
 	fs.DurationVar(&o.Drain, "drain-timeout", 2*time.Minute, "the most to wait for the sink")
+	fs.DurationVar(&o.WaitOutcome, "wait-outcome", 0, "every buyer who got an order waits for its outcome with SECKILL.STATUS ... WAIT of this long, and the report gives the time from buy to outcome (p50, p99, max; 0: no waits; mode proxy)")
+	fs.IntVar(&o.WaitConns, "wait-conns", 1000, "with -wait-outcome: connections for the waits, each holding one")
 	printKeys := fs.Bool("print-keys", false, "print every Redis key of -sku's sale as \"name key\" lines (meta, stock, buyers, outbox, result, sweep, dead, late), and exit: for scripts that read or remove a sale")
 	printScriptKeys := fs.Bool("print-script-keys", false, "print the keys that the sale's scripts take, in their order, on one line, and exit (for EVALSHA sent directly)")
 	_ = fs.Parse(os.Args[1:])

@@ -249,3 +249,12 @@ func sumBuckets(ctx context.Context, rc redis.UniversalClient, sku string, read 
 	}
 	return n, nil
 }
+
+// outcomesTold checks, for a run whose buyers waited for their outcomes with no fault, that
+// every buyer with an order was told its outcome (none ended pending, none failed).
+func outcomesTold(o Outcomes, orders int) Check {
+	told := o.Confirmed + o.Rejected + o.Cancelled
+	return Check{"outcomes told", told == int64(orders) && o.Pending == 0 && o.Errors == 0,
+		fmt.Sprintf("%d of %d buyers told their outcome by SECKILL.STATUS ... WAIT (confirmed %d, rejected %d, cancelled %d); pending %d, errors %d",
+			told, orders, o.Confirmed, o.Rejected, o.Cancelled, o.Pending, o.Errors)}
+}

@@ -56,6 +56,11 @@ type Options struct {
 	// Faults checks with EvaluateUnderFaults: a fault ran during the sale.
 	Faults bool
 	Drain  time.Duration // the most to wait for the sink
+	// WaitOutcome, when not 0, has every buyer who got an order wait for its outcome with
+	// SECKILL.STATUS ... WAIT of this long, on WaitConns connections of their own, and the
+	// report give the time from the buy's answer to the outcome (mode proxy only).
+	WaitOutcome time.Duration
+	WaitConns   int
 	// Services are the stack's addresses (SECKILL_* variables, as the binaries read them).
 	Services conf.Config
 }
@@ -160,10 +165,27 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		return Report{}, fmt.Errorf("mode must be %q, %q or %q, got %q", ModeProxy, ModeSeeds, ModeLegacy, o.Mode)
 	}
 
+	var cf *confirmer
+	var onOrder func(string, time.Time)
+	if o.WaitOutcome > 0 {
+		if o.Mode != ModeProxy || o.WaitConns < 1 {
+			return Report{}, fmt.Errorf("waiting for outcomes needs mode %q and at least 1 connection for it; got mode %q, %d", ModeProxy, o.Mode, o.WaitConns)
+		}
+		// The waits go to the last proxy named: with several, many a buyer waits on another
+		// proxy than the one that sold.
+		addrs := strings.Split(o.Addr, ",")
+		cf = newConfirmer(ctx, strings.TrimSpace(addrs[len(addrs)-1]), o.User, o.Password, o.SKU, o.WaitConns, o.Units+o.Load.Conns, o.WaitOutcome)
+		onOrder = cf.add
+	}
 	done, stop := showProgress(progress, o.Load.Buyers)
-	res := Run(ctx, o.Load, buy, pipe, func(n int) { done.Add(int64(n)) })
+	res := Run(ctx, o.Load, buy, pipe, func(n int) { done.Add(int64(n)) }, onOrder)
 	stop()
 	rep := NewReport(o.Mode, o.SKU, o.Units, o.Load, res)
+	if cf != nil {
+		fmt.Fprintf(progress, "waiting for the outcomes of %d orders...\n", len(res.Orders))
+		told := cf.finish()
+		rep.Outcomes = &told
+	}
 	if res.Requests == 0 {
 		return rep, ErrNoRequests
 	}
@@ -212,7 +234,11 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 				rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
 				rep.Rejected = st.Rejected
 			} else {
-				rep.AddChecks(Evaluate(st), drain)
+				checks := Evaluate(st)
+				if rep.Outcomes != nil {
+					checks = append(checks, outcomesTold(*rep.Outcomes, len(res.Orders)))
+				}
+				rep.AddChecks(checks, drain)
 			}
 		}
 	}

@@ -115,8 +115,9 @@ type Result struct {
 const sampleEvery = 100 * time.Millisecond
 
 // Run drives l against buy. Pipelined requests are sent by pipe when it is not nil (a batch
-// of uids in, one result per uid out). done, when not nil, is called as requests finish.
-func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, uids []string) []result, done func(n int)) Result {
+// of uids in, one result per uid out). done, when not nil, is called as requests finish, and
+// onOrder with each order's buyer and the time its buy was answered.
+func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, uids []string) []result, done func(n int), onOrder func(uid string, at time.Time)) Result {
 	var limiter *rate.Limiter
 	if l.Rate > 0 {
 		limiter = rate.NewLimiter(rate.Limit(l.Rate), max(1, l.Pipeline))
@@ -176,7 +177,7 @@ func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, 
 				us := max(1, lat.Microseconds())
 				slot.Lock()
 				flushSlot(time.Since(start))
-				for _, r := range out {
+				for i, r := range out {
 					k := Kind(r.err)
 					replies[k]++
 					slot.rep[k]++
@@ -184,6 +185,9 @@ func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, 
 					_ = local.RecordValue(us)
 					if k == ReplyOrder {
 						orders = append(orders, r.id)
+						if onOrder != nil {
+							onOrder(uids[i], t0.Add(lat))
+						}
 					} else if k == ReplyOther && firstErr == "" {
 						firstErr = r.err.Error()
 					}

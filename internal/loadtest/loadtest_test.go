@@ -150,7 +150,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	var progressed atomic.Int64
-	r := Run(context.Background(), Load{Buyers: 100, Conns: 4, Pipeline: 3, Qty: 1}, buy, nil, func(n int) { progressed.Add(int64(n)) })
+	r := Run(context.Background(), Load{Buyers: 100, Conns: 4, Pipeline: 3, Qty: 1}, buy, nil, func(n int) { progressed.Add(int64(n)) }, nil)
 	if r.Requests != 100 || progressed.Load() != 100 || r.Replies[ReplyOrder] != 5 || r.Replies[ReplySoldOut] != 95 || len(r.Orders) != 5 {
 		t.Fatalf("requests %d, progress %d, replies %v, orders %d", r.Requests, progressed.Load(), r.Replies, len(r.Orders))
 	}

@@ -32,6 +32,8 @@ type Report struct {
 	Rejected    int64   `json:"rejected"`
 	Checks      []Check `json:"checks,omitempty"`
 	Passed      bool    `json:"passed"`
+	// Outcomes are what the buyers saw who waited for their order's outcome (-wait-outcome).
+	Outcomes *Outcomes `json:"outcomes,omitempty"`
 }
 
 // Percentiles of latency, in microseconds.
@@ -109,6 +111,10 @@ func (rep Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "replies\t%s\n", strings.Join(parts, ", "))
 	if rep.FirstError != "" {
 		fmt.Fprintf(tw, "first error\t%s\n", rep.FirstError)
+	}
+	if o := rep.Outcomes; o != nil {
+		fmt.Fprintf(tw, "bought -> stored\tp50 %s\tp99 %s\tmax %s\t(confirmed %d, rejected %d, cancelled %d, pending at the wait's end %d, errors %d)\n",
+			us(o.Delay.P50), us(o.Delay.P99), us(o.Delay.Max), o.Confirmed, o.Rejected, o.Cancelled, o.Pending, o.Errors)
 	}
 	if rep.DrainMs > 0 {
 		fmt.Fprintf(tw, "drain\t%.0f ms from the last buy until the sale was entirely in MySQL\n", rep.DrainMs)
