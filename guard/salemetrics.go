@@ -24,6 +24,11 @@ type SaleMetrics struct {
 	OutboxAge time.Duration // of the oldest entry; 0 when empty
 	// Late is the sale's late orders, as the late-order watch last counted them.
 	Late int64
+	// StoredDelay and StoredDelayMax are the mean and the most of the time from buy to stored
+	// of the last batch of orders the sink stored (outcome.lua, by Redis's clock), and StoredAt
+	// when it did; zero before the first.
+	StoredDelay, StoredDelayMax time.Duration
+	StoredAt                    time.Time
 }
 
 // OutcomeCount is a count of buys with one outcome.
@@ -44,6 +49,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 	type reads struct {
 		state  *redis.StringCmd
 		late   *redis.StringCmd
+		stored *redis.SliceCmd // stored_delay_ms, stored_delay_max_ms, stored_at_ms
 		stock  *redis.StringCmd
 		outbox *redis.IntCmd
 		oldest *redis.XMessageSliceCmd
@@ -57,7 +63,8 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			}
 			for b := range l.Tags {
 				k := l.Keys(b)
-				rs[i] = append(rs[i], reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"), stock: p.Get(ctx, k.Stock),
+				rs[i] = append(rs[i], reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"),
+					stored: p.HMGet(ctx, k.Meta, "stored_delay_ms", "stored_delay_max_ms", "stored_at_ms"), stock: p.Get(ctx, k.Stock),
 					outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)})
 			}
 		}
@@ -85,6 +92,12 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 		for _, r := range rs[i] {
 			n, _ := r.stock.Int64()
 			m.Stock += n
+			if v := r.stored.Val(); len(v) == 3 {
+				mean, most, at := metaMs(v[0]), metaMs(v[1]), metaMs(v[2])
+				if at > 0 && time.UnixMilli(at).After(m.StoredAt) { // the latest batch of any bucket
+					m.StoredDelay, m.StoredDelayMax, m.StoredAt = time.Duration(mean)*time.Millisecond, time.Duration(most)*time.Millisecond, time.UnixMilli(at)
+				}
+			}
 			m.Outbox += r.outbox.Val()
 			if msgs := r.oldest.Val(); len(msgs) == 1 {
 				ms, _, _ := strings.Cut(msgs[0].ID, "-")
@@ -96,4 +109,11 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 		out = append(out, m)
 	}
 	return out
+}
+
+// metaMs reads a meta field of milliseconds as HMGET gives it (0 when missing or malformed).
+func metaMs(v any) int64 {
+	s, _ := v.(string)
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }

@@ -76,6 +76,7 @@ var (
 	saleStockDesc     = prometheus.NewDesc("seckill_proxy_sale_stock", "Units left in the sale, in Redis.", []string{"sku"}, nil)
 	saleOutboxDesc    = prometheus.NewDesc("seckill_proxy_sale_outbox_entries", "Orders in the sale's outbox: sold in Redis, not yet acknowledged by Kafka.", []string{"sku"}, nil)
 	saleOutboxAgeDesc = prometheus.NewDesc("seckill_proxy_sale_outbox_oldest_age_seconds", "Age of the oldest entry of the sale's outbox (0 when empty).", []string{"sku"}, nil)
+	saleStoredDesc    = prometheus.NewDesc("seckill_proxy_sale_stored_delay_seconds", "Time from buy to stored in MySQL of the last batch of the sale's orders the sink stored: its mean (stat=mean) and most (stat=max), by Redis's clock.", []string{"sku", "stat"}, nil)
 	saleLateDesc      = prometheus.NewDesc("seckill_proxy_sale_late_orders", "Orders of the sale sold outbox.late_after ago or more with no outcome from the sink, as the late-order watch last counted them.", []string{"sku"}, nil)
 )
 
@@ -126,5 +127,9 @@ func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(saleOutboxDesc, prometheus.GaugeValue, float64(s.Outbox), s.SKU)
 		ch <- prometheus.MustNewConstMetric(saleOutboxAgeDesc, prometheus.GaugeValue, s.OutboxAge.Seconds(), s.SKU)
 		ch <- prometheus.MustNewConstMetric(saleLateDesc, prometheus.GaugeValue, float64(s.Late), s.SKU)
+		if !s.StoredAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(saleStoredDesc, prometheus.GaugeValue, s.StoredDelay.Seconds(), s.SKU, "mean")
+			ch <- prometheus.MustNewConstMetric(saleStoredDesc, prometheus.GaugeValue, s.StoredDelayMax.Seconds(), s.SKU, "max")
+		}
 	}
 }

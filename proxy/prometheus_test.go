@@ -109,7 +109,7 @@ func TestPrometheusScrapesASale(t *testing.T) {
 	const units = 1500
 	s.sale(t, c, sku, units)
 	buy, pipe := loadtest.ProxyBuyer(c, sku, 1)
-	res := loadtest.Run(ctx, loadtest.Load{Buyers: 3000, Conns: 20, Pipeline: 1, Qty: 1, RepeatShare: 0.1}, buy, pipe, nil)
+	res := loadtest.Run(ctx, loadtest.Load{Buyers: 3000, Conns: 20, Pipeline: 1, Qty: 1, RepeatShare: 0.1}, buy, pipe, nil, nil)
 	want := map[string]float64{}
 	for kind, n := range res.Replies {
 		want[strings.ToLower(kind)] = float64(n)

@@ -14,7 +14,8 @@ import (
 
 // The live sale page: /sale on the admin port is a self-contained HTML page (no external
 // assets) that polls /sale.json every second and draws, for each open sale, its stock, its
-// buys per second by outcome, and the BUY latency over the last minutes. The figures come
+// buys per second by outcome, the BUY latency, and the time from buy to stored in MySQL (the
+// sink's last batch) over the last minutes. The figures come
 // from a sampler (Metrics.RunSampler) that reads the sales once a second, as /metrics does,
 // and keeps the last saleHistory samples.
 
@@ -39,6 +40,11 @@ type saleState struct {
 	Stock  int64            `json:"stock"`
 	Outbox int64            `json:"outbox"`
 	Buys   map[string]int64 `json:"buys"`
+	// StoredMs and StoredMaxMs are the mean and the most of the time from buy to stored of the
+	// last batch the sink stored, and StoredAt when (Unix ms); 0 before the first.
+	StoredMs    float64 `json:"stored_ms"`
+	StoredMaxMs float64 `json:"stored_max_ms"`
+	StoredAt    int64   `json:"stored_at"`
 }
 
 // sampler keeps the samples the page shows.
@@ -72,7 +78,11 @@ func (m *Metrics) sample(ctx context.Context, now time.Time) {
 	if m.sales != nil {
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
 		for _, sm := range m.sales(sctx, MaxSaleSeries) {
-			st := saleState{Stock: sm.Stock, Outbox: sm.Outbox, Buys: map[string]int64{}}
+			st := saleState{Stock: sm.Stock, Outbox: sm.Outbox, Buys: map[string]int64{},
+				StoredMs: float64(sm.StoredDelay.Microseconds()) / 1000, StoredMaxMs: float64(sm.StoredDelayMax.Microseconds()) / 1000}
+			if !sm.StoredAt.IsZero() {
+				st.StoredAt = sm.StoredAt.UnixMilli()
+			}
 			for _, o := range sm.Outcomes {
 				st.Buys[o.Outcome] = o.Count
 			}

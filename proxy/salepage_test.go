@@ -63,6 +63,7 @@ func TestSalePage(t *testing.T) {
 	bin := chromium(t)
 	cfg := newConfig(t, nil)
 	s := startProxy(t, cfg, true)
+	runSink(t, cfg) // the delay from buy to stored is the sink's
 	s.runSampler(t, 200*time.Millisecond)
 	admin := httptest.NewServer(s.admin)
 	t.Cleanup(admin.Close)
@@ -167,7 +168,10 @@ func TestSalePage(t *testing.T) {
 			t.Errorf("the page shows %s %d, the proxy reports %d", field, got, n)
 		}
 	}
-	for _, id := range []string{"chart-stock", "chart-rate", "chart-latency"} {
+	if !regexp.MustCompile(`<td class="stored">\d+ \(max \d+\)</td>`).MatchString(row[1]) {
+		t.Errorf("the row shows no delay from buy to stored: %s", row[1])
+	}
+	for _, id := range []string{"chart-stock", "chart-rate", "chart-latency", "chart-stored"} {
 		if !regexp.MustCompile(`<svg id="` + id + `"[^>]*>.*?<polyline`).MatchString(dom) {
 			t.Errorf("chart %s has no line", id)
 		}

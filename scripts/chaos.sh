@@ -252,7 +252,7 @@ while read -r fault kind runs buckets <&3; do
     await_sinks || true
     log "$fault, run $run: sale $sku"
     ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 -buckets "$buckets" \
-      -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
+      -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -wait-outcome 30s -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
     bench=$!
     # A random moment while units are still being sold.
     delay=$(./bin/seckill-bench fault-row -delay -units 2000 -rate "$RATE")

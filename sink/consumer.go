@@ -367,7 +367,7 @@ func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) {
 // outcomeArgs is the ARGV outcome.lua takes per order, after the stream's cap; maxOutcomesPerCall bounds the orders
 // of one call (and so its ARGV, and how long it holds Redis).
 const (
-	outcomeArgs        = 8
+	outcomeArgs        = 9
 	maxOutcomesPerCall = 500
 )
 
@@ -398,7 +398,7 @@ func outcomeCalls(outcomes []Outcome) []outcomeCall {
 		if o.Revoked {
 			revoked = "1"
 		}
-		calls[i].args = append(calls[i].args, o.OrderID, o.Value(), o.Version, o.Status, count, revoked, o.UID, o.Told())
+		calls[i].args = append(calls[i].args, o.OrderID, o.Value(), o.Version, o.Status, count, revoked, o.UID, o.Told(), o.BoughtMs)
 	}
 	return calls
 }

@@ -44,6 +44,9 @@ type Outcome struct {
 	Home int
 	// UID is the order's buyer: the outcome stream names them, for the buyers waiting.
 	UID string
+	// BoughtMs is the buy's time (Redis's, Unix ms; the message's ts), from which outcome.lua
+	// measures the delay from buy to stored.
+	BoughtMs int64
 }
 
 // Told is the outcome as SECKILL.STATUS tells it to the buyer: "confirmed <id>", "cancelled
@@ -230,7 +233,8 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 		default:
 			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
 		}
-		out[len(out)-1].Version, out[len(out)-1].Home, out[len(out)-1].UID = m.SaleVersion, m.Home, m.UID
+		last := &out[len(out)-1]
+		last.Version, last.Home, last.UID, last.BoughtMs = m.SaleVersion, m.Home, m.UID, m.TS
 	}
 
 	if len(insertOrder) > 0 {

@@ -190,13 +190,13 @@ func BenchmarkPersist(b *testing.B) {
 
 // TestOutcomeCalls: a batch's outcomes become one outcome.lua call per home bucket (another
 // one past maxOutcomesPerCall), each with the outcome stream's cap, then its orders in the
-// batch's order and 8 values apiece.
+// batch's order and 9 values apiece.
 func TestOutcomeCalls(t *testing.T) {
 	var outs []Outcome
 	for i := range maxOutcomesPerCall + 3 {
 		outs = append(outs, Outcome{OrderID: "a" + strconv.Itoa(i), SKU: "s", Status: StatusConfirmed, New: true, Version: 1})
 	}
-	outs = append(outs, Outcome{OrderID: "b", SKU: "s", Home: 4, Status: StatusRejected, Reason: ReasonSoldOut, Version: 1, UID: "u1"},
+	outs = append(outs, Outcome{OrderID: "b", SKU: "s", Home: 4, Status: StatusRejected, Reason: ReasonSoldOut, Version: 1, UID: "u1", BoughtMs: 1700000000123},
 		Outcome{OrderID: "c", SKU: "t", Status: StatusCancelled, Revoked: true, New: true, Version: 2, UID: "u2"})
 	calls := outcomeCalls(outs)
 	want := []struct {
@@ -211,10 +211,10 @@ func TestOutcomeCalls(t *testing.T) {
 			t.Errorf("call %d: keys %v, %d args; want %v, %d", i, calls[i].keys.Result, len(calls[i].args), w.keys.Result, 1+w.orders*outcomeArgs)
 		}
 	}
-	if got := fmt.Sprint(calls[2].args); got != "[10000 b rejected "+ReasonSoldOut+" 1 rejected 0 0 u1 rejected b "+ReasonSoldOut+"]" {
+	if got := fmt.Sprint(calls[2].args); got != "[10000 b rejected "+ReasonSoldOut+" 1 rejected 0 0 u1 rejected b "+ReasonSoldOut+" 1700000000123]" {
 		t.Errorf("b's values: %s", got)
 	}
-	if got := fmt.Sprint(calls[3].args); got != "[10000 c cancelled 2 cancelled 1 1 u2 cancelled c]" {
+	if got := fmt.Sprint(calls[3].args); got != "[10000 c cancelled 2 cancelled 1 1 u2 cancelled c 0]" {
 		t.Errorf("c's values: %s", got)
 	}
 	if calls[1].args[1] != "a"+strconv.Itoa(maxOutcomesPerCall) {

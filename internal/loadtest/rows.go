@@ -35,8 +35,8 @@ type FaultRun struct {
 }
 
 // FaultHeader is the fault table's header.
-const FaultHeader = "| fault | run | checks | injected at (s) | fault lasted (ms) | error window (ms) | drain (ms) | UNAVAILABLE | other errors | replies lost | rejected |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|"
+const FaultHeader = "| fault | run | checks | injected at (s) | fault lasted (ms) | error window (ms) | drain (ms) | UNAVAILABLE | other errors | replies lost | rejected | bought → stored p50 / p99 / max (ms) |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 // FaultRow is the fault table's row for run, from its report, or, when there is none (rep
 // nil), with lastWords, the last line seckill-bench wrote on stderr.
@@ -50,7 +50,7 @@ func FaultRow(run FaultRun, rep *Report, lastWords string) string {
 		if len(lastWords) > 300 {
 			lastWords = lastWords[:300]
 		}
-		return head + fmt.Sprintf("**FAIL** (no report, rc %d: %s) | %s | %d | - | - | - | - | - | - |", run.ExitCode, lastWords, run.Injected, run.LastedMs)
+		return head + fmt.Sprintf("**FAIL** (no report, rc %d: %s) | %s | %d | - | - | - | - | - | - | - |", run.ExitCode, lastWords, run.Injected, run.LastedMs)
 	}
 	verdict := "pass"
 	if !rep.Passed || run.ExitCode != 0 {
@@ -65,8 +65,23 @@ func FaultRow(run FaultRun, rep *Report, lastWords string) string {
 			verdict = "**FAIL** (" + strings.Join(failed, ", ") + ")"
 		}
 	}
-	return head + fmt.Sprintf("%s | %s | %d | %.0f | %.0f | %d | %d | %d | %d |", verdict, run.Injected, run.LastedMs,
-		rep.ErrorWindowMs, rep.DrainMs, rep.Replies[ReplyUnavailable], rep.Replies[ReplyOther], rep.LostReplies, rep.Rejected)
+	return head + fmt.Sprintf("%s | %s | %d | %.0f | %.0f | %d | %d | %d | %d | %s |", verdict, run.Injected, run.LastedMs,
+		rep.ErrorWindowMs, rep.DrainMs, rep.Replies[ReplyUnavailable], rep.Replies[ReplyOther], rep.LostReplies, rep.Rejected,
+		storedDelay(rep.Outcomes))
+}
+
+// storedDelay is the fault table's bought -> stored cell: the delay's p50 / p99 / max in ms,
+// and the buyers whose wait ended pending, or "-" for a run whose buyers did not wait.
+func storedDelay(o *Outcomes) string {
+	if o == nil {
+		return "-"
+	}
+	ms := func(us int64) string { return fmt.Sprintf("%.0f", float64(us)/1000) }
+	out := ms(o.Delay.P50) + " / " + ms(o.Delay.P99) + " / " + ms(o.Delay.Max)
+	if o.Pending > 0 || o.Errors > 0 {
+		out += fmt.Sprintf(" (%d pending, %d errors)", o.Pending, o.Errors)
+	}
+	return out
 }
 
 // admission is what the admission bench measured of a sale warmed with rate and burst.
@@ -113,7 +128,7 @@ const MinDelivered = 0.95
 // exiting rc, with its report rep, nil when it wrote none): a pass when the proxies delivered
 // at least MinDelivered of the rate and gave no reply but an order or LIMITED.
 func AdmissionRushRow(run int, rep *Report, rc, rate, burst int) string {
-	tail := " | - | - | - | - | 0 | 0 | 0 | 0 |"
+	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | - |"
 	if rep == nil {
 		return fmt.Sprintf("| admission-rush | %d | **FAIL** (no result, rc %d)%s", run, rc, tail)
 	}
@@ -131,7 +146,7 @@ var clockLine = regexp.MustCompile(`first order (\S+) after START, ended (\S+) a
 // ClockOffRow is the fault table's row of a clock-off run: TestProxyClockOff's verbose log
 // and go test's exit status.
 func ClockOffRow(run int, testLog string, rc int) string {
-	tail := " | - | - | - | - | 0 | 0 | 0 | 0 |"
+	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | - |"
 	if rc != 0 {
 		return fmt.Sprintf("| clock-off | %d | **FAIL** (go test exit %d)%s", run, rc, tail)
 	}
@@ -167,7 +182,9 @@ started; how long it lasted until healed; the error window (from the first 100 m
 error reply to the end of the last); the drain (from the last buy until MySQL held every order);
 buyers answered `+"`-UNAVAILABLE`"+`; other errors (a connection the killed proxy dropped); orders
 in MySQL whose buyer was told nothing; orders MySQL rejected (units Redis sold that MySQL did
-not have). What each fault does: `+"`seckill-bench fault-plan -list`"+`.
+not have); bought → stored, the time from a buy's answer to its outcome for the buyers who got
+an order, each of whom waited for it with `+"`SECKILL.STATUS ... WAIT`"+` (with how many waits
+ended still pending). What each fault does: `+"`seckill-bench fault-plan -list`"+`.
 
 %s`, s.Command, s.Faults, s.Runs, s.RunsSet, s.When, s.Cores, s.Buyers, s.Conns, s.Rate, FaultHeader)
 }
