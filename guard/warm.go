@@ -150,6 +150,12 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 			return Warmed{}, badArgs("sale %s changed while it was being warmed; try again", sku)
 		}
 	}
+	// Register it again, now that its meta says open: a sweeper that found it over (no meta
+	// yet, or the sale before it closed) and took it out of the set meanwhile must not leave
+	// an open sale's outbox unswept (the sweeper asks again after its SREM too).
+	if err := g.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
+		return Warmed{}, unavailable(err)
+	}
 	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateOpen, sku, next); err != nil {
 		return Warmed{}, unavailable(fmt.Errorf("mysql: sale is open in Redis but not marked open: %w", err))
 	}

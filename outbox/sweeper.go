@@ -256,8 +256,10 @@ func (s *Sweeper) bury(ctx context.Context, tag, id string, cause error, fail fu
 
 // retire takes the sales of layouts that are over and drained (every bucket, by retire.lua)
 // out of the set of sales, so that the sweepers stop visiting them. A release may add to an
-// outbox just then: the outboxes are read again after, and a sale with anything in one goes
-// back in.
+// outbox just then, and a WARM may open the sale anew (it adds the sale to the set before and
+// again after): so retire.lua asks again after the SREM, and a sale that is no longer over and
+// drained goes back in. Whichever comes last, the SREM or WARM's last SADD, the sale is in the
+// set once it is open.
 func (s *Sweeper) retire(ctx context.Context, layouts []sale.Layout, fail func(string, string, error)) {
 	if len(layouts) == 0 {
 		return
@@ -289,9 +291,10 @@ next:
 			continue
 		}
 		for b := range l.Tags {
-			if n, err := s.rc.XLen(ctx, l.Keys(b).Outbox).Result(); err != nil || n > 0 {
+			k := l.Keys(b)
+			if n, err := retireScript.Run(ctx, s.rc, []string{k.Meta, k.Outbox}).Int(); err != nil || n != 1 {
 				if err := s.rc.SAdd(ctx, sale.SalesKey, l.SKU).Err(); err != nil {
-					s.log.Error("a retired sale's outbox is not empty, and could not be put back in the sales set", zap.String("sku", l.SKU), zap.Error(err))
+					s.log.Error("a retired sale is not over and drained any more, and could not be put back in the sales set", zap.String("sku", l.SKU), zap.Error(err))
 				}
 				continue next
 			}
