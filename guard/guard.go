@@ -84,6 +84,7 @@ type Guard struct {
 	lateFrom     string              // the last sale the late-order watch looked at (its goroutine's)
 	lateSettled  map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
 	waits        waiters             // buyers waiting for their outcome (waiters.go)
+	statusAsks   chan statusAsk      // their first status reads, gathered (statusbatch.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -121,6 +122,8 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 		inflight: semaphore.NewWeighted(int64(opt.MaxInflight)),
 		stop:     make(chan struct{}),
 		events:   make(chan string, 1024),
+		// As many asks as a batch takes: more wait their turn in batchedStatus.
+		statusAsks: make(chan statusAsk, statusBatchMax),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.ctx = ctx
@@ -132,6 +135,7 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	g.workers.Go(func() { g.listenEvents(ctx) })
 	g.workers.Go(func() { g.syncAdmission(ctx) })
 	g.workers.Go(func() { g.watchLate(ctx) })
+	g.workers.Go(func() { g.readStatuses(ctx) })
 	for range leaseWorkers {
 		g.workers.Go(func() { g.leaseWorker(ctx) })
 	}

@@ -46,23 +46,38 @@ func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
 	// The bucket asked was this proxy's idea of the buyer's home; its meta says the sale's
 	// buckets. A proxy that missed a re-warm into another layout asks again, at the home
 	// they name.
-	if tags, err := sale.ParseBuckets(sale.Field(v, 3)); err == nil {
-		l := sale.Layout{SKU: sku, Tags: tags}
-		if home := l.Keys(l.HomeIndex(uid)); home != k {
-			if v, err = statusScript.Run(ctx, g.rc, home.ScriptKeys(), uid).Slice(); err != nil {
-				return Status{}, unavailable(err)
-			}
+	if home, moved := statusHome(sku, uid, k, v); moved {
+		if v, err = statusScript.Run(ctx, g.rc, home.ScriptKeys(), uid).Slice(); err != nil {
+			return Status{}, unavailable(err)
 		}
 	}
-	if sale.Field(v, 0) == "" {
-		return Status{State: "none"}, nil
+	return statusOf(v, 0), nil
+}
+
+// statusHome is the home bucket of uid by the buckets that status.lua's reply v names, and
+// whether it is another than k, the bucket asked.
+func statusHome(sku, uid string, k sale.Keys, v []any) (sale.Keys, bool) {
+	tags, err := sale.ParseBuckets(sale.Field(v, 0))
+	if err != nil {
+		return k, false
 	}
-	st := Status{State: "pending", OrderID: sale.Field(v, 0)}
-	if outcome := sale.Field(v, 1); outcome != "" {
+	l := sale.Layout{SKU: sku, Tags: tags}
+	home := l.Keys(l.HomeIndex(uid))
+	return home, home != k
+}
+
+// statusOf is the i-th buyer's status in status.lua's reply v.
+func statusOf(v []any, i int) Status {
+	id, outcome, released := sale.Field(v, 1+3*i), sale.Field(v, 2+3*i), sale.Field(v, 3+3*i)
+	if id == "" {
+		return Status{State: "none"}
+	}
+	st := Status{State: "pending", OrderID: id}
+	if outcome != "" {
 		st.State, st.Reason, _ = strings.Cut(outcome, " ")
 	}
-	if sale.Field(v, 2) == "1" {
+	if released == "1" {
 		st.State, st.Reason = "cancelled", ""
 	}
-	return st, nil
+	return st
 }

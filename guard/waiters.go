@@ -101,7 +101,7 @@ func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, er
 		w.Stop()
 		return nil, Status{}, unavailable(w.r.err)
 	}
-	st, err := g.Status(ctx, sku, uid)
+	st, err := g.batchedStatus(ctx, sku, uid, k)
 	if err != nil || st.State == "none" || st.final() {
 		w.Stop()
 		return nil, st, err

@@ -143,7 +143,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 }
 
 // runSink runs a sink on cfg until the test ends.
-func runSink(t *testing.T, cfg conf.Config) *sink.Sink {
+func runSink(t testing.TB, cfg conf.Config) *sink.Sink {
 	t.Helper()
 	testenv.Kafka(t)
 	db := testenv.MySQL(t)

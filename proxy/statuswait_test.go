@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -236,7 +237,7 @@ func TestStatusWaitMany(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), waitClientsEnv+"="+s.addr+" "+sku+" "+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), waitClientsEnv+"=wait "+s.addr+" "+sku+" "+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -272,29 +273,31 @@ func TestStatusWaitMany(t *testing.T) {
 	}
 }
 
-// waitClientsEnv turns the test binary into TestStatusWaitMany's client process:
-// "<proxy address> <sku> <n>".
+// waitClientsEnv turns the test binary into the buyers' process of TestStatusWaitMany and
+// BenchmarkStatusWait: "wait|poll <proxy address> <sku> <n>" (waitClients, pollClients).
 const waitClientsEnv = "SECKILL_TEST_WAIT_CLIENTS"
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(waitClientsEnv); spec != "" {
-		os.Exit(waitClients(spec))
+		f := strings.Fields(spec)
+		if len(f) != 4 {
+			os.Exit(2)
+		}
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			os.Exit(2)
+		}
+		if f[0] == "poll" {
+			os.Exit(pollClients(f[1], f[2], n))
+		}
+		os.Exit(waitClients(f[1], f[2], n))
 	}
 	os.Exit(m.Run())
 }
 
 // waitClients opens n connections to the proxy, each sending SECKILL.STATUS <sku> u<i> WAIT
 // 60000, and prints each reply as "<i> <reply>" as it comes; 0 once all n have come.
-func waitClients(spec string) int {
-	f := strings.Fields(spec)
-	if len(f) != 3 {
-		return 2
-	}
-	addr, sku := f[0], f[1]
-	n, err := strconv.Atoi(f[2])
-	if err != nil {
-		return 2
-	}
+func waitClients(addr, sku string, n int) int {
 	var mu sync.Mutex
 	w := bufio.NewWriter(os.Stdout)
 	var wg sync.WaitGroup
@@ -486,4 +489,60 @@ func TestOutcomeChannel(t *testing.T) {
 		t.Fatalf("PING after the last UNSUBSCRIBE = %q", got)
 	}
 	eventually(t, 5*time.Second, "no buyer waits", func() bool { return s.field("status_waiting") == 0 })
+}
+
+// pollClients polls SECKILL.STATUS <sku> u<i> once a second for each of n buyers, over 50
+// connections (each second's polls of one connection pipelined), until every buyer's order is
+// confirmed; then prints "polls <count>" and exits 0.
+func pollClients(addr, sku string, n int) int {
+	const conns = 50
+	var polls atomic.Int64
+	var wg sync.WaitGroup
+	failed := atomic.Bool{}
+	for c := range conns {
+		wg.Go(func() {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				failed.Store(true)
+				return
+			}
+			defer nc.Close()
+			r := bufio.NewReader(nc)
+			var left []string
+			for i := c; i < n; i += conns {
+				left = append(left, "u"+strconv.Itoa(i))
+			}
+			for len(left) > 0 {
+				next := time.Now().Add(time.Second)
+				var req []byte
+				for _, uid := range left {
+					req = fmt.Appendf(req, "*3\r\n$14\r\nSECKILL.STATUS\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(sku), sku, len(uid), uid)
+				}
+				if _, err := nc.Write(req); err != nil {
+					failed.Store(true)
+					return
+				}
+				var still []string
+				for _, uid := range left {
+					reply, err := resp.ReadReply(r)
+					if err != nil {
+						failed.Store(true)
+						return
+					}
+					if !strings.Contains(string(reply), "confirmed ") {
+						still = append(still, uid)
+					}
+				}
+				polls.Add(int64(len(left)))
+				left = still
+				time.Sleep(time.Until(next))
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("polls %d\n", polls.Load())
+	if failed.Load() {
+		return 1
+	}
+	return 0
 }
