@@ -34,12 +34,15 @@ import (
 //     counted: the HMGET of the waiters' catch-up (one per sale every status.resync, 5 s),
 //     since admission's sync reads every sale's rate with HMGET too, whatever the buyers do
 //     (about 300 a second on a dev stack of 65 sales);
+//
 //   - all-cmds/waiter and all-cmds/poller: every command commandstats counts, the commands a
 //     script runs inside included;
+//
 //   - fewer-x: calls/poller over calls/waiter (the goal: at least 10);
+//
 //   - bytes/waiter: the proxy's heap and stacks with the buyers waiting, less before, per buyer.
 //
-//	go test ./proxy -run XXX -bench BenchmarkStatusWait -benchtime 1x
+//     go test ./proxy -run XXX -bench BenchmarkStatusWait -benchtime 1x
 func BenchmarkStatusWait(b *testing.B) {
 	const n, hold = 5000, 5 * time.Second
 	for b.Loop() {
