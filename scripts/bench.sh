@@ -58,6 +58,9 @@ for round in 1 2 3; do
   kill $seeds_pid && wait $seeds_pid || true
   ./bin/seckill-bench -mode seeds -sku bench_seeds_in "${SALE[@]}" -check=false -json >"$WORK/seedsin.$round.json" 2>"$WORK/seeds.err" || { cat "$WORK/seeds.err" >&2; exit 1; }
 done
+# (p) The seeds' sale once more, every buyer with an order waiting for its outcome
+# (SECKILL.STATUS ... WAIT): the time from buy to stored in MySQL.
+./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_outcome "${SALE[@]}" -wait-outcome 30s -json >"$WORK/outcome.json" 2>"$WORK/proxy.err" || { cat "$WORK/proxy.err" >&2; exit 1; }
 
 # build_proxy REV NAME: the proxy of revision REV, built into $WORK/NAME-bin/.
 build_proxy() {
@@ -100,6 +103,9 @@ scripts/bench-admission.sh 500 50 700000 100 >"$WORK/admission.md"
 
 echo "== (m) a hot SKU over 1 and 3 stock buckets: per-master CPU, throughput, drain" >&2
 scripts/bench-buckets.sh 100000 300000 >"$WORK/buckets.md"
+
+echo "== (p) buyers waiting for their outcome against polling" >&2
+SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkStatusWait -benchtime 1x -count 3 -timeout 20m >"$WORK/statuswait.txt"
 
 echo "== Go benchmarks of the hot paths" >&2
 go test ./guard ./sink -run XXX -bench 'ParseBuy|OrderID|BuySoldOut|SoldOutCheck|EncodeOrder|Admit' -benchtime 1000000x >"$WORK/hot.txt"

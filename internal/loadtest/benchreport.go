@@ -47,6 +47,8 @@ type benchData struct {
 	AdmissionRush, Hot         string
 	Buckets                    string
 	Cost, CostRatios, Profiles string
+	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
+	StatusWait                 string // BenchmarkStatusWait's lines
 	cpuNew, cpuBase, cpuTwo    cpuTable
 	cpuMetrics, cpuMetricsBase cpuTable
 }
@@ -109,6 +111,14 @@ func BenchReport(run BenchRun) (string, error) {
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)
+	d.Outcome, err = ReadReport(w("outcome.json"))
+	must(err)
+	if err == nil && d.Outcome.Outcomes == nil {
+		must(errors.New("outcome.json: the run did not wait for the outcomes (-wait-outcome)"))
+	}
+	wait, err := benchLines(w("statuswait.txt"))
+	must(err)
+	d.StatusWait = strings.TrimSpace(wait)
 	for _, t := range []struct {
 		dst  *cpuTable
 		file string
@@ -156,6 +166,7 @@ func BenchReport(run BenchRun) (string, error) {
 		"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 		"f2":  func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
 		"div": func(a, b float64) float64 { return a / b },
+		"ms":  func(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 0, 64) },
 	}).Parse(benchTemplate))
 	if err := t.Execute(&b, d); err != nil {
 		return "", err
