@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -201,25 +200,9 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 			next = args // no subscription left: an ordinary connection again, as in Redis
 			return false
 		}
-		return write(func(w *redcon.Writer) {
-			w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
-		})
+		return write(func(w *redcon.Writer) { w.WriteError(notInSubscriberMode(name)) })
 	}
-	ok := send(first)
-	for ok && len(rest) > 0 {
-		ok, rest = send(rest[0]), rest[1:]
-	}
-	for ok {
-		args, err := c.readCommand()
-		if err != nil {
-			var ce *closingError
-			if errors.As(err, &ce) {
-				write(func(w *redcon.Writer) { w.WriteRaw(ce.reply) })
-			}
-			break
-		}
-		ok = send(args)
-	}
+	rest = serveSubscriber(c, first, rest, send, write)
 	if next == nil {
 		return nil
 	}

@@ -97,10 +97,23 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 			next = args
 			return false
 		}
-		return write(func(w *redcon.Writer) {
-			w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
-		})
+		return write(func(w *redcon.Writer) { w.WriteError(notInSubscriberMode(name)) })
 	}
+	rest = serveSubscriber(c, first, rest, send, write)
+	leaving.Store(next != nil)
+	sub.Close()
+	<-pumped
+	if next == nil {
+		return nil
+	}
+	return append([][][]byte{next}, rest...)
+}
+
+// serveSubscriber feeds a subscriber's commands to send: first, then rest, then what it sends
+// next, until send answers false (the end of subscriber mode or of the connection), or the
+// client goes or sends what cannot be read (answered as the server would). It returns the
+// commands of rest not yet sent.
+func serveSubscriber(c *clientConn, first [][]byte, rest [][][]byte, send func([][]byte) bool, write func(func(*redcon.Writer)) bool) [][][]byte {
 	ok := send(first)
 	for ok && len(rest) > 0 {
 		ok, rest = send(rest[0]), rest[1:]
@@ -116,11 +129,10 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		}
 		ok = send(args)
 	}
-	leaving.Store(next != nil)
-	sub.Close()
-	<-pumped
-	if next == nil {
-		return nil
-	}
-	return append([][][]byte{next}, rest...)
+	return rest
+}
+
+// notInSubscriberMode refuses a command in subscriber mode over RESP2, in Redis's words.
+func notInSubscriberMode(name string) string {
+	return "ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
 }
