@@ -100,13 +100,6 @@ func (n *node) refill() {
 	}()
 }
 
-// spareCount is how many spares are idle now.
-func (n *node) spareCount() int {
-	n.spares.mu.Lock()
-	defer n.spares.mu.Unlock()
-	return len(n.spares.idle)
-}
-
 // closeSpares closes the idle spares, and stops making more.
 func (n *node) closeSpares() {
 	s := &n.spares
