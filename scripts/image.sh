@@ -15,7 +15,7 @@
 #                                              shell, for golang:<version>-bookworm
 #   localhost/seckill-static-standin:nonroot   passwd/group with nonroot (65532), CA certificates
 #                                              and /tmp, for distroless/static-debian12:nonroot
-# The first run installs podman, runc and busybox-static with apt-get. Podman runs with runc
+# The first run installs podman, runc, catatonit and busybox-static with apt-get. Podman runs with runc
 # (crun refuses hybrid cgroups) and with no default ulimits (the default file limit is above
 # this machine's hard limit): both through a containers.conf of its own (CONTAINERS_CONF), so
 # the system's files are left alone. Exit status 3: podman could not be installed.
@@ -29,6 +29,8 @@ install() {
   command -v podman >/dev/null || missing+=(podman)
   command -v runc >/dev/null || missing+=(runc)
   [[ -x /bin/busybox ]] || missing+=(busybox-static)
+  # podman kube play builds its pods' pause image around catatonit, only a Recommends of podman.
+  command -v catatonit >/dev/null || [[ -x /usr/libexec/podman/catatonit ]] || missing+=(catatonit)
   ((${#missing[@]} == 0)) && return
   log "installing ${missing[*]} with apt-get (first run only)"
   export DEBIAN_FRONTEND=noninteractive
