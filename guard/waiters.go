@@ -110,6 +110,7 @@ func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, er
 		w.Stop()
 		return nil, early, nil
 	}
+	g.waits.waits.Add(1) // the buyer's order is pending: the wait begins
 	return w, st, nil
 }
 
@@ -157,7 +158,6 @@ func (ws *waiters) add(g *Guard, k sale.Keys, uid string) (*Waiter, error) {
 	w := &Waiter{C: make(chan Status, 1), g: g, r: r, uid: uid}
 	r.byUID[uid] = append(r.byUID[uid], w)
 	ws.n++
-	ws.waits.Add(1)
 	return w, nil
 }
 
@@ -374,7 +374,7 @@ func (g *Guard) WaitFields() []Field {
 	return []Field{
 		{Name: "status_waiting", Value: int64(n), Metric: &Metric{Name: "seckill_proxy_status_waiting", Help: "Buyers waiting for their order's outcome on this proxy now (SECKILL.STATUS ... WAIT, outcome channels).", Gauge: true}},
 		{Name: "status_outcome_readers", Value: int64(readers), Metric: &Metric{Name: "seckill_proxy_status_outcome_readers", Help: "Sale buckets whose outcome stream this proxy reads now, for the buyers waiting.", Gauge: true}},
-		{Name: "status_waits", Value: ws.waits.Load(), Metric: &Metric{Name: "seckill_proxy_status_waits_total", Help: "Waits for an order's outcome begun."}},
+		{Name: "status_waits", Value: ws.waits.Load(), Metric: &Metric{Name: "seckill_proxy_status_waits_total", Help: "Waits for an order's outcome begun: the buyer's order was found pending."}},
 		{Name: "status_woken", Value: ws.woken.Load(), Metric: &Metric{Name: "seckill_proxy_status_woken_total", Help: "Waiting buyers woken by their sale's outcome stream."}},
 		{Name: "status_resynced", Value: ws.resynced.Load(), Metric: &Metric{Name: "seckill_proxy_status_resynced_total", Help: "Waiting buyers woken by the catch-up from the result hash (status.resync)."}},
 		{Name: "status_timed_out", Value: ws.timedOut.Load(), Metric: &Metric{Name: "seckill_proxy_status_timed_out_total", Help: "Waits that ended with no outcome known (answered pending)."}},

@@ -546,3 +546,35 @@ func pollClients(addr, sku string, n int) int {
 	}
 	return 0
 }
+
+// TestStatusWaitCatchUp: an outcome that reaches the result hash with no entry in the outcome
+// stream (a sink older than the stream, an entry lost in a failover) still wakes its buyer:
+// the catch-up reads the waiting orders' outcomes every status.resync.
+func TestStatusWaitCatchUp(t *testing.T) {
+	s := start(t, func(c *conf.Config) { c.Status.Resync = 200 * time.Millisecond })
+	c := s.client(t, 2)
+	ctx := context.Background()
+	sku := newSKU("catchup")
+	s.sale(t, c, sku, 2)
+	id, err := c.Do(ctx, "seckill.buy", sku, "old").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := statusWait(t, s, sku, "old", "10000")
+	eventually(t, 5*time.Second, "the buyer waits, its order found pending", func() bool { return s.field("status_waits") == 1 })
+	// What an old sink writes: the result, and no stream entry.
+	if err := s.rc.HSet(ctx, sale.KeysFor(sku).Result, id, "confirmed").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-wait:
+		if got != "confirmed "+id {
+			t.Fatalf("woken with %q, want confirmed %s", got, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the catch-up did not wake the buyer within 5 s (status.resync is 200 ms)")
+	}
+	if s.field("status_resynced") != 1 || s.field("status_woken") != 0 {
+		t.Errorf("woken by the catch-up %d, by the stream %d; want 1 and 0", s.field("status_resynced"), s.field("status_woken"))
+	}
+}
