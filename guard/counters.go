@@ -17,8 +17,10 @@ type Stats struct {
 	Buys int64
 	// LocalSoldOut is the buys answered SOLDOUT from the local flag, with no network call.
 	LocalSoldOut int64
-	// Scripts is the buy scripts sent to Redis, retries included.
-	Scripts int64
+	// Scripts is the buy scripts sent to Redis, retries included; NoScript the buys among
+	// them sent again as EVAL because their master did not have the script (a new or
+	// promoted master, whose script cache starts empty).
+	Scripts, NoScript int64
 	// Successes, Duplicates, SoldOut, Closed and Unavailable count the buys' outcomes.
 	Successes, Duplicates, SoldOut, Closed, Unavailable int64
 	// WaitShort counts WAITs that came back with fewer replicas than asked for.
@@ -50,7 +52,7 @@ type Stats struct {
 }
 
 type counters struct {
-	buys, localSoldOut, scripts                               atomic.Int64
+	buys, localSoldOut, scripts, noScript                     atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
 	waitShort, waitOff, noSale, drift                         atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
@@ -61,7 +63,7 @@ type counters struct {
 func (g *Guard) Stats() Stats {
 	c := &g.stats
 	return Stats{
-		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(),
+		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(), NoScript: c.noScript.Load(),
 		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
 		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(), WaitOff: c.waitOff.Load(), NoSale: c.noSale.Load(), LimitedUnknown: g.adm.limitedUnknown.Load(),
 		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),

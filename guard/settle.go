@@ -23,6 +23,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 			switch {
 			case redis.HasErrorPrefix(err, "NOSCRIPT"):
 				a.useEval = true
+				g.stats.noScript.Add(1)
 				return true
 			case isRedirect(err):
 				g.rc.ReloadState(context.Background())
