@@ -47,7 +47,7 @@ type waiters struct {
 	n       int
 	closed  bool // the guard is closing: no reader starts (workers.Go must not race its Wait)
 	// counters, for INFO and the metrics
-	waits, woken, resynced, timedOut atomic.Int64
+	waits, woken, resynced, timedOut, retried atomic.Int64
 }
 
 // outcomeReader reads one bucket's outcome stream for the buyers waiting on it.
@@ -116,12 +116,36 @@ func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, er
 
 // WaitStatus answers SECKILL.STATUS <sku> <uid> WAIT: the buyer's status at once when there is
 // nothing to wait for, else their order's outcome as soon as it is known, or, after wait (or
-// when ctx ends: the client left), the status it had.
+// when ctx ends: the client left), the status it had. A first read that Redis fails (a master
+// failing over) is tried again while the wait lasts, as a client blocked in BLPOP is not
+// bothered by a failover of the master it waits on: only a wait whose every read failed ends
+// UNAVAILABLE.
 func (g *Guard) WaitStatus(ctx context.Context, sku, uid string, wait time.Duration) (Status, error) {
-	w, st, err := g.Watch(ctx, sku, uid)
-	if w == nil || err != nil {
-		return st, err
+	end := time.Now().Add(wait)
+	backoff := 50 * time.Millisecond
+	for {
+		w, st, err := g.Watch(ctx, sku, uid)
+		if err != nil && errors.Is(err, ErrUnavailable) && ctx.Err() == nil && time.Until(end) > backoff {
+			g.waits.retried.Add(1)
+			select {
+			case <-time.After(backoff):
+				backoff = min(2*backoff, time.Second)
+				continue
+			case <-ctx.Done():
+				return st, ctx.Err()
+			case <-g.stop:
+				return st, err
+			}
+		}
+		if w == nil || err != nil {
+			return st, err
+		}
+		return g.await(ctx, w, st, time.Until(end))
 	}
+}
+
+// await waits up to wait for w's outcome; st is the status to answer when none comes.
+func (g *Guard) await(ctx context.Context, w *Waiter, st Status, wait time.Duration) (Status, error) {
 	defer w.Stop()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -378,5 +402,6 @@ func (g *Guard) WaitFields() []Field {
 		{Name: "status_woken", Value: ws.woken.Load(), Metric: &Metric{Name: "seckill_proxy_status_woken_total", Help: "Waiting buyers woken by their sale's outcome stream."}},
 		{Name: "status_resynced", Value: ws.resynced.Load(), Metric: &Metric{Name: "seckill_proxy_status_resynced_total", Help: "Waiting buyers woken by the catch-up from the result hash (status.resync)."}},
 		{Name: "status_timed_out", Value: ws.timedOut.Load(), Metric: &Metric{Name: "seckill_proxy_status_timed_out_total", Help: "Waits that ended with no outcome known (answered pending)."}},
+		{Name: "status_read_retries", Value: ws.retried.Load(), Metric: &Metric{Name: "seckill_proxy_status_read_retries_total", Help: "First status reads of a wait tried again after Redis failed them (a master failing over)."}},
 	}
 }

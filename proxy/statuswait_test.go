@@ -343,7 +343,8 @@ func waitClients(addr, sku string, n int) int {
 // TestStatusWaitFailover: buyers wait while the master of their sale fails over; once the
 // replica is promoted and the sink stores their orders, each is woken with its outcome
 // before its timeout (by the stream on the new master, or the catch-up after the failed
-// reads).
+// reads). Buyers who begin to wait while the master is down wait through it too (their first
+// read is tried again), rather than being answered UNAVAILABLE.
 func TestStatusWaitFailover(t *testing.T) {
 	needDevstack(t)
 	t.Cleanup(func() {
@@ -359,9 +360,11 @@ func TestStatusWaitFailover(t *testing.T) {
 	ctx := context.Background()
 	sku := newSKU("waitfail")
 	s.sale(t, c, sku, 50)
-	const n = 20
-	ids := make([]string, n)
-	for i := range n {
+	// n buyers wait before the master dies; late more begin to wait just after, while it is
+	// down: their first reads fail, and are tried again until the promotion.
+	const n, late = 20, 5
+	ids := make([]string, n+late)
+	for i := range n + late {
 		id, err := c.Do(ctx, "seckill.buy", sku, "f"+strconv.Itoa(i)).Text()
 		if err != nil {
 			t.Fatal(err)
@@ -372,7 +375,9 @@ func TestStatusWaitFailover(t *testing.T) {
 	for i := range n {
 		waits[i] = statusWait(t, s, sku, "f"+strconv.Itoa(i), "45000")
 	}
-	eventually(t, 10*time.Second, "the buyers wait", func() bool { return s.field("status_waiting") == n })
+	// status_waits counts a wait once its first status read found the order pending: until
+	// then a buyer is registered (status_waiting) but its read may still fail with the master.
+	eventually(t, 10*time.Second, "the buyers wait", func() bool { return s.field("status_waits") == n })
 
 	master, err := s.rc.MasterForKey(ctx, sale.KeysFor(sku).Outcomes)
 	if err != nil {
@@ -389,6 +394,9 @@ func TestStatusWaitFailover(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	for i := n; i < n+late; i++ {
+		waits = append(waits, statusWait(t, s, sku, "f"+strconv.Itoa(i), "45000"))
+	}
 	eventually(t, 30*time.Second, "the replica is promoted", func() bool {
 		role, err := replica.Do(ctx, "role").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
@@ -399,7 +407,10 @@ func TestStatusWaitFailover(t *testing.T) {
 			t.Errorf("buyer %d: %q, want confirmed %s", i, got, ids[i])
 		}
 	}
-	t.Logf("woken by the stream %d, by the catch-up %d", s.field("status_woken"), s.field("status_resynced"))
+	if s.field("status_read_retries") == 0 {
+		t.Error("no first read was tried again: the late buyers did not begin while the master was down")
+	}
+	t.Logf("woken by the stream %d, by the catch-up %d; first reads tried again %d", s.field("status_woken"), s.field("status_resynced"), s.field("status_read_retries"))
 }
 
 // TestOutcomeChannel: a buyer's outcome channel, served by the proxy: SUBSCRIBE answers the
