@@ -56,13 +56,7 @@ func (o *outcomeSub) stop() {
 // outcomeBridge runs subscriber mode for a client whose first subscription is an outcome
 // channel; it returns as bridge does.
 func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
-	var mu sync.Mutex // the waits and the command loop both write to c
-	write := func(f func(w *redcon.Writer)) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		f(c.w)
-		return c.w.Flush() == nil
-	}
+	write := lockedWrite(c) // the waits and the command loop both write to c
 	resp3 := c.sess.Proto == 3
 	head := func(w *redcon.Writer, n int) {
 		if resp3 {

@@ -20,6 +20,18 @@ var subscriberCommands = map[string]bool{
 	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "ping": true,
 }
 
+// lockedWrite returns a write to c for goroutines that share it: each call writes and flushes
+// under one lock, and reports whether the flush succeeded.
+func lockedWrite(c *clientConn) func(f func(w *redcon.Writer)) bool {
+	var mu sync.Mutex
+	return func(f func(w *redcon.Writer)) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		f(c.w)
+		return c.w.Flush() == nil
+	}
+}
+
 // bridge runs subscriber mode: first is the command that started it, rest the commands that
 // came with it. It returns the commands sent after the client left subscriber mode (the first
 // one, and any of rest not yet sent), or none when the connection ended. Whether the client
@@ -29,13 +41,7 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 	if isOutcomeSubscribe(first) {
 		return s.outcomeBridge(c, first, rest)
 	}
-	var mu sync.Mutex // the pump and the command loop both write to c
-	write := func(f func(w *redcon.Writer)) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		f(c.w)
-		return c.w.Flush() == nil
-	}
+	write := lockedWrite(c) // the pump and the command loop both write to c
 	ctx, cancel := context.WithTimeout(s.ctx, subscribeDialTimeout)
 	resp3 := c.sess.Proto == 3
 	sub, err := s.upstream.For(c.sess.Proto).Subscribe(ctx, first)
