@@ -117,30 +117,36 @@ func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, er
 // WaitStatus answers SECKILL.STATUS <sku> <uid> WAIT: the buyer's status at once when there is
 // nothing to wait for, else their order's outcome as soon as it is known, or, after wait (or
 // when ctx ends: the client left), the status it had. A first read that Redis fails (a master
-// failing over) is tried again while the wait lasts, as a client blocked in BLPOP is not
-// bothered by a failover of the master it waits on: only a wait whose every read failed ends
-// UNAVAILABLE.
+// failing over) is tried again while the wait lasts (WatchThrough), as a client blocked in
+// BLPOP is not bothered by a failover of the master it waits on: only a wait whose every read
+// failed ends UNAVAILABLE.
 func (g *Guard) WaitStatus(ctx context.Context, sku, uid string, wait time.Duration) (Status, error) {
 	end := time.Now().Add(wait)
+	w, st, err := g.WatchThrough(ctx, sku, uid, end)
+	if w == nil || err != nil {
+		return st, err
+	}
+	return g.await(ctx, w, st, time.Until(end))
+}
+
+// WatchThrough is Watch, tried again while Redis fails it (UNAVAILABLE: a master failing
+// over), 50 ms apart doubling to 1 s, until end (zero: no end) or until ctx ends.
+func (g *Guard) WatchThrough(ctx context.Context, sku, uid string, end time.Time) (*Waiter, Status, error) {
 	backoff := 50 * time.Millisecond
 	for {
 		w, st, err := g.Watch(ctx, sku, uid)
-		if err != nil && errors.Is(err, ErrUnavailable) && ctx.Err() == nil && time.Until(end) > backoff {
-			g.waits.retried.Add(1)
-			select {
-			case <-time.After(backoff):
-				backoff = min(2*backoff, time.Second)
-				continue
-			case <-ctx.Done():
-				return st, ctx.Err()
-			case <-g.stop:
-				return st, err
-			}
+		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || !end.IsZero() && time.Until(end) <= backoff {
+			return w, st, err
 		}
-		if w == nil || err != nil {
-			return st, err
+		g.waits.retried.Add(1)
+		select {
+		case <-time.After(backoff):
+			backoff = min(2*backoff, time.Second)
+		case <-ctx.Done():
+			return nil, st, ctx.Err()
+		case <-g.stop:
+			return nil, st, err
 		}
-		return g.await(ctx, w, st, time.Until(end))
 	}
 }
 

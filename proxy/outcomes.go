@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -42,12 +45,15 @@ func namesOutcomeChannel(args [][]byte) bool {
 
 // outcomeSub is one outcome channel a client holds: the wait for its outcome, if any.
 type outcomeSub struct {
-	w    *guard.Waiter // nil: nothing to wait for
+	w    *guard.Waiter // nil: nothing to wait for, or not yet (its first read is tried again)
 	done chan struct{} // closed when the client unsubscribes or goes
+	// cancel ends the context of a first read that is tried again.
+	cancel context.CancelFunc
 }
 
 func (o *outcomeSub) stop() {
 	close(o.done)
+	o.cancel()
 	if o.w != nil {
 		o.w.Stop()
 	}
@@ -105,22 +111,49 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 			write(func(w *redcon.Writer) { confirm(w, "subscribe", ch) })
 			return
 		}
-		wt, st, err := s.router.WatchOutcome(c.ctx, sku, uid)
-		if err != nil {
+		ctx, cancel := context.WithCancel(c.ctx)
+		wt, st, err := s.router.WatchOutcome(ctx, sku, uid, false)
+		later := err != nil && errors.Is(err, guard.ErrUnavailable)
+		if err != nil && !later {
+			cancel()
 			write(func(w *redcon.Writer) { w.WriteError(err.Error()) })
 			return
 		}
-		o := &outcomeSub{w: wt, done: make(chan struct{})}
+		o := &outcomeSub{w: wt, done: make(chan struct{}), cancel: cancel}
 		key := string(ch)
 		subs[key] = o
 		write(func(w *redcon.Writer) {
 			confirm(w, "subscribe", ch)
-			message(w, key, st.String())
+			if !later {
+				message(w, key, st.String())
+			}
 		})
-		if wt == nil {
+		if wt == nil && !later {
 			return
 		}
 		waits.Go(func() {
+			if later {
+				// Redis failed the first read (a master failing over): the subscription
+				// stands, and the status now follows once a read succeeds.
+				var now guard.Status
+				for {
+					if wt, now, err = s.router.WatchOutcome(ctx, sku, uid, true); err == nil {
+						break
+					}
+					// Unsubscribed, or the proxy closes; else status.max_waiters is reached
+					// meanwhile: the channel waits for room, as it waited for Redis.
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Second):
+					}
+				}
+				write(func(w *redcon.Writer) { message(w, key, now.String()) })
+				if wt == nil {
+					return
+				}
+				defer wt.Stop() // o.w stays nil: stop does not see this waiter
+			}
 			select {
 			case out := <-wt.C:
 				wt.Stop() // no longer waiting: the channel is held until UNSUBSCRIBE

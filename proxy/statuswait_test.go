@@ -344,7 +344,8 @@ func waitClients(addr, sku string, n int) int {
 // replica is promoted and the sink stores their orders, each is woken with its outcome
 // before its timeout (by the stream on the new master, or the catch-up after the failed
 // reads). Buyers who begin to wait while the master is down wait through it too (their first
-// read is tried again), rather than being answered UNAVAILABLE.
+// read is tried again), rather than being answered UNAVAILABLE, and so does an outcome channel
+// subscribed then: confirmed at once, its status told once a read succeeds.
 func TestStatusWaitFailover(t *testing.T) {
 	needDevstack(t)
 	t.Cleanup(func() {
@@ -363,8 +364,8 @@ func TestStatusWaitFailover(t *testing.T) {
 	// n buyers wait before the master dies; late more begin to wait just after, while it is
 	// down: their first reads fail, and are tried again until the promotion.
 	const n, late = 20, 5
-	ids := make([]string, n+late)
-	for i := range n + late {
+	ids := make([]string, n+late+1) // and one more, whose outcome channel is subscribed while the master is down
+	for i := range n + late + 1 {
 		id, err := c.Do(ctx, "seckill.buy", sku, "f"+strconv.Itoa(i)).Text()
 		if err != nil {
 			t.Fatal(err)
@@ -397,6 +398,10 @@ func TestStatusWaitFailover(t *testing.T) {
 	for i := n; i < n+late; i++ {
 		waits = append(waits, statusWait(t, s, sku, "f"+strconv.Itoa(i), "45000"))
 	}
+	sub, subCh := dialRaw(t, s.addr), sale.OutcomeChannel(sku, "f"+strconv.Itoa(n+late))
+	if got := sub.do(t, "SUBSCRIBE", subCh); !strings.HasPrefix(got, "*3\r\n$9\r\nsubscribe\r\n") {
+		t.Fatalf("SUBSCRIBE to an outcome channel while the master is down = %q, want its confirmation", got)
+	}
 	eventually(t, 30*time.Second, "the replica is promoted", func() bool {
 		role, err := replica.Do(ctx, "role").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
@@ -406,6 +411,20 @@ func TestStatusWaitFailover(t *testing.T) {
 		if got := <-ch; got != "confirmed "+ids[i] {
 			t.Errorf("buyer %d: %q, want confirmed %s", i, got, ids[i])
 		}
+	}
+	// The channel's messages: the status now, once a read succeeds, then the outcome.
+	_ = sub.c.SetReadDeadline(time.Now().Add(45 * time.Second))
+	var said []string
+	for len(said) == 0 || strings.HasPrefix(said[len(said)-1], "pending ") {
+		raw, err := resp.ReadReply(sub.r)
+		if err != nil {
+			t.Fatalf("the outcome channel after %q: %v", said, err)
+		}
+		_, payload := messageFields(string(raw))
+		said = append(said, payload)
+	}
+	if want := "confirmed " + ids[n+late]; said[len(said)-1] != want || len(said) > 2 {
+		t.Errorf("the outcome channel said %q, want at most a pending, then %q", said, want)
 	}
 	if s.field("status_read_retries") == 0 {
 		t.Error("no first read was tried again: the late buyers did not begin while the master was down")

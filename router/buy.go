@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -148,10 +149,14 @@ func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Repl
 
 // WatchOutcome starts a wait for uid's order in sku's sale, for a buyer's outcome channel
 // (guard.Watch): the Waiter is nil when there is nothing to wait for (no order, or its
-// outcome known).
-func (r *Router) WatchOutcome(ctx context.Context, sku, uid string) (*guard.Waiter, guard.Status, error) {
-	if r.guard == nil {
+// outcome known). through: while Redis fails it (a failover), try again until ctx ends
+// (guard.WatchThrough).
+func (r *Router) WatchOutcome(ctx context.Context, sku, uid string, through bool) (*guard.Waiter, guard.Status, error) {
+	switch {
+	case r.guard == nil:
 		return nil, guard.Status{}, respError("ERR outcome channels need the sales' guard")
+	case through:
+		return r.guard.WatchThrough(ctx, sku, uid, time.Time{})
 	}
 	return r.guard.Watch(ctx, sku, uid)
 }
