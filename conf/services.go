@@ -1,0 +1,132 @@
+package conf
+
+import (
+	"strings"
+	"time"
+)
+
+// The services both binaries reach: the Redis Cluster, Kafka and MySQL.
+
+// Redis configures the go-redis ClusterClient.
+type Redis struct {
+	// Mode is "cluster" (a Redis Cluster; the default) or "standalone" (one plain server, as
+	// small shops and developers run; Addrs then holds exactly that server).
+	Mode string `koanf:"mode"`
+	// Addrs are the cluster's seed nodes, host:port.
+	Addrs []string `koanf:"addrs"`
+	// Username and Password log the proxy's own calls in (the SECKILL scripts, the sweeper,
+	// the sink): a user that may write the sales' keys.
+	Username string `koanf:"username"`
+	Password string `koanf:"password"`
+	// PassthroughUsername and PassthroughPassword log in every connection that carries
+	// clients' commands: a Redis ACL user that may not write the sales' keys nor publish on
+	// their events channel (see sale.PassthroughACL and scripts/redis-passthrough.acl). Redis
+	// enforces it inside scripts, functions and transactions too. Empty: pass-through uses
+	// Username, and the proxy refuses every script and function instead.
+	PassthroughUsername string `koanf:"passthrough_username"`
+	PassthroughPassword string `koanf:"passthrough_password"`
+
+	DialTimeout  time.Duration `koanf:"dial_timeout"`
+	ReadTimeout  time.Duration `koanf:"read_timeout"`
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// PoolSize is the connection pool size per node. It must be at least the number of calls
+	// in flight, or calls queue for a connection.
+	PoolSize     int           `koanf:"pool_size"`
+	MinIdleConns int           `koanf:"min_idle_conns"`
+	PoolTimeout  time.Duration `koanf:"pool_timeout"`
+	// StateReloadInterval is how often the client reloads the cluster's slot map. About a
+	// second, or the client stays blind after a failover.
+	StateReloadInterval time.Duration `koanf:"state_reload_interval"`
+	MaxRedirects        int           `koanf:"max_redirects"`
+	// PassthroughConns is how many shared connections carry pass-through commands to each
+	// node; every client's commands are coalesced into them.
+	PassthroughConns int `koanf:"passthrough_conns"`
+	// SpareConns is how many connections to each node the proxy keeps dialled, logged in and
+	// idle, for the commands that take a connection of their own (blocking commands,
+	// transactions, WATCH): such a command then dials nothing in its path, and reaches Redis
+	// before what other clients send after it. 0 dials each when it comes.
+	SpareConns int `koanf:"spare_conns"`
+	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
+	// user may run all the same.
+	AdminAllow []string `koanf:"admin_allow"`
+	// AppScripts are the SHA1s of the scripts that app users may run (EVAL of a body with
+	// that SHA1, EVALSHA, SCRIPT LOAD), besides the legacy stock scripts the proxy runs as
+	// buys. An app user's other scripts, and its functions, are refused: a script that never
+	// ends makes its master answer BUSY to every client and sale on it, and an app user may
+	// not SCRIPT KILL. ["*"] lets app users run any script. Admins run any script.
+	AppScripts []string `koanf:"app_scripts"`
+	// EventLoops is how many epoll event loops serve the clients on Linux, each on a goroutine
+	// (and so, with the cores to run them, a core) of its own and with one connection per Redis
+	// node, as twemproxy does. 0 serves each client from a goroutine of its own (as off Linux).
+	EventLoops int `koanf:"event_loops"`
+	// CommandTimeout bounds one pass-through command: past it its caller gets UNAVAILABLE (a
+	// command slower than this still runs in Redis, and nobody else's command fails for it). A
+	// node that answers nothing for this long while commands wait is reconnected.
+	CommandTimeout time.Duration `koanf:"command_timeout"`
+	// AddressMap rewrites where nodes are dialled: entries "announced=dialled", both
+	// host:port. A node the cluster announces as the first address (in CLUSTER SLOTS, MOVED,
+	// ASK) is dialled at the second, for every connection the proxy and the sink make: for a
+	// cluster behind NAT or port forwarding, or a fault injector such as toxiproxy in front of
+	// each node. Addresses not listed are dialled as announced.
+	AddressMap []string `koanf:"address_map"`
+}
+
+// Kafka configures the Sarama producer (the tee) and consumer group (the sink).
+type Kafka struct {
+	Brokers         []string `koanf:"brokers"`
+	Topic           string   `koanf:"topic"`
+	DeadLetterTopic string   `koanf:"dead_letter_topic"`
+	ClientID        string   `koanf:"client_id"`
+	Group           string   `koanf:"group"`
+	// Version is the Kafka protocol version Sarama speaks, e.g. "3.6.0".
+	Version string `koanf:"version"`
+	// DialTimeout bounds connecting to a broker.
+	DialTimeout time.Duration `koanf:"dial_timeout"`
+	// Linger is how long the producer gathers orders into one produce request (Kafka's
+	// linger.ms): 0 sends at once. A few milliseconds cut the broker's CPU per order several
+	// times over under load; with buy.reply_after=kafka it adds up to that much to a buy.
+	Linger time.Duration `koanf:"linger"`
+	// SessionTimeout is the sink's consumer group session (Kafka's session.timeout.ms): a sink
+	// killed without leaving holds its partitions this long before the group hands them to
+	// another sink, which bounds the drain's delay after such a crash. Heartbeats go every
+	// third of it.
+	SessionTimeout time.Duration `koanf:"session_timeout"`
+	// AddressMap rewrites where brokers are dialled, as redis.address_map does for Redis
+	// nodes: a broker that metadata announces as "announced" is dialled at "dialled".
+	AddressMap []string `koanf:"address_map"`
+	// Partitions and ReplicationFactor are used when the sink creates a missing topic;
+	// Partitions is also WARM's guess of the topic's partitions when Kafka does not say.
+	// Production wants a replication factor of 3; the dev stack has one broker.
+	Partitions        int `koanf:"partitions"`
+	ReplicationFactor int `koanf:"replication_factor"`
+}
+
+// MySQL configures the database the sink writes and WARM reads.
+type MySQL struct {
+	// DSN is a go-sql-driver/mysql data source name.
+	DSN             string        `koanf:"dsn"`
+	MaxOpenConns    int           `koanf:"max_open_conns"`
+	MaxIdleConns    int           `koanf:"max_idle_conns"`
+	ConnMaxLifetime time.Duration `koanf:"conn_max_lifetime"`
+}
+
+// AddressMap returns the "announced=dialled" entries of pairs as a map, nil if there are
+// none. Validate has checked their form.
+func AddressMap(pairs []string) map[string]string {
+	if len(pairs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		from, to, _ := splitAddressPair(p)
+		m[from] = to
+	}
+	return m
+}
+
+// splitAddressPair splits an "announced=dialled" entry, spaces trimmed; ok is false without
+// an "=".
+func splitAddressPair(p string) (from, to string, ok bool) {
+	from, to, ok = strings.Cut(p, "=")
+	return strings.TrimSpace(from), strings.TrimSpace(to), ok
+}
