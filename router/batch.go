@@ -1,0 +1,103 @@
+package router
+
+import (
+	"context"
+	"time"
+
+	"seckill-proxy/guard"
+)
+
+// batch gathers one Serve call's consecutive buys, and its consecutive pass-through commands,
+// to send each run at once; a command of another kind sends what is gathered first, so that
+// replies keep their commands' order.
+type batch struct {
+	r       *Router
+	s       *Session
+	ctx     context.Context
+	w       Writer
+	buys    []guard.BuyRequest
+	buyErrs []error // per gathered buy, its argument error or nil
+	pass    [][][]byte
+	queued  [][][]byte // commands for the open transaction (s.tx)
+}
+
+// addBuy gathers a buy (req, or the argument error err that answers it).
+func (b *batch) addBuy(req guard.BuyRequest, err error) {
+	b.flushPass()
+	b.flushQueued()
+	if err == nil {
+		b.buys = append(b.buys, req)
+	}
+	b.buyErrs = append(b.buyErrs, err)
+}
+
+// addPass gathers a pass-through command.
+func (b *batch) addPass(args [][]byte) {
+	b.flushBuys()
+	b.flushQueued()
+	b.pass = append(b.pass, args)
+}
+
+// addQueued gathers a command for the open transaction.
+func (b *batch) addQueued(args [][]byte) {
+	b.flushBuys()
+	b.flushPass()
+	b.queued = append(b.queued, args)
+}
+
+// flush sends what is gathered.
+func (b *batch) flush() {
+	b.flushBuys()
+	b.flushPass()
+	b.flushQueued()
+}
+
+func (b *batch) flushQueued() {
+	if len(b.queued) == 0 {
+		return
+	}
+	for _, reply := range b.s.tx.QueueAll(b.ctx, b.queued) {
+		b.w.WriteRaw(reply)
+	}
+	b.queued = b.queued[:0]
+}
+
+func (b *batch) flushBuys() {
+	if len(b.buyErrs) == 0 {
+		return
+	}
+	b.r.writeBuys(b.ctx, b.buys, b.buyErrs, b.w)
+	b.buys, b.buyErrs = b.buys[:0], b.buyErrs[:0]
+}
+
+func (b *batch) flushPass() {
+	if len(b.pass) == 0 {
+		return
+	}
+	observe := b.r.opt.ObservePass
+	var start time.Time
+	if observe != nil {
+		start = time.Now()
+	}
+	replies := b.r.opt.Upstream.For(b.s.Proto).Do(b.ctx, b.pass)
+	if observe != nil {
+		d := time.Since(start)
+		for i, reply := range replies {
+			observe(b.pass[i], reply, d)
+		}
+	}
+	for _, reply := range replies {
+		b.w.WriteRaw(reply)
+	}
+	b.pass = b.pass[:0]
+}
+
+// write writes reply, or err, in the protocol the session speaks (after HELLO, the one it
+// chose).
+func (b *batch) write(reply Reply, err error) {
+	if err != nil {
+		WriteError(b.w, err)
+		return
+	}
+	reply.write(writerFor(b.w, b.s))
+}
