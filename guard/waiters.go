@@ -3,6 +3,8 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +34,15 @@ import (
 
 // ErrTooManyWaiters: status.max_waiters buyers are waiting on this proxy already.
 var ErrTooManyWaiters = errors.New("BUSY too many buyers are waiting for their outcome on this proxy (status.max_waiters); poll SECKILL.STATUS")
+
+// ErrBuyerWaits: one buyer has maxWaitsPerBuyer waits on this proxy already.
+var ErrBuyerWaits = fmt.Errorf("BUSY this buyer already has %d waits for their outcome on this proxy; wait on one of them", maxWaitsPerBuyer)
+
+// maxWaitsPerBuyer bounds one buyer's waits on a proxy (a buyer needs one or two: a blocking
+// STATUS, an outcome channel). A buyer's waits are a list that each wait's end and each of
+// the buyer's outcomes walks, so that a client opening thousands for one uid would cost
+// the square of their number.
+const maxWaitsPerBuyer = 16
 
 // outcomeBlock is how long one read of an outcome stream waits for an entry, and
 // outcomeCount how many entries it takes at most.
@@ -184,6 +195,9 @@ func (ws *waiters) add(g *Guard, k sale.Keys, uid string) (*Waiter, error) {
 		r = &outcomeReader{keys: k, byUID: map[string][]*Waiter{}, ready: make(chan struct{})}
 		ws.readers[k.Outcomes] = r
 		g.workers.Go(func() { g.readOutcomes(r) })
+	}
+	if len(r.byUID[uid]) >= maxWaitsPerBuyer {
+		return nil, ErrBuyerWaits
 	}
 	w := &Waiter{C: make(chan Status, 1), g: g, r: r, uid: uid}
 	r.byUID[uid] = append(r.byUID[uid], w)
@@ -377,20 +391,23 @@ func (g *Guard) resyncOutcomes(ctx context.Context, r *outcomeReader) {
 	if len(ids) == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
-	defer cancel()
-	vals, err := g.rc.HMGet(cctx, r.keys.Result, ids...).Result()
-	if err != nil {
-		return // the next resync tries again
-	}
-	for i, v := range vals {
-		s, ok := v.(string)
-		if !ok || s == "" {
-			continue
+	// A read of lateBatch orders at a time: 50,000 waiting buyers must not hold Redis in one.
+	for chunk := range slices.Chunk(ids, lateBatch) {
+		cctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+		vals, err := g.rc.HMGet(cctx, r.keys.Result, chunk...).Result()
+		cancel()
+		if err != nil {
+			return // the next resync tries again
 		}
-		state, reason, _ := strings.Cut(s, " ")
-		if st := (Status{State: state, OrderID: ids[i], Reason: reason}); st.final() {
-			g.waits.wake(r, uids[ids[i]], st, &g.waits.resynced)
+		for i, v := range vals {
+			s, ok := v.(string)
+			if !ok || s == "" {
+				continue
+			}
+			state, reason, _ := strings.Cut(s, " ")
+			if st := (Status{State: state, OrderID: chunk[i], Reason: reason}); st.final() {
+				g.waits.wake(r, uids[chunk[i]], st, &g.waits.resynced)
+			}
 		}
 	}
 }

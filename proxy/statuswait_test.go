@@ -204,6 +204,33 @@ func TestStatusWaitBound(t *testing.T) {
 	}
 }
 
+// TestStatusWaitPerBuyer: one buyer's waits on a proxy are bounded (16), so that a client
+// cannot pile thousands on one uid, whose list every wait's end and every outcome walks; the
+// waits within the bound go on as before.
+func TestStatusWaitPerBuyer(t *testing.T) {
+	s := start(t, func(c *conf.Config) { c.Status.MaxWait = 2 * time.Second })
+	c := s.client(t, 4)
+	sku := newSKU("waitper")
+	s.sale(t, c, sku, 10)
+	if err := c.Do(context.Background(), "seckill.buy", sku, "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 16
+	waits := make([]<-chan string, bound)
+	for i := range waits {
+		waits[i] = statusWait(t, s, sku, "a", "0")
+	}
+	eventually(t, 5*time.Second, "16 waits of one buyer", func() bool { return s.field("status_waiting") == bound })
+	if got := <-statusWait(t, s, sku, "a", "1000"); !strings.HasPrefix(got, "-BUSY this buyer already has 16 waits") {
+		t.Fatalf("a 17th wait of the buyer = %q, want BUSY", got)
+	}
+	for i, ch := range waits {
+		if got := <-ch; !strings.HasPrefix(got, "pending ") {
+			t.Fatalf("wait %d = %q, want pending at status.max_wait", i, got)
+		}
+	}
+}
+
 // TestStatusWaitMany: 10,000 buyers wait at once on one proxy, each on a connection of its
 // own, and the sink's outcomes wake every one of them through the stream. The buyers'
 // connections are held by a second process (this test binary again: waitClients), since one
