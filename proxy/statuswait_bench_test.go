@@ -154,7 +154,10 @@ func statusPhase(b *testing.B, mode string, n int, hold time.Duration) phaseCost
 	for lines.Scan() {
 		switch line := lines.Text(); {
 		case strings.HasPrefix(line, "polls "):
-			cost.polls, _ = strconv.ParseInt(strings.TrimPrefix(line, "polls "), 10, 64)
+			var err error
+			if cost.polls, err = strconv.ParseInt(strings.TrimPrefix(line, "polls "), 10, 64); err != nil {
+				b.Fatalf("from the pollers: %q", line)
+			}
 			told = n
 		case strings.Contains(line, " confirmed "):
 			told++
