@@ -413,6 +413,35 @@ func testRESP3PubSub(t *testing.T, s *stack) {
 		}
 		messages++
 	}
+	// A command that blocks (BLPOP) does not hold the pushes back: a message published while
+	// it waits comes before its reply, as from Redis.
+	if _, err := sub.c.Write([]byte(respCmd("BLPOP", key+"l", "30"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "a publish while BLPOP waits", func() bool {
+		return pub.do(t, "PUBLISH", ch, "hi") == ":1\r\n"
+	})
+	_ = sub.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := resp.ReadReply(sub.r); err != nil || string(got) != message {
+		t.Fatalf("while BLPOP waits: %q, %v; want the published message", got, err)
+	}
+	if got := pub.do(t, "LPUSH", key+"l", "x"); got != ":1\r\n" {
+		t.Fatalf("LPUSH = %q", got)
+	}
+	for {
+		_ = sub.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := resp.ReadReply(sub.r)
+		if err != nil {
+			t.Fatalf("BLPOP's reply: %v", err)
+		}
+		if string(got) == message { // a PUBLISH above that answered 0 was published again
+			continue
+		}
+		if !strings.HasPrefix(string(got), "*2\r\n") || !strings.HasSuffix(string(got), "$1\r\nx\r\n") {
+			t.Fatalf("BLPOP's reply after the message = %q", got)
+		}
+		break
+	}
 	// A switch to RESP2 while subscribed is refused: the subscription's pushes cannot turn
 	// into RESP2 replies under way (the UNSUBSCRIBE's would come as a push).
 	if got := reply("HELLO", "2"); !strings.HasPrefix(got, "-ERR HELLO 2 is refused in subscriber mode") {

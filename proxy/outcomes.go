@@ -220,9 +220,7 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 				w.WriteError("ERR HELLO " + string(args[1]) + " is refused while outcome channels are held: their messages come as RESP3 pushes; UNSUBSCRIBE first")
 			})
 		case resp3:
-			// In RESP3 a subscribed client may send any command: it is served as any other,
-			// and its reply goes between the messages.
-			return write(func(w *redcon.Writer) { s.router.Serve(c.ctx, c.sess, [][][]byte{args}, w) }) && !c.sess.Quit
+			return s.serveBetween(c, args, write)
 		case len(subs) == 0:
 			next = args // no subscription left: an ordinary connection again, as in Redis
 			return false

@@ -528,12 +528,22 @@ func TestOutcomeChannel(t *testing.T) {
 		t.Fatalf("a malformed outcome channel = %q", got)
 	}
 
+	// A RESP3 subscriber's command that blocks (BLPOP) does not hold its pushes back: the
+	// outcome comes while it waits, and its reply after.
+	blockKey := "blk:" + sku
+	send(t, v3, "BLPOP", blockKey, "30")
 	runSink(t, s.cfg)
 	if got, want := readMessage(t, v2), msg("*", ch2, "confirmed "+ids["r2"]); got != want {
 		t.Fatalf("the outcome = %q, want %q", got, want)
 	}
 	if got, want := readMessage(t, v3), msg(">", ch3, "confirmed "+ids["r3"]); got != want {
-		t.Fatalf("the RESP3 outcome push = %q, want %q", got, want)
+		t.Fatalf("the RESP3 outcome push while BLPOP waits = %q, want %q", got, want)
+	}
+	if err := c.Do(ctx, "lpush", blockKey, "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readMessage(t, v3), "*2\r\n"+bulk(blockKey)+bulk("x"); got != want {
+		t.Fatalf("BLPOP's reply after the push = %q, want %q", got, want)
 	}
 	// UNSUBSCRIBE of every channel, in order, and an ordinary connection again.
 	send(t, v2, "UNSUBSCRIBE")

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -30,6 +31,19 @@ func lockedWrite(c *clientConn) func(f func(w *redcon.Writer)) bool {
 		f(c.w)
 		return c.w.Flush() == nil
 	}
+}
+
+// serveBetween serves a command of a RESP3 subscriber (which may send any command: it is
+// served as any other) and writes its reply between the messages. It runs outside the lock the
+// messages take, so that they keep coming while it runs (a BLPOP, a waiting SECKILL.STATUS), as
+// Redis pushes to a client blocked in BLPOP; its reply comes after them. It reports whether
+// the connection goes on.
+func (s *Server) serveBetween(c *clientConn, args [][]byte, write func(f func(w *redcon.Writer)) bool) bool {
+	var buf bytes.Buffer
+	bw := redcon.NewWriter(&buf)
+	s.router.Serve(c.ctx, c.sess, [][][]byte{args}, bw)
+	_ = bw.Flush() // into memory: it cannot fail
+	return write(func(w *redcon.Writer) { w.WriteRaw(buf.Bytes()) }) && !c.sess.Quit
 }
 
 // bridge runs subscriber mode: first is the command that started it, rest the commands that
@@ -91,9 +105,7 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 				w.WriteError("ERR HELLO " + string(args[1]) + " is refused in subscriber mode through seckill-proxy: the subscription speaks RESP3; UNSUBSCRIBE from everything first")
 			})
 		case resp3:
-			// In RESP3 a subscribed client may send any command: it is served as any other,
-			// and its reply goes between the messages.
-			return write(func(w *redcon.Writer) { s.router.Serve(c.ctx, c.sess, [][][]byte{args}, w) }) && !c.sess.Quit
+			return s.serveBetween(c, args, write)
 		}
 		still, err := sub.Probe(c.ctx)
 		switch {
