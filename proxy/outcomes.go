@@ -37,8 +37,9 @@ func isOutcomeSubscribe(args [][]byte) bool {
 	return len(args) > 1 && strings.EqualFold(string(args[0]), "subscribe") && sale.IsOutcomeChannel(args[1])
 }
 
-// namesOutcomeChannel: some argument of a (P|S)SUBSCRIBE is in the outcome channels'
-// namespace.
+// namesOutcomeChannel: some channel of a SUBSCRIBE or SSUBSCRIBE is in the outcome channels'
+// namespace (a PSUBSCRIBE's patterns are Redis's, even seckill:outcome:*: nothing is published
+// there).
 func namesOutcomeChannel(args [][]byte) bool {
 	return slices.ContainsFunc(args[1:], sale.IsOutcomeChannel)
 }

@@ -241,7 +241,7 @@ func readMessage(t *testing.T, c *rawClient) string {
 	return string(raw)
 }
 
-// messageFields are a (p)message's channel and payload ("" for anything else).
+// messageFields are a (p|s)message's channel and payload ("" for anything else).
 func messageFields(raw string) (channel, payload string) {
 	els, err := resp.SplitArray([]byte(raw))
 	if err != nil || len(els) < 3 {
@@ -252,7 +252,7 @@ func messageFields(raw string) (channel, payload string) {
 		return strings.TrimSuffix(v, "\r\n")
 	}
 	switch body(els[0]) {
-	case "message":
+	case "message", "smessage":
 		return body(els[1]), body(els[2])
 	case "pmessage":
 		if len(els) == 4 {
@@ -260,4 +260,110 @@ func messageFields(raw string) (channel, payload string) {
 		}
 	}
 	return "", ""
+}
+
+// subscriptionHold is how long TestSubscriptionsLast holds its subscriptions: past every
+// timeout of its proxies' configuration (the subscriber's 5 s dial among them).
+const subscriptionHold = 60 * time.Second
+
+// TestSubscriptionsLast: every kind of subscription through the proxy lasts as long as its
+// client holds it, and loses no message: SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, a RESP3
+// subscriber and a keyspace channel (held on every master), in front of the cluster and of one
+// server, with a message each second for a minute. Before, each was cut 5 s in: its upstream
+// connection kept the deadline of its dial.
+func TestSubscriptionsLast(t *testing.T) {
+	short := func(c *conf.Config) { c.Redis.CommandTimeout, c.Redis.DialTimeout = time.Second, 500*time.Millisecond }
+	stacks := map[string]*stack{"cluster": start(t, short), "standalone": startStandalone(t, short)}
+	ctx := context.Background()
+	notify := func(v string) {
+		t.Helper()
+		direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: stacks["cluster"].cfg.Redis.Addrs})
+		defer direct.Close()
+		if err := direct.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return m.ConfigSet(ctx, "notify-keyspace-events", v).Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		one := redis.NewClient(&redis.Options{Addr: testenv.Standalone(t)})
+		defer one.Close()
+		if err := one.ConfigSet(ctx, "notify-keyspace-events", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notify("K$")
+	t.Cleanup(func() { notify("") })
+	type sub struct {
+		name, via string
+		c         *rawClient
+		// send makes the next message: a command with the payload last, and its reply
+		send  []string
+		reply string
+		event string // the payload a keyspace notification carries ("" : the one sent)
+		got   int
+	}
+	var subs []*sub
+	for via, s := range stacks {
+		id := xid.New().String()
+		add := func(sb *sub, setup ...[]string) {
+			sb.via, sb.c = via, dialRaw(t, s.addr)
+			if sb.reply == "" {
+				sb.reply = ":1\r\n"
+			}
+			for _, cmd := range setup {
+				if reply := sb.c.do(t, cmd...); strings.HasPrefix(reply, "-") {
+					t.Fatalf("%s via %s: %v = %q", sb.name, via, cmd, reply)
+				}
+			}
+			subs = append(subs, sb)
+		}
+		add(&sub{name: "SUBSCRIBE", send: []string{"PUBLISH", "last:" + id}}, []string{"SUBSCRIBE", "last:" + id})
+		add(&sub{name: "PSUBSCRIBE", send: []string{"PUBLISH", "plast:" + id + ":x"}}, []string{"PSUBSCRIBE", "plast:" + id + ":*"})
+		add(&sub{name: "SSUBSCRIBE", send: []string{"SPUBLISH", "slast:" + id}}, []string{"SSUBSCRIBE", "slast:" + id})
+		add(&sub{name: "RESP3 SUBSCRIBE", send: []string{"PUBLISH", "r3last:" + id}}, []string{"HELLO", "3"}, []string{"SUBSCRIBE", "r3last:" + id})
+		add(&sub{name: "keyspace SUBSCRIBE", send: []string{"SET", "klast:" + id}, reply: "+OK\r\n", event: "set"},
+			[]string{"SUBSCRIBE", "__keyspace@0__:klast:" + id})
+	}
+	pubs := map[string]*rawClient{}
+	for via, s := range stacks {
+		pubs[via] = dialRaw(t, s.addr)
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	sent := 0
+	for end := time.Now().Add(subscriptionHold); time.Now().Before(end); <-tick.C {
+		sent++
+		payload := "m" + strconv.Itoa(sent)
+		for _, sb := range subs {
+			if got := pubs[sb.via].do(t, append(sb.send, payload)...); got != sb.reply {
+				t.Fatalf("after %d s, %s via %s: %v = %q, want %q", sent, sb.name, sb.via, sb.send, got, sb.reply)
+			}
+			want := payload
+			if sb.event != "" {
+				want = sb.event
+			}
+			if _, p := messageFields(readMessage(t, sb.c)); p != want {
+				t.Fatalf("after %d s, %s via %s got %q, want %q", sent, sb.name, sb.via, p, want)
+			}
+			sb.got++
+		}
+	}
+	for _, sb := range subs {
+		if sb.got != sent || sent < int(subscriptionHold/time.Second)-1 {
+			t.Errorf("%s via %s: %d messages of %d", sb.name, sb.via, sb.got, sent)
+		}
+	}
+}
+
+// TestOutcomePatternReachesRedis: PSUBSCRIBE seckill:outcome:* on a fresh connection is a
+// pattern of Redis's, as docs/COMMANDS.md says, not the "another connection" refusal it got.
+func TestOutcomePatternReachesRedis(t *testing.T) {
+	s := start(t, nil)
+	c := dialRaw(t, s.addr)
+	want := "*3\r\n$10\r\npsubscribe\r\n$17\r\nseckill:outcome:*\r\n:1\r\n"
+	if got := c.do(t, "PSUBSCRIBE", "seckill:outcome:*"); got != want {
+		t.Fatalf("PSUBSCRIBE seckill:outcome:* = %q, want %q", got, want)
+	}
+	if got := c.do(t, "SUBSCRIBE", "seckill:outcome:sku/uid"); !strings.HasPrefix(got, "-ERR outcome channels") {
+		t.Fatalf("an outcome channel beside Redis's pattern = %q, want the refusal", got)
+	}
 }

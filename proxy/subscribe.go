@@ -94,7 +94,7 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		case name == "quit":
 			write(func(w *redcon.Writer) { w.WriteString("OK") })
 			return false
-		case (name == "subscribe" || name == "psubscribe" || name == "ssubscribe") && namesOutcomeChannel(args):
+		case (name == "subscribe" || name == "ssubscribe") && namesOutcomeChannel(args):
 			return write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
 		case subscriberCommands[name]:
 			return sub.Send(c.ctx, args) == nil

@@ -51,6 +51,9 @@ func dialConn(ctx context.Context, addr string, dialer connect.Dialer, auth [][]
 			return nil, &replyError{string(replies[0][1 : len(replies[0])-2])}
 		}
 	}
+	// The login's deadline was the dial's: a connection outlives it (a subscriber's for as
+	// long as its client holds it), and each round trip sets a deadline of its own.
+	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }
 

@@ -234,7 +234,10 @@ func isPingReply(msg []byte) bool {
 	return bytes.HasPrefix(msg, subscribedPong) || len(msg) > 0 && (msg[0] == '+' || msg[0] == '$')
 }
 
+// send writes one command, within the upstream timeout: the write has a deadline, the
+// connection's reads none (a subscription lasts as long as the client holds it).
 func (sc *subConn) send(args [][]byte) error {
+	_ = sc.c.nc.SetWriteDeadline(time.Now().Add(sc.s.c.opt.Timeout))
 	_, err := sc.c.nc.Write(appendCommand(nil, args))
 	return err
 }

@@ -5,8 +5,10 @@
 // Each SKU is a warmed sale of one unit, for, in turn: node-redis createClient,
 // node-redis createCluster (through the proxy's cluster facade), ioredis Redis and ioredis
 // Cluster. Each runs SET/GET, a pipeline, MULTI on one slot, pub/sub and the sale (success,
-// -DUPLICATE, -SOLDOUT surfaced as errors with their text). Exits non-zero on the first
-// failure, saying what failed.
+// -DUPLICATE, -SOLDOUT surfaced as errors with their text). Beside them all, an ioredis
+// subscriber holds one channel for longer than every Redis timeout of the proxy's default
+// configuration, with a message every half second, and must lose none and never reconnect.
+// Exits non-zero on the first failure, saying what failed.
 import { createClient, createCluster } from "redis";
 import IORedis from "ioredis";
 import { randomUUID } from "node:crypto";
@@ -81,6 +83,32 @@ async function ioredis(client, sku, name) {
   await sale((args) => client.call(...args), sku, name);
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// longSubscriber holds a subscription for holdMs through the proxy, beside the other checks.
+async function longSubscriber(holdMs) {
+  const sub = new IORedis(port, host);
+  const pub = new IORedis(port, host);
+  let reconnects = 0;
+  sub.on("reconnecting", () => reconnects++);
+  const channel = `io:long:${randomUUID()}`;
+  const got = [];
+  sub.on("message", (_, m) => got.push(m));
+  await sub.subscribe(channel);
+  let sent = 0;
+  while (sent < holdMs / 500) {
+    await sleep(500);
+    await pub.publish(channel, String(++sent));
+  }
+  for (let i = 0; i < 50 && got.length < sent; i++) await sleep(100);
+  assert(reconnects === 0 && got.length === sent && got.every((m, i) => m === String(i + 1)),
+    `ioredis subscriber: ${got.length} of ${sent} messages, ${reconnects} reconnections`);
+  console.log(`ioredis subscriber held ${holdMs / 1000} s: ${got.length} of ${sent} messages, 0 reconnections`);
+  sub.disconnect();
+  pub.disconnect();
+}
+const long = longSubscriber(12_000);
+
 const plain = createClient({ url: `redis://${hostPort}` });
 plain.on("error", (e) => console.error("node-redis:", e.message));
 await plain.connect();
@@ -109,4 +137,5 @@ const ioc = new IORedis.Cluster([{ host, port }]);
 await ioredis(ioc, skus[3], "ioredis Cluster");
 console.log("ioredis Cluster: ok");
 ioc.disconnect();
+await long;
 process.exit(0);
