@@ -1,10 +1,12 @@
 // Package adminhttp serves a binary's admin HTTP port safely: probes and metrics open to any
 // peer, everything else (reloading, profiles, the live sale page) only with the admin token,
-// never from a cross-site browser request, with timeouts on every connection and a bound on
-// how many are open. It does not know the handlers it serves; the binaries hand them in.
+// never from a cross-site browser request nor through a DNS-rebound name, with timeouts on
+// every connection and a bound on how many are open that no one can starve the probes with. It
+// does not know the handlers it serves; the binaries hand them in.
 package adminhttp
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"net"
@@ -12,12 +14,17 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/netutil"
 )
 
 // MaxConns bounds the admin port's open connections, so that idle or slow ones never take
-// the file descriptors that RESP clients need.
+// the file descriptors that RESP clients need. A connection past it does not wait: the one
+// that has waited longest without a request being served (idle, or still sending its
+// headers) is closed to make room, so that a probe gets in however many connections others
+// hold open. Only when every connection is being served is a new one closed at once.
 const MaxConns = 64
+
+// IdleTimeout is how long a kept-alive admin connection may wait for its next request.
+const IdleTimeout = 5 * time.Second
 
 // Open are the paths any peer may read: the probes and the metrics.
 var Open = []string{"/livez", "/readyz", "/healthz", "/metrics"}
@@ -54,35 +61,74 @@ func Guard(token string, next http.Handler) http.Handler {
 	})
 }
 
-// allowed: r carries the token, or there is none and r comes from loopback.
+// allowed: r carries the token, or there is none and r comes from loopback, naming a
+// loopback host: a page in a browser on the host whose name was rebound to 127.0.0.1
+// (DNS rebinding) sends its own name as Host, and is refused.
 func allowed(token string, r *http.Request) bool {
 	if token == "" {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		ip := net.ParseIP(host)
-		return err == nil && ip != nil && ip.IsLoopback()
+		return err == nil && ip != nil && ip.IsLoopback() && loopbackHost(r.Host)
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
-// Server is an http.Server for the admin port at addr: headers within 5 s, a request within
-// 10 s, a reply within 2 min (a CPU profile takes 30 s), idle connections closed after 30 s,
-// headers of at most 64 KiB.
-func Server(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 2 * time.Minute, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+// loopbackHost: a Host header that names loopback: a loopback address, or localhost.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return strings.EqualFold(host, "localhost")
 }
 
-// ListenAndServe serves srv with at most MaxConns connections open at once, until srv is
-// closed (then it returns nil).
+// Server is an http.Server for the admin port at addr: headers within 5 s, a request within
+// 10 s, a reply within 2 min (a CPU profile takes 30 s), idle connections closed after
+// IdleTimeout, headers of at most 64 KiB.
+func Server(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: IdleTimeout, MaxHeaderBytes: 64 << 10}
+}
+
+// ListenAndServe serves srv on its address until srv is closed (then it returns nil); see
+// Serve.
 func ListenAndServe(srv *http.Server) error {
 	ln, err := net.Listen("tcp", srv.Addr)
 	if err != nil {
 		return err
 	}
-	err = srv.Serve(netutil.LimitListener(ln, MaxConns))
+	return Serve(srv, ln)
+}
+
+// Serve serves srv on ln with at most MaxConns connections open at once (see MaxConns), until
+// srv is closed (then it returns nil). It sets srv's ConnState and ConnContext, and wraps its
+// Handler.
+func Serve(srv *http.Server, ln net.Listener) error {
+	t := &connTable{max: MaxConns, conns: map[net.Conn]*connEntry{}}
+	next := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e, _ := r.Context().Value(connKey{}).(*connEntry); e != nil {
+			t.serving(e, true)
+			defer t.serving(e, false)
+		}
+		next.ServeHTTP(w, r)
+	})
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		t.mu.Lock()
+		e := t.conns[c]
+		t.mu.Unlock()
+		return context.WithValue(ctx, connKey{}, e)
+	}
+	srv.ConnState = t.state
+	err := srv.Serve(&evictingListener{Listener: ln, t: t})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
+

@@ -1,10 +1,12 @@
 package adminhttp
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGuard(t *testing.T) {
@@ -28,10 +30,19 @@ func TestGuard(t *testing.T) {
 		{"a cross-origin post with the token", "tok", "POST", "/reload", "10.0.0.1:1",
 			map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer tok"}, 403},
 		{"a POST to a probe path is not a probe", "tok", "POST", "/metrics", "10.0.0.1:1", nil, 401},
+		{"the sale data, no token set, a DNS-rebound name", "", "GET", "/sale.json", "127.0.0.1:1", map[string]string{"Host": "evil.example:6381"}, 401},
+		{"pprof, no token set, a rebound name without a port", "", "GET", "/debug/pprof/heap", "127.0.0.1:1", map[string]string{"Host": "rebind.example"}, 401},
+		{"the sale data, no token set, as localhost", "", "GET", "/sale.json", "127.0.0.1:1", map[string]string{"Host": "localhost:6381"}, 200},
+		{"the sale data, no token set, as [::1]", "", "GET", "/sale.json", "[::1]:1", map[string]string{"Host": "[::1]:6381"}, 200},
+		{"the sale data with the token, any name", "tok", "GET", "/sale.json", "10.0.0.1:1", map[string]string{"Host": "sidecar.svc:6381", "Authorization": "Bearer tok"}, 200},
+		{"a probe, a rebound name", "", "GET", "/livez", "127.0.0.1:1", map[string]string{"Host": "evil.example"}, 200},
 	} {
 		req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(""))
 		req.RemoteAddr = tt.remote
 		req.Host = "127.0.0.1:6381"
+		if h, ok := tt.header["Host"]; ok {
+			req.Host = h
+		}
 		for k, v := range tt.header {
 			req.Header.Set(k, v)
 		}
@@ -47,5 +58,93 @@ func TestServerTimeouts(t *testing.T) {
 	s := Server("127.0.0.1:0", http.NotFoundHandler())
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
 		t.Fatalf("a timeout or bound is unset: %+v", s)
+	}
+}
+
+// TestProbesOutliveAFlood: with more than MaxConns connections held open by others, idle or
+// sending their headers slowly, every probe is still answered within a second. Before, 64 idle
+// connections took every slot for 30 s, and /livez answered 0 of 20: the sidecar's liveness
+// probe failed and it was restarted.
+func TestProbesOutliveAFlood(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Server(ln.Addr().String(), Guard("", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})))
+	done := make(chan error, 1)
+	go func() { done <- Serve(srv, ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	addr := ln.Addr().String()
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	for i := range 2 * MaxConns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		if i%2 == 1 { // half of them slow: a request line, and no end to the headers
+			if _, err := c.Write([]byte("GET /livez HTTP/1.1\r\nHost: x\r\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 20 {
+		res, err := client.Get("http://" + addr + "/livez")
+		if err != nil {
+			t.Fatalf("probe %d of 20 beside %d held connections: %v", i+1, len(held), err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("probe %d: %s", i+1, res.Status)
+		}
+		// The flood goes on: a new idle connection after each probe.
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+}
+
+// TestAdmitEvictsTheLongestWaiting: a full table makes room by closing the connection that
+// has waited longest unserved, never one being served; with every one served, it refuses.
+func TestAdmitEvictsTheLongestWaiting(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tab := &connTable{max: 3, conns: map[net.Conn]*connEntry{}}
+	var cs []net.Conn
+	for range 5 {
+		a, b := net.Pipe()
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		cs = append(cs, a)
+	}
+	for i, c := range cs[:3] {
+		if !tab.admit(c, t0.Add(time.Duration(i)*time.Second)) {
+			t.Fatalf("conn %d refused with room", i)
+		}
+	}
+	tab.serving(tab.conns[cs[0]], true) // the oldest is being served: not a victim
+	if !tab.admit(cs[3], t0.Add(10*time.Second)) {
+		t.Fatal("conn 3 refused with an unserved one to close")
+	}
+	if _, ok := tab.conns[cs[1]]; ok || tab.conns[cs[0]] == nil {
+		t.Fatalf("evicted the wrong one: %v", tab.conns)
+	}
+	tab.serving(tab.conns[cs[2]], true)
+	tab.serving(tab.conns[cs[3]], true)
+	if tab.admit(cs[4], t0.Add(11*time.Second)) {
+		t.Fatal("admitted past the bound with every connection served")
 	}
 }
