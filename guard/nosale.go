@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"seckill-proxy/guard/admit"
+	"seckill-proxy/sale"
 )
 
 // A buy of a SKU that has no sale is answered "CLOSED not warmed" by the buy script. Without
@@ -76,6 +77,11 @@ func (g *Guard) admitUnknown(sku string, now time.Time) error {
 		g.stats.noSale.Add(1)
 		return errNotWarmed
 	}
+	return g.spendUnknown(now)
+}
+
+// spendUnknown spends one of admission.unknown_sku_rate, or answers LIMITED rate past it.
+func (g *Guard) spendUnknown(now time.Time) error {
 	r := g.adm.unknown.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
@@ -84,4 +90,39 @@ func (g *Guard) admitUnknown(sku string, now time.Time) error {
 		return NewLimited(LimitedRate, d)
 	}
 	return nil
+}
+
+// statusNoSale is what status.lua answers in place of the buckets for a SKU with no sale and
+// no buyer.
+const statusNoSale = "!nosale"
+
+// admitStatus is admission for a SECKILL.STATUS (or a wait, or an outcome channel) of sku,
+// as admitUnknown is for a buy: a SKU this proxy has counters for goes to Redis; one found to
+// have no sale is answered none from the table (none true), with no Redis call; any other
+// spends admission.unknown_sku_rate, past which it is LIMITED rate. So made-up SKUs cost Redis
+// no more through STATUS than through BUY.
+func (g *Guard) admitStatus(sku string, now time.Time) (none bool, err error) {
+	if _, ok := g.counters(sku); ok {
+		return false, nil
+	}
+	if g.noSales.has(sku, now) {
+		g.waits.noSale.Add(1)
+		return true, nil
+	}
+	if err := g.spendUnknown(now); err != nil {
+		g.waits.limited.Add(1)
+		return false, err
+	}
+	return false, nil
+}
+
+// learnStatus takes what a status read of sku (begun at generation gen) said of the sale: no
+// sale is remembered for buy.sold_out_reprobe, as a buy's "not warmed" is; a sale that exists
+// gets its counters here, so that its next STATUS no longer spends the unknown SKUs' rate.
+func (g *Guard) learnStatus(sku string, v []any, gen uint64) {
+	if sale.Field(v, 0) == statusNoSale {
+		g.noSales.add(sku, g.opt.Now().Add(g.opt.Buy.SoldOutReprobe), gen)
+		return
+	}
+	g.countersFor(sku)
 }

@@ -33,20 +33,32 @@ func (s Status) String() string {
 
 // Status reports uid's order in sku's sale, from Redis alone.
 func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
+	if none, err := g.admitStatus(sku, g.opt.Now()); none || err != nil {
+		return Status{State: "none"}, err
+	}
+	return g.readStatus(ctx, sku, uid)
+}
+
+// readStatus is Status past admission.
+func (g *Guard) readStatus(ctx context.Context, sku, uid string) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
 	k, err := g.homeKeys(ctx, sku, uid, true)
 	if err != nil {
 		return Status{}, err
 	}
+	gen := g.noSales.generation()
+	g.waits.reads.Add(1)
 	v, err := statusScript.Run(ctx, g.rc, k.ScriptKeys(), uid).Slice()
 	if err != nil {
 		return Status{}, unavailable(err)
 	}
+	g.learnStatus(sku, v, gen)
 	// The bucket asked was this proxy's idea of the buyer's home; its meta says the sale's
 	// buckets. A proxy that missed a re-warm into another layout asks again, at the home
 	// they name.
 	if home, moved := statusHome(sku, uid, k, v); moved {
+		g.waits.reads.Add(1)
 		if v, err = statusScript.Run(ctx, g.rc, home.ScriptKeys(), uid).Slice(); err != nil {
 			return Status{}, unavailable(err)
 		}

@@ -79,6 +79,7 @@ func (g *Guard) answerStatuses(ctx context.Context, batch []statusAsk) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
+	gen := g.noSales.generation()
 	cmds := make([]*redis.Cmd, len(groups))
 	pipe := g.rc.Pipeline()
 	for i, grp := range groups {
@@ -86,6 +87,7 @@ func (g *Guard) answerStatuses(ctx context.Context, batch []statusAsk) {
 		for j, a := range grp {
 			uids[j] = a.uid
 		}
+		g.waits.reads.Add(1)
 		cmds[i] = statusScript.EvalSha(cctx, pipe, grp[0].keys.ScriptKeys(), uids...)
 	}
 	_, _ = pipe.Exec(cctx) // each call's error is its group's
@@ -98,6 +100,9 @@ func (g *Guard) answerStatuses(ctx context.Context, batch []statusAsk) {
 			}
 			v, err = statusScript.Run(cctx, g.rc, grp[0].keys.ScriptKeys(), uids...).Slice()
 		}
+		if err == nil {
+			g.learnStatus(grp[0].sku, v, gen)
+		}
 		for j, a := range grp {
 			switch {
 			case err != nil:
@@ -105,7 +110,7 @@ func (g *Guard) answerStatuses(ctx context.Context, batch []statusAsk) {
 			default:
 				if _, moved := statusHome(a.sku, a.uid, a.keys, v); moved {
 					// The layout changed under this proxy: the buyer's home is another bucket.
-					st, err := g.Status(cctx, a.sku, a.uid)
+					st, err := g.readStatus(cctx, a.sku, a.uid)
 					a.out <- statusAnswer{st, err}
 					continue
 				}

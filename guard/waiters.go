@@ -57,8 +57,12 @@ type waiters struct {
 	readers map[string]*outcomeReader // by the bucket's outcome stream key
 	n       int
 	closed  bool // the guard is closing: no reader starts (workers.Go must not race its Wait)
-	// counters, for INFO and the metrics
-	waits, woken, resynced, timedOut, retried atomic.Int64
+	// counters, for INFO and the metrics; noSale and limited count the STATUS reads (waits and
+	// channels among them) of SKUs with no sale answered from the no-sale table, and of
+	// unknown SKUs past admission.unknown_sku_rate (admitStatus)
+	waits, woken, resynced, timedOut, retried, noSale, limited atomic.Int64
+	// reads counts the status.lua calls sent (a batch's bucket, or one STATUS)
+	reads atomic.Int64
 }
 
 // outcomeReader reads one bucket's outcome stream for the buyers waiting on it.
@@ -90,10 +94,23 @@ func (s Status) final() bool {
 
 // Watch starts waiting for uid's order in sku's sale: it registers the buyer, then reads their
 // status. A status with no wait left (no order, or its outcome known) comes back with a nil
-// Waiter; otherwise the Waiter's C gets the outcome, and the caller must Stop it.
+// Waiter; otherwise the Waiter's C gets the outcome, and the caller must Stop it. A SKU this
+// proxy knows nothing of is admitted as a STATUS is (admitStatus), and read once before the
+// buyer registers: a made-up SKU's wait starts no outcome reader, whose blocking read would
+// hold a pool connection.
 func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, error) {
+	_, known := g.counters(sku)
+	if none, err := g.admitStatus(sku, g.opt.Now()); none || err != nil {
+		return nil, Status{State: "none"}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
+	if !known {
+		st, err := g.readStatus(ctx, sku, uid)
+		if err != nil || st.State == "none" || st.final() {
+			return nil, st, err
+		}
+	}
 	k, err := g.homeKeys(ctx, sku, uid, true)
 	if err != nil {
 		return nil, Status{}, err
@@ -425,6 +442,9 @@ func (g *Guard) WaitFields() []Field {
 		{Name: "status_woken", Value: ws.woken.Load(), Metric: &Metric{Name: "seckill_proxy_status_woken_total", Help: "Waiting buyers woken by their sale's outcome stream."}},
 		{Name: "status_resynced", Value: ws.resynced.Load(), Metric: &Metric{Name: "seckill_proxy_status_resynced_total", Help: "Waiting buyers woken by the catch-up from the result hash (status.resync)."}},
 		{Name: "status_timed_out", Value: ws.timedOut.Load(), Metric: &Metric{Name: "seckill_proxy_status_timed_out_total", Help: "Waits that ended with no outcome known (answered pending)."}},
+		{Name: "status_reads", Value: ws.reads.Load(), Metric: &Metric{Name: "seckill_proxy_status_reads_total", Help: "Status reads sent to Redis (status.lua calls: one per STATUS, or one per bucket for a batch of waits)."}},
+		{Name: "status_no_sale_local", Value: ws.noSale.Load(), Metric: &Metric{Name: "seckill_proxy_status_no_sale_local_total", Help: "STATUS reads, waits and outcome channels of a SKU with no sale, answered none from memory with no Redis call."}},
+		{Name: "status_limited_unknown_sku", Value: ws.limited.Load(), Metric: &Metric{Name: "seckill_proxy_status_limited_unknown_sku_total", Help: "STATUS reads, waits and outcome channels of SKUs this proxy knows nothing of, refused LIMITED past admission.unknown_sku_rate."}},
 		{Name: "status_read_retries", Value: ws.retried.Load(), Metric: &Metric{Name: "seckill_proxy_status_read_retries_total", Help: "First status reads of a wait tried again after Redis failed them (a master failing over)."}},
 	}
 }

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,92 @@ func TestUnknownSKUsCostBounded(t *testing.T) {
 	})
 	if err := cb.Do(context.Background(), "seckill.buy", junk, "u-after").Err(); code(err) != "DUPLICATE" {
 		t.Fatalf("the buyer who bought after the WARM: %v, want DUPLICATE", err)
+	}
+}
+
+// pipelineStatuses sends SECKILL.STATUS of each SKU (with WAIT wait, if not 0) in one
+// pipeline, and counts the answers by their code word ("none" for a status of none).
+func pipelineStatuses(t *testing.T, c *redis.Client, skus []string, wait string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	cmds, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, sku := range skus {
+			if wait != "" {
+				p.Do(ctx, "seckill.status", sku, "u1", "wait", wait)
+			} else {
+				p.Do(ctx, "seckill.status", sku, "u1")
+			}
+		}
+		return nil
+	})
+	got := map[string]int{}
+	for _, cmd := range cmds {
+		if cmd.Err() != nil {
+			got[code(cmd.Err())]++
+			continue
+		}
+		got[cmd.(*redis.Cmd).Val().(string)]++
+	}
+	return got
+}
+
+// TestUnknownSKUStatusCostBounded: SECKILL.STATUS of SKUs with no sale costs Redis what a
+// BUY of them does: at most admission.unknown_sku_rate reads a second for SKUs never seen, and
+// none for a SKU found to have no sale; a WAIT or an outcome channel on one starts no outcome
+// reader (whose blocking read holds a pool connection). Before, one connection made 4 Redis
+// calls per STATUS at any rate, and each WAIT started a reader.
+func TestUnknownSKUStatusCostBounded(t *testing.T) {
+	s := start(t, func(c *conf.Config) { c.Admission.UnknownSKURate, c.Buy.SoldOutReprobe = 100, 30*time.Second })
+	c := s.client(t, 1)
+	junk := newSKU("sjunk")
+	repeat := make([]string, 200)
+	for i := range repeat {
+		repeat[i] = junk
+	}
+	start, first := time.Now(), s.field("status_reads")
+	if got := pipelineStatuses(t, c, repeat, ""); got["none"] == 0 || got["none"]+got["LIMITED"] != 200 {
+		t.Fatalf("200 STATUS of a SKU with no sale: %v, want none (and LIMITED past the rate) only", got)
+	}
+	before := s.field("status_reads")
+	if got := pipelineStatuses(t, c, repeat, "5000"); got["none"] != 200 {
+		t.Fatalf("200 STATUS ... WAIT of it: %v, want 200 none at once", got)
+	}
+	if n := s.field("status_reads") - before; n != 0 {
+		t.Fatalf("200 STATUS of a SKU known to have no sale made %d reads, want 0", n)
+	}
+	distinct := make([]string, 1000)
+	for i := range distinct {
+		distinct[i] = newSKU("sjunk")
+	}
+	got := pipelineStatuses(t, c, distinct, "5000")
+	made, elapsed := s.field("status_reads")-first, time.Since(start)
+	if bound := 100 + int64(elapsed.Seconds()*100) + 1; made > bound {
+		t.Fatalf("1,400 STATUS of made-up SKUs in %v made %d reads, want at most %d (unknown_sku_rate 100)", elapsed, made, bound)
+	}
+	if got["none"]+got["LIMITED"] != len(distinct) || got["LIMITED"] == 0 {
+		t.Fatalf("1,000 made-up SKUs: %v, want none or LIMITED only, some LIMITED", got)
+	}
+	if n := s.field("status_outcome_readers"); n != 0 {
+		t.Fatalf("%d outcome readers for made-up SKUs' waits, want 0", n)
+	}
+	// An outcome channel of a made-up SKU: none, at no cost.
+	sub := dialRaw(t, s.addr)
+	before = s.field("status_reads")
+	if got, want := sub.do(t, "SUBSCRIBE", "seckill:outcome:"+junk+"/u1"), "subscribe"; !strings.Contains(got, want) {
+		t.Fatalf("SUBSCRIBE = %q", got)
+	}
+	if _, p := messageFields(readMessage(t, sub)); p != "none" {
+		t.Fatalf("the channel's first message %q, want none", p)
+	}
+	if n := s.field("status_reads") - before; n != 0 {
+		t.Fatalf("an outcome channel of a SKU known to have no sale made %d reads", n)
+	}
+	// A real sale is not limited: its first STATUS teaches the proxy it exists.
+	sku := newSKU("sreal")
+	s.sale(t, c, sku, 5)
+	for i := range 300 {
+		if err := c.Do(context.Background(), "seckill.status", sku, "u"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatalf("STATUS %d of a warmed sale: %v", i, err)
+		}
 	}
 }
