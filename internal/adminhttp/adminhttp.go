@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
 )
 
 // MaxConns bounds the admin port's open connections, so that idle or slow ones never take
@@ -131,4 +130,3 @@ func Serve(srv *http.Server, ln net.Listener) error {
 	}
 	return err
 }
-
