@@ -173,6 +173,12 @@ type Limits struct {
 	MaxArgBytes int `koanf:"max_arg_bytes"`
 	// MaxInflight is the most SECKILL calls in flight to Redis at once.
 	MaxInflight int `koanf:"max_inflight"`
+	// OutcomeChannelsPerConn is the most outcome channels (seckill:outcome:<sku>/<uid>) one
+	// connection may hold; past it a SUBSCRIBE of one more gets -BUSY for that channel.
+	OutcomeChannelsPerConn int `koanf:"outcome_channels_per_conn"`
+	// OutcomeChannels is the most outcome channels all the connections of this proxy may
+	// hold at once.
+	OutcomeChannels int `koanf:"outcome_channels"`
 }
 
 // Admission configures the checks a buy passes before it may go to Redis (package
@@ -270,6 +276,8 @@ func Default() Config {
 			MaxRedirects:        8,
 			PassthroughConns:    2,
 			SpareConns:          2,
+			MaxOwnConns:         1000,
+			OwnConnsShare:       0.1,
 			AdminAllow:          []string{},
 			AppScripts:          []string{},
 			EventLoops:          1,
@@ -301,6 +309,11 @@ func Default() Config {
 			MaxPipeline: 1024,
 			MaxArgBytes: 512 << 20,
 			MaxInflight: 4096,
+			// An outcome channel costs about 300 bytes held, and a waiter while its order
+			// is pending (status.max_waiters bounds those): 100,000 stay within tens of
+			// MiB of a 256 MiB sidecar.
+			OutcomeChannelsPerConn: 1000,
+			OutcomeChannels:        100000,
 		},
 		Admission: Admission{
 			BuyerAttempts:    0,

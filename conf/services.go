@@ -46,6 +46,15 @@ type Redis struct {
 	// transactions, WATCH): such a command then dials nothing in its path, and reaches Redis
 	// before what other clients send after it. 0 dials each when it comes.
 	SpareConns int `koanf:"spare_conns"`
+	// MaxOwnConns bounds the connections of their own that blocking commands, transactions
+	// (WATCH or MULTI to EXEC) and subscribers hold through this proxy at once; one more is
+	// refused with -BUSY before anything is dialled. 0: no bound.
+	MaxOwnConns int `koanf:"max_own_conns"`
+	// OwnConnsShare bounds the same on each master, as a share of the node's maxclients
+	// (read once per node with the proxy's own user; Redis's 10,000 if it cannot be), so that
+	// one proxy's blocked clients never fill a node that every sidecar and operator needs.
+	// 0: no bound per master.
+	OwnConnsShare float64 `koanf:"own_conns_share"`
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
 	AdminAllow []string `koanf:"admin_allow"`

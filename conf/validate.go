@@ -64,6 +64,10 @@ func (c *Config) Validate() error {
 	if c.Redis.SpareConns < 0 || c.Redis.SpareConns > 64 {
 		v.fail("redis.spare_conns", c.Redis.SpareConns, "must be from 0 to 64")
 	}
+	v.atLeast("redis.max_own_conns", c.Redis.MaxOwnConns, 0)
+	if c.Redis.OwnConnsShare < 0 || c.Redis.OwnConnsShare > 1 {
+		v.fail("redis.own_conns_share", c.Redis.OwnConnsShare, "must be from 0 (no bound per master) to 1")
+	}
 	if c.Redis.EventLoops < 0 || c.Redis.EventLoops > 64 {
 		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 0 (a goroutine per client) to 64")
 	}
@@ -103,6 +107,8 @@ func (c *Config) Validate() error {
 	v.atLeast("limits.max_pipeline", c.Limits.MaxPipeline, 1)
 	v.atLeast("limits.max_arg_bytes", c.Limits.MaxArgBytes, 64)
 	v.atLeast("limits.max_inflight", c.Limits.MaxInflight, 1)
+	v.atLeast("limits.outcome_channels_per_conn", c.Limits.OutcomeChannelsPerConn, 1)
+	v.atLeast("limits.outcome_channels", c.Limits.OutcomeChannels, 1)
 	if c.Limits.MaxInflight > c.Redis.PoolSize*len(c.Redis.Addrs)*64 {
 		v.fail("limits.max_inflight", c.Limits.MaxInflight, "far above what redis.pool_size can carry")
 	}

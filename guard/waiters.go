@@ -3,7 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
-	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -35,15 +35,6 @@ import (
 // ErrTooManyWaiters: status.max_waiters buyers are waiting on this proxy already.
 var ErrTooManyWaiters = errors.New("BUSY too many buyers are waiting for their outcome on this proxy (status.max_waiters); poll SECKILL.STATUS")
 
-// ErrBuyerWaits: one buyer has maxWaitsPerBuyer waits on this proxy already.
-var ErrBuyerWaits = fmt.Errorf("BUSY this buyer already has %d waits for their outcome on this proxy; wait on one of them", maxWaitsPerBuyer)
-
-// maxWaitsPerBuyer bounds one buyer's waits on a proxy (a buyer needs one or two: a blocking
-// STATUS, an outcome channel). A buyer's waits are a list that each wait's end and each of
-// the buyer's outcomes walks, so that a client opening thousands for one uid would cost
-// the square of their number.
-const maxWaitsPerBuyer = 16
-
 // outcomeBlock is how long one read of an outcome stream waits for an entry, and
 // outcomeCount how many entries it takes at most.
 const (
@@ -68,7 +59,11 @@ type waiters struct {
 // outcomeReader reads one bucket's outcome stream for the buyers waiting on it.
 type outcomeReader struct {
 	keys  sale.Keys
-	byUID map[string][]*Waiter // guarded by waiters.mu
+	// byUID are the waits by buyer, a set each: however many waits one buyer has (a blocking
+	// STATUS, and outcome channels on many connections, some perhaps not the buyer's own),
+	// ending one costs the same, and none is refused for the others' sake. Guarded by
+	// waiters.mu.
+	byUID map[string]map[*Waiter]struct{}
 	ready chan struct{}        // closed once the reader knows where the stream stands (or err)
 	err   error
 }
@@ -209,15 +204,17 @@ func (ws *waiters) add(g *Guard, k sale.Keys, uid string) (*Waiter, error) {
 	}
 	r := ws.readers[k.Outcomes]
 	if r == nil {
-		r = &outcomeReader{keys: k, byUID: map[string][]*Waiter{}, ready: make(chan struct{})}
+		r = &outcomeReader{keys: k, byUID: map[string]map[*Waiter]struct{}{}, ready: make(chan struct{})}
 		ws.readers[k.Outcomes] = r
 		g.workers.Go(func() { g.readOutcomes(r) })
 	}
-	if len(r.byUID[uid]) >= maxWaitsPerBuyer {
-		return nil, ErrBuyerWaits
-	}
 	w := &Waiter{C: make(chan Status, 1), g: g, r: r, uid: uid}
-	r.byUID[uid] = append(r.byUID[uid], w)
+	set := r.byUID[uid]
+	if set == nil {
+		set = map[*Waiter]struct{}{}
+		r.byUID[uid] = set
+	}
+	set[w] = struct{}{}
 	ws.n++
 	return w, nil
 }
@@ -230,18 +227,13 @@ func (w *Waiter) Stop() {
 	ws := &w.g.waits
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	list := w.r.byUID[w.uid]
-	for i, x := range list {
-		if x == w {
-			list = append(list[:i], list[i+1:]...)
-			ws.n--
-			break
-		}
+	set := w.r.byUID[w.uid]
+	if _, ok := set[w]; ok {
+		delete(set, w)
+		ws.n--
 	}
-	if len(list) == 0 {
+	if len(set) == 0 {
 		delete(w.r.byUID, w.uid)
-	} else {
-		w.r.byUID[w.uid] = list
 	}
 }
 
@@ -378,7 +370,7 @@ func (ws *waiters) retire(r *outcomeReader) bool {
 // wake gives uid's waiters on r an outcome, counted in count for each one it woke.
 func (ws *waiters) wake(r *outcomeReader, uid string, st Status, count *atomic.Int64) {
 	ws.mu.Lock()
-	list := append([]*Waiter(nil), r.byUID[uid]...)
+	list := slices.Collect(maps.Keys(r.byUID[uid]))
 	ws.mu.Unlock()
 	for _, w := range list {
 		if w.offer(st) {
@@ -393,8 +385,8 @@ func (g *Guard) resyncOutcomes(ctx context.Context, r *outcomeReader) {
 	g.waits.mu.Lock()
 	var ids []string
 	uids := map[string]string{} // order id -> uid
-	for uid, list := range r.byUID {
-		for _, w := range list {
+	for uid, set := range r.byUID {
+		for w := range set {
 			w.mu.Lock()
 			id := w.orderID
 			w.mu.Unlock()

@@ -44,6 +44,27 @@ func namesOutcomeChannel(args [][]byte) bool {
 	return slices.ContainsFunc(args[1:], sale.IsOutcomeChannel)
 }
 
+// errChannelsPerConn refuses an outcome channel past limits.outcome_channels_per_conn.
+func errChannelsPerConn(n int) string {
+	return "BUSY this connection holds " + strconv.Itoa(n) + " outcome channels already (limits.outcome_channels_per_conn); UNSUBSCRIBE from some, or subscribe on another connection"
+}
+
+// errChannels refuses an outcome channel past limits.outcome_channels.
+func errChannels(n int) string {
+	return "BUSY " + strconv.Itoa(n) + " outcome channels are held on this proxy already (limits.outcome_channels); poll SECKILL.STATUS"
+}
+
+// takeOutcomeChannel counts one more outcome channel held, within limits.outcome_channels
+// (0: no bound).
+func (s *Server) takeOutcomeChannel() bool {
+	if n := s.outcomeChannels.Add(1); s.limits.OutcomeChannels > 0 && n > int64(s.limits.OutcomeChannels) {
+		s.outcomeChannels.Add(-1)
+		s.outcomeRefused.Add(1)
+		return false
+	}
+	return true
+}
+
 // outcomeSub is one outcome channel a client holds: the wait for its outcome, if any.
 type outcomeSub struct {
 	w    *guard.Waiter // nil: nothing to wait for, or not yet (its first read is tried again)
@@ -52,7 +73,14 @@ type outcomeSub struct {
 	cancel context.CancelFunc
 }
 
+// heldChannel stands for every channel with nothing to wait for (no order, or its outcome
+// told): such a channel costs its name in the connection's map and nothing else.
+var heldChannel = &outcomeSub{}
+
 func (o *outcomeSub) stop() {
+	if o == heldChannel {
+		return
+	}
 	close(o.done)
 	o.cancel()
 	if o.w != nil {
@@ -78,6 +106,7 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 		for _, o := range subs {
 			o.stop()
 		}
+		s.outcomeChannels.Add(-int64(len(subs)))
 		waits.Wait()
 	}()
 	// confirm writes a (un)subscription's reply: kind, the channel (nil: none), and the count.
@@ -111,17 +140,30 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 		case subs[string(ch)] != nil: // as Redis answers a channel subscribed twice
 			write(func(w *redcon.Writer) { confirm(w, "subscribe", ch) })
 			return
+		case s.limits.OutcomeChannelsPerConn > 0 && len(subs) >= s.limits.OutcomeChannelsPerConn:
+			s.outcomeRefused.Add(1)
+			write(func(w *redcon.Writer) { w.WriteError(errChannelsPerConn(s.limits.OutcomeChannelsPerConn)) })
+			return
+		case !s.takeOutcomeChannel():
+			write(func(w *redcon.Writer) { w.WriteError(errChannels(s.limits.OutcomeChannels)) })
+			return
 		}
 		ctx, cancel := context.WithCancel(c.ctx)
 		wt, st, err := s.router.WatchOutcome(ctx, sku, uid, false)
 		later := err != nil && errors.Is(err, guard.ErrUnavailable)
 		if err != nil && !later {
 			cancel()
+			s.outcomeChannels.Add(-1)
 			write(func(w *redcon.Writer) { w.WriteError(err.Error()) })
 			return
 		}
-		o := &outcomeSub{w: wt, done: make(chan struct{}), cancel: cancel}
 		key := string(ch)
+		o := heldChannel
+		if wt != nil || later {
+			o = &outcomeSub{w: wt, done: make(chan struct{}), cancel: cancel}
+		} else {
+			cancel()
+		}
 		subs[key] = o
 		write(func(w *redcon.Writer) {
 			confirm(w, "subscribe", ch)
@@ -129,7 +171,7 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 				message(w, key, st.String())
 			}
 		})
-		if wt == nil && !later {
+		if o == heldChannel {
 			return
 		}
 		waits.Go(func() {
@@ -168,6 +210,7 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 		if o := subs[string(ch)]; o != nil {
 			o.stop()
 			delete(subs, string(ch))
+			s.outcomeChannels.Add(-1)
 		}
 		write(func(w *redcon.Writer) { confirm(w, "unsubscribe", ch) })
 	}
@@ -233,4 +276,20 @@ func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [
 		return nil
 	}
 	return append([][][]byte{next}, rest...)
+}
+
+// BoundFields are INFO's fields of what clients hold through this server: outcome channels,
+// and the connections of their own (blocking commands, transactions, subscribers).
+func (s *Server) BoundFields() []guard.Field {
+	var held int
+	var refused int64
+	if s.upstream != nil {
+		held, refused = s.upstream.OwnConns()
+	}
+	return []guard.Field{
+		{Name: "outcome_channels", Value: s.outcomeChannels.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outcome_channels", Help: "Outcome channels (seckill:outcome:<sku>/<uid>) held by this proxy's clients now.", Gauge: true}},
+		{Name: "outcome_channels_refused", Value: s.outcomeRefused.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outcome_channels_refused_total", Help: "Outcome channels refused BUSY past limits.outcome_channels_per_conn or limits.outcome_channels."}},
+		{Name: "own_conns", Value: int64(held), Metric: &guard.Metric{Name: "seckill_proxy_own_conns", Help: "Redis connections held now by blocking commands, transactions and subscribers, each its own.", Gauge: true}},
+		{Name: "own_conns_refused", Value: refused, Metric: &guard.Metric{Name: "seckill_proxy_own_conns_refused_total", Help: "Blocking commands, transactions and subscriptions refused BUSY past redis.max_own_conns or redis.own_conns_share of a master's maxclients."}},
+	}
 }

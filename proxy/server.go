@@ -33,7 +33,10 @@ type Server struct {
 	cancel context.CancelFunc
 
 	clients atomic.Int64
-	conns   sync.WaitGroup // clients served by a goroutine of their own
+	// outcomeChannels counts the outcome channels held, outcomeRefused those refused past
+	// limits.outcome_channels_per_conn or limits.outcome_channels.
+	outcomeChannels, outcomeRefused atomic.Int64
+	conns                           sync.WaitGroup // clients served by a goroutine of their own
 
 	loops     int     // event loops to serve clients from; 0: a goroutine per client
 	noLoop    bool    // serve every client from a goroutine of its own

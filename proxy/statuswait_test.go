@@ -204,9 +204,10 @@ func TestStatusWaitBound(t *testing.T) {
 	}
 }
 
-// TestStatusWaitPerBuyer: one buyer's waits on a proxy are bounded (16), so that a client
-// cannot pile thousands on one uid, whose list every wait's end and every outcome walks; the
-// waits within the bound go on as before.
+// TestStatusWaitPerBuyer: one buyer's waits are a set, so that others' subscriptions to the
+// buyer's channel (an app user can list every buyer with HSCAN) never refuse the buyer's own
+// wait. Before, 16 subscriptions to a victim's channel made the victim's WAIT answer -BUSY.
+// Every subscriber, and the victim's wait, gets the outcome's pending status at the end.
 func TestStatusWaitPerBuyer(t *testing.T) {
 	s := start(t, func(c *conf.Config) { c.Status.MaxWait = 2 * time.Second })
 	c := s.client(t, 4)
@@ -215,19 +216,87 @@ func TestStatusWaitPerBuyer(t *testing.T) {
 	if err := c.Do(context.Background(), "seckill.buy", sku, "a").Err(); err != nil {
 		t.Fatal(err)
 	}
-	const bound = 16
-	waits := make([]<-chan string, bound)
-	for i := range waits {
-		waits[i] = statusWait(t, s, sku, "a", "0")
-	}
-	eventually(t, 5*time.Second, "16 waits of one buyer", func() bool { return s.field("status_waiting") == bound })
-	if got := <-statusWait(t, s, sku, "a", "1000"); !strings.HasPrefix(got, "-BUSY this buyer already has 16 waits") {
-		t.Fatalf("a 17th wait of the buyer = %q, want BUSY", got)
-	}
-	for i, ch := range waits {
-		if got := <-ch; !strings.HasPrefix(got, "pending ") {
-			t.Fatalf("wait %d = %q, want pending at status.max_wait", i, got)
+	const others = 40
+	ch := sale.OutcomeChannel(sku, "a")
+	for i := range others {
+		sub := dialRaw(t, s.addr)
+		if got := sub.do(t, "SUBSCRIBE", ch); !strings.Contains(got, "subscribe") {
+			t.Fatalf("subscription %d = %q", i, got)
 		}
+		if _, p := messageFields(readMessage(t, sub)); !strings.HasPrefix(p, "pending ") {
+			t.Fatalf("subscription %d's first message %q, want pending", i, p)
+		}
+	}
+	eventually(t, 5*time.Second, "40 waits on one buyer", func() bool { return s.field("status_waiting") == others })
+	if got := <-statusWait(t, s, sku, "a", "1000"); !strings.HasPrefix(got, "pending ") {
+		t.Fatalf("the buyer's own wait beside %d others' = %q, want pending at its end", others, got)
+	}
+}
+
+// TestOutcomeChannelBounds: one connection holds at most limits.outcome_channels_per_conn
+// outcome channels, and the proxy at most limits.outcome_channels; past either, SUBSCRIBE
+// answers -BUSY for that channel and the connection goes on. A channel of a buyer with no
+// order holds no wait. Before, one connection subscribed 1,000,000 (1.1 GiB of RSS), or the
+// channels of 50,000 pending buyers, which took every wait of the proxy.
+func TestOutcomeChannelBounds(t *testing.T) {
+	s := start(t, func(c *conf.Config) { c.Limits.OutcomeChannelsPerConn, c.Limits.OutcomeChannels = 50, 80 })
+	c := s.client(t, 4)
+	ctx := context.Background()
+	sku := newSKU("chanbound")
+	s.sale(t, c, sku, 100)
+	for i := range 30 {
+		if err := c.Do(ctx, "seckill.buy", sku, "p"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// subscribe sends one SUBSCRIBE of n channels (the pending buyers' first) and counts
+	// the confirmations and the refusals.
+	subscribe := func(sub *rawClient, from, n int) (ok, busy int) {
+		args := []string{"SUBSCRIBE"}
+		for i := from; i < from+n; i++ {
+			uid := "nobody" + strconv.Itoa(i)
+			if i < 30 {
+				uid = "p" + strconv.Itoa(i)
+			}
+			args = append(args, sale.OutcomeChannel(sku, uid))
+		}
+		send(t, sub, args...)
+		for ok+busy < n {
+			raw := readMessage(t, sub)
+			switch {
+			case strings.HasPrefix(raw, "-BUSY"):
+				busy++
+			case strings.Contains(raw, "subscribe"):
+				ok++
+			}
+		}
+		return ok, busy
+	}
+	first := dialRaw(t, s.addr)
+	if ok, busy := subscribe(first, 0, 60); ok != 50 || busy != 10 {
+		t.Fatalf("60 channels on one connection: %d held, %d refused; want 50 and 10", ok, busy)
+	}
+	// The 30 pending buyers' channels wait; the 20 of buyers with no order hold nothing.
+	eventually(t, 5*time.Second, "the pending buyers' waits", func() bool { return s.field("status_waiting") == 30 })
+	if got := first.do(t, "PING"); !strings.Contains(got, "pong") {
+		t.Fatalf("PING after the refusals = %q", got)
+	}
+	second := dialRaw(t, s.addr)
+	if ok, busy := subscribe(second, 100, 40); ok != 30 || busy != 10 {
+		t.Fatalf("40 more channels on a second connection: %d held, %d refused; want 30 and 10 (80 on the proxy)", ok, busy)
+	}
+	if got := s.field("outcome_channels"); got != 80 {
+		t.Fatalf("outcome_channels = %d, want 80", got)
+	}
+	_ = first.c.Close()
+	eventually(t, 5*time.Second, "the first connection's channels let go", func() bool {
+		return s.field("outcome_channels") == 30 && s.field("status_waiting") == 0
+	})
+	if ok, busy := subscribe(second, 200, 20); ok != 20 || busy != 0 {
+		t.Fatalf("20 more after the first connection left: %d held, %d refused", ok, busy)
+	}
+	if got := s.field("outcome_channels_refused"); got != 20 {
+		t.Fatalf("outcome_channels_refused = %d, want 20", got)
 	}
 }
 

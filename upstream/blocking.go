@@ -26,7 +26,7 @@ func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.blockWait(args))
 	defer cancel()
-	replies, err := c.node(addr).doOwn(bctx, [][][]byte{args})
+	replies, err := c.node(addr).doOwn(bctx, &c.own, [][][]byte{args})
 	if err != nil {
 		return unavailable(err)
 	}
@@ -66,14 +66,19 @@ func (c *Cluster) StartBlocking(ctx context.Context, args [][]byte) (wait func()
 		return nil, false
 	}
 	n := c.node(addr)
-	cn := n.takeSpare()
-	if cn == nil {
+	if !c.own.tryGet(addr) { // past a bound, or the master's not read yet: Do says which
 		return nil, false
 	}
+	cn := n.takeSpare()
+	if cn == nil {
+		c.own.put(addr)
+		return nil, false
+	}
+	cn.own, cn.ownAddr = &c.own, addr
 	args = copyArgs(args)
 	_ = cn.nc.SetWriteDeadline(time.Now().Add(c.opt.Timeout))
 	if _, err := cn.nc.Write(cmd); err != nil {
-		cn.nc.Close()
+		n.release(cn, false)
 		return func() []byte { return c.blocking(ctx, args, commandKeys(name, ci, args)) }, true
 	}
 	return func() []byte {
@@ -141,6 +146,6 @@ func (c *Cluster) blockWait(args [][]byte) time.Duration {
 // as redirect does on the shared ones (where a blocked command would hold up everyone's).
 func (c *Cluster) redirectOwn(ctx context.Context, reply []byte, args [][]byte) []byte {
 	return c.redirectVia(ctx, reply, args, func(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
-		return c.node(addr).doOwn(ctx, cmds)
+		return c.node(addr).doOwn(ctx, &c.own, cmds)
 	})
 }

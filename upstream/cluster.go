@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,11 @@ type Options struct {
 	// not write the sales' keys (see VerifyACL).
 	Username string
 	Password string
+	// MaxOwn bounds the connections that blocking commands, transactions and subscribers
+	// hold at once (0: none), and OwnShare those on each master as a share of its
+	// maxclients (0: none); see own.go.
+	MaxOwn   int
+	OwnShare float64
 	// Restricted says Username is such a user; without one the proxy refuses scripts.
 	Restricted bool
 	// OwnerUsername and OwnerPassword log in the connections that carry the proxy's own
@@ -72,6 +78,8 @@ type shared struct {
 	// pass-through command is answered UNAVAILABLE.
 	verified atomic.Bool
 	slotCache
+	// own bounds the connections held by blocking commands, transactions and subscribers.
+	own ownSlots
 }
 
 // RESP3 is the Cluster whose connections log in with HELLO 3, so that Redis's replies come in
@@ -139,14 +147,16 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 	if opt.Log == nil {
 		opt.Log = zap.NewNop()
 	}
-	return &Cluster{rc: rc, opt: opt, shared: &shared{}}
+	c := &Cluster{rc: rc, opt: opt, shared: &shared{}}
+	c.own = ownSlots{max: opt.MaxOwn, share: opt.OwnShare, maxClients: c.nodeMaxClients}
+	return c
 }
 
 // FromConf returns a Cluster configured by c, logging to log.
 func FromConf(rc *redis.ClusterClient, c conf.Redis, log *zap.Logger) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, SpareConns: c.SpareConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
-		AddressMap: conf.AddressMap(c.AddressMap), Log: log}
+		AddressMap: conf.AddressMap(c.AddressMap), Log: log, MaxOwn: c.MaxOwnConns, OwnShare: c.OwnConnsShare}
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
 	}
@@ -202,6 +212,9 @@ func (c *Cluster) commands(ctx func() context.Context) (*commandTable, error) {
 }
 
 func unavailable(err error) []byte {
+	if busy := (*ErrTooManyOwn)(nil); errors.As(err, &busy) {
+		return errorReply(busy.Error())
+	}
 	return errorReply("UNAVAILABLE " + strings.ReplaceAll(err.Error(), "\r\n", " "))
 }
 

@@ -24,6 +24,10 @@ type conn struct {
 	r    *bufio.Reader
 	scan resp.ReplyScanner // reads r's replies; kept so that reading allocates nothing
 	wbuf []byte            // the last write, reused
+	// own is the bound this connection holds a slot of (see hold), on the node at ownAddr;
+	// nil: none.
+	own     *ownSlots
+	ownAddr string
 }
 
 func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte, spareConns int, spareTimeout time.Duration) *node {
@@ -105,8 +109,8 @@ func (n *node) doUntil(ctx context.Context, deadline time.Time, cmds [][][]byte)
 // with it, as it does when its own client goes: a BLPOP then takes no element that nobody
 // would receive. Once every reply is read, the connection is clean and goes back to the
 // spares.
-func (n *node) doOwn(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
-	c, err := n.take(ctx)
+func (n *node) doOwn(ctx context.Context, own *ownSlots, cmds [][][]byte) ([][]byte, error) {
+	c, err := n.hold(ctx, own)
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,7 @@ func (n *node) takeSpare() *conn {
 // release gives back a taken connection: to the spares when it is clean (every reply read,
 // nothing left to it of the command's) and a spare is missing, else closed.
 func (n *node) release(c *conn, clean bool) {
+	c.free()
 	s := &n.spares
 	s.mu.Lock()
 	if clean && !s.closed && len(s.idle) < s.want {
@@ -123,7 +124,10 @@ func (c *Cluster) WarmSpares(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(ms))
 	for i, m := range ms {
-		wg.Go(func() { errs[i] = c.node(m).fill(ctx) })
+		wg.Go(func() {
+			c.own.capOf(ctx, m) // each master's maxclients, read before the first client needs it
+			errs[i] = c.node(m).fill(ctx)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

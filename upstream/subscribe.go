@@ -143,10 +143,15 @@ func (c *Cluster) Subscribe(ctx context.Context, first [][]byte) (*Subscriber, e
 
 // open dials a connection of the subscriber's and starts reading it.
 func (s *Subscriber) open(ctx context.Context, addr string, kind subKind) (*subConn, error) {
-	cn, err := s.c.node(addr).dial(ctx)
-	if err != nil {
+	if err := s.c.own.get(ctx, addr); err != nil {
 		return nil, err
 	}
+	cn, err := s.c.node(addr).dial(ctx)
+	if err != nil {
+		s.c.own.put(addr)
+		return nil, err
+	}
+	cn.own, cn.ownAddr = &s.c.own, addr
 	sc := &subConn{s: s, c: cn, addr: addr, kind: kind}
 	go sc.pump()
 	return sc, nil
@@ -385,7 +390,7 @@ func (s *Subscriber) eventConns(ctx context.Context) ([]*subConn, error) {
 		ec, err := s.open(dctx, m, subEvents)
 		if err != nil {
 			for _, ec := range events {
-				ec.c.nc.Close()
+				ec.c.close()
 			}
 			return nil, err
 		}
@@ -455,14 +460,14 @@ func (s *Subscriber) Next() ([]byte, error) {
 func (s *Subscriber) Close() {
 	s.once.Do(func() {
 		close(s.done)
-		s.home.c.nc.Close()
+		s.home.c.close()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, sc := range s.events {
-			sc.c.nc.Close()
+			sc.c.close()
 		}
 		for _, sc := range s.shards {
-			sc.c.nc.Close()
+			sc.c.close()
 		}
 	})
 }

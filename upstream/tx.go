@@ -117,7 +117,7 @@ func (t *Tx) QueueAll(ctx context.Context, cmds [][][]byte) [][]byte {
 			// have, and a refusal of one of them now (out of memory since, say) makes its
 			// EXEC answer EXECABORT.
 			if t.pinned == nil {
-				cn, err := t.c.node(t.addr).take(ctx)
+				cn, err := t.c.node(t.addr).hold(ctx, &t.c.own)
 				if err != nil {
 					t.aborted = true
 					replies[i] = unavailable(err)
@@ -249,7 +249,7 @@ func (t *Tx) Exec(ctx context.Context) []byte {
 	}
 	cmds := append([][][]byte{{[]byte("MULTI")}}, t.queue...)
 	cmds = append(cmds, [][]byte{[]byte("EXEC")})
-	replies, err := t.c.node(addr).doOwn(ctx, cmds)
+	replies, err := t.c.node(addr).doOwn(ctx, &t.c.own, cmds)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -277,7 +277,7 @@ func (t *Tx) Watch(ctx context.Context, args [][]byte) []byte {
 		return r
 	}
 	if t.pinned == nil {
-		cn, err := t.c.node(t.addr).take(ctx)
+		cn, err := t.c.node(t.addr).hold(ctx, &t.c.own)
 		if err != nil {
 			return unavailable(err)
 		}
@@ -331,7 +331,7 @@ func (t *Tx) unpin(clean bool) {
 	if clean && t.addr != "" {
 		t.c.node(t.addr).release(t.pinned, true)
 	} else {
-		t.pinned.nc.Close()
+		t.pinned.close()
 	}
 	t.pinned, t.open = nil, false
 }

@@ -140,8 +140,15 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
 		Clients:     func() int64 { return p.Server.Clients() },
 		ObservePass: func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
-	if p.Tee != nil {
-		ropt.Extra = func() []guard.Field { return append(p.Tee.InfoFields(), p.Sweeper.InfoFields()...) }
+	ropt.Extra = func() []guard.Field {
+		var out []guard.Field
+		if p.Server != nil {
+			out = p.Server.BoundFields()
+		}
+		if p.Tee != nil {
+			out = append(append(out, p.Tee.InfoFields()...), p.Sweeper.InfoFields()...)
+		}
+		return out
 	}
 	p.Router = router.New(p.Guard, log, ropt)
 	p.Metrics = proxy.NewMetrics(p.Router.InfoFields, p.Guard.SaleMetrics)
