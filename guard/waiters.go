@@ -58,13 +58,13 @@ type waiters struct {
 
 // outcomeReader reads one bucket's outcome stream for the buyers waiting on it.
 type outcomeReader struct {
-	keys  sale.Keys
+	keys sale.Keys
 	// byUID are the waits by buyer, a set each: however many waits one buyer has (a blocking
 	// STATUS, and outcome channels on many connections, some perhaps not the buyer's own),
 	// ending one costs the same, and none is refused for the others' sake. Guarded by
 	// waiters.mu.
 	byUID map[string]map[*Waiter]struct{}
-	ready chan struct{}        // closed once the reader knows where the stream stands (or err)
+	ready chan struct{} // closed once the reader knows where the stream stands (or err)
 	err   error
 }
 
