@@ -210,7 +210,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 			sess.SetSubscriber(true)
 			cmds = s.bridge(c, first, rest)
 			sess.SetSubscriber(false)
-			if len(cmds) == 0 {
+			if cmds == nil {
 				return
 			}
 		}

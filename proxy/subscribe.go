@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"seckill-proxy/upstream"
 )
 
 // subscribeDialTimeout bounds opening a subscriber's upstream connection.
@@ -48,7 +50,8 @@ func (s *Server) serveBetween(c *clientConn, args [][]byte, write func(f func(w 
 
 // bridge runs subscriber mode: first is the command that started it, rest the commands that
 // came with it. It returns the commands sent after the client left subscriber mode (the first
-// one, and any of rest not yet sent), or none when the connection ended. Whether the client
+// one, and any of rest not yet sent; empty, not nil, when a refused SUBSCRIBE never entered
+// it), or nil when the connection ended. Whether the client
 // still has subscriptions, Redis knows: before a command that subscriber mode does not allow,
 // the subscriber asks with PINGs of the proxy's own (upstream.Subscriber.Probe).
 func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
@@ -60,6 +63,11 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 	resp3 := c.sess.Proto == 3
 	sub, err := s.upstream.For(c.sess.Proto).Subscribe(ctx, first)
 	cancel()
+	if busy := (*upstream.ErrTooManyOwn)(nil); errors.As(err, &busy) {
+		// Refused before anything was dialled: the connection goes on, out of subscriber mode.
+		write(func(w *redcon.Writer) { w.WriteError(busy.Error()) })
+		return append([][][]byte{}, rest...)
+	}
 	if err != nil {
 		write(func(w *redcon.Writer) { w.WriteError("UNAVAILABLE " + err.Error()) })
 		return nil
