@@ -51,6 +51,7 @@ type authStats struct {
 	failures, closed, revoked  atomic.Int64
 	limitedSource, limitedUser atomic.Int64 // AUTHs refused unchecked (authlimit.go)
 	sources, users             *failureLimits
+	trusted                    trustedSources // addresses that logged in lately, by user
 	now                        func() time.Time // the clock of the failure budgets
 	logged                     atomic.Int64     // failures counted in the last log line
 	log                        rate.Sometimes
@@ -86,6 +87,7 @@ func (r *Router) cmdAuth(ctx context.Context, s *Session, args [][]byte) (Reply,
 		}
 		return nil, r.authFailed(ctx, s, name)
 	}
+	r.auth.trusted.add(name, sourceOf(s.Remote), now)
 	s.Authed, s.User, s.Admin, s.authFailures = true, name, admin, 0
 	s.creds, s.login = creds, conf.User{Name: name, Password: want, Role: conf.RoleApp}
 	if admin {

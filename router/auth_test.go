@@ -113,6 +113,17 @@ func TestAuthBoundedPerSource(t *testing.T) {
 	if got := guess("10.9.9.9:1", "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS too many failed AUTHs for this user") {
 		t.Fatalf("a user whose budget is spent: %q", got)
 	}
+	if got := guess("10.9.9.8:1", "AUTH shop shop-pw"); !strings.HasPrefix(got, "-WRONGPASS too many failed AUTHs for this user") {
+		t.Fatalf("the right password from a new address, the user's budget spent: %q, want it refused unchecked", got)
+	}
+	// The service's own address, which logged in before, still logs in: a guesser elsewhere
+	// cannot lock it out (before, 0 of 32 logins passed during such an attack).
+	if got := guess("10.0.0.2:7", "AUTH shop shop-pw"); got != "+OK\r\n" {
+		t.Fatalf("the right password from an address that logged in before, the user's budget spent: %q", got)
+	}
+	if got := guess("10.0.0.2:8", "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS invalid") {
+		t.Fatalf("a wrong password from that address: %q, want it checked (and refused)", got)
+	}
 	now = now.Add(authSourceEvery)
 	if got := guess("10.0.0.1:9", "AUTH shop wrong"); !strings.HasPrefix(got, "-WRONGPASS invalid") {
 		t.Fatalf("a spent address one refill later: %q, want its AUTH checked again", got)

@@ -22,7 +22,46 @@ const (
 	authUserBurst   = 100
 	authUserEvery   = 100 * time.Millisecond
 	authTableMax    = 1 << 16
+	authTrustFor    = 24 * time.Hour
 )
+
+// trustedSources are the addresses that logged in as each user lately. Safe for concurrent
+// use; the zero value is ready. At most authTableMax entries: past it, one of a sample that
+// is oldest is forgotten.
+type trustedSources struct {
+	mu sync.Mutex
+	m  map[string]time.Time // user NUL source -> last login
+}
+
+func (ts *trustedSources) add(user, source string, now time.Time) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.m == nil {
+		ts.m = map[string]time.Time{}
+	}
+	key := user + "\x00" + source
+	if _, ok := ts.m[key]; !ok && len(ts.m) >= authTableMax {
+		oldest, seen := "", 0
+		for k, at := range ts.m {
+			if oldest == "" || at.Before(ts.m[oldest]) {
+				oldest = k
+			}
+			if seen++; seen == evictSample {
+				break
+			}
+		}
+		delete(ts.m, oldest)
+	}
+	ts.m[key] = now
+}
+
+// has reports whether source logged in as user within authTrustFor of now.
+func (ts *trustedSources) has(user, source string, now time.Time) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	at, ok := ts.m[user+"\x00"+source]
+	return ok && now.Sub(at) < authTrustFor
+}
 
 // failureLimits are the per-key failure budgets of one kind (sources, or users). Safe for
 // concurrent use; the zero value is not usable, see newFailureLimits.
@@ -107,7 +146,7 @@ func (r *Router) authLimited(s *Session, user string, now time.Time) error {
 	if spent, d := r.auth.sources.spent(sourceOf(s.Remote), now); spent {
 		what, wait = "from this address", d
 		r.auth.limitedSource.Add(1)
-	} else if spent, d := r.auth.users.spent(user, now); spent {
+	} else if spent, d := r.auth.users.spent(user, now); spent && !r.auth.trusted.has(user, sourceOf(s.Remote), now) {
 		what, wait = "for this user", d
 		r.auth.limitedUser.Add(1)
 	} else {
