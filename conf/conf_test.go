@@ -218,6 +218,11 @@ func TestValidate(t *testing.T) {
 		{"status.max_waiters", func(c *Config) { c.Status.MaxWaiters = -1 }},
 		{"status.resync", func(c *Config) { c.Status.Resync = time.Millisecond }},
 		{"redis.spare_conns", func(c *Config) { c.Redis.SpareConns = 65 }},
+		{"redis.max_own_conns", func(c *Config) { c.Redis.MaxOwnConns = -1 }},
+		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = 1.5 }},
+		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = -0.1 }},
+		{"limits.outcome_channels_per_conn", func(c *Config) { c.Limits.OutcomeChannelsPerConn = 0 }},
+		{"limits.outcome_channels", func(c *Config) { c.Limits.OutcomeChannels = 0 }},
 		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000"} }},
 		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000=toxiproxy"} }},
 		{"redis.address_map", func(c *Config) {

@@ -51,7 +51,7 @@ type authStats struct {
 	failures, closed, revoked  atomic.Int64
 	limitedSource, limitedUser atomic.Int64 // AUTHs refused unchecked (authlimit.go)
 	sources, users             *failureLimits
-	trusted                    trustedSources // addresses that logged in lately, by user
+	trusted                    trustedSources   // addresses that logged in lately, by user
 	now                        func() time.Time // the clock of the failure budgets
 	logged                     atomic.Int64     // failures counted in the last log line
 	log                        rate.Sometimes
