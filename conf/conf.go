@@ -73,6 +73,14 @@ type Config struct {
 	Status Status `koanf:"status"`
 }
 
+// WaitFor is the WAIT timeout in force: WaitTimeout, or half of CallTimeout when it is 0.
+func (b Buy) WaitFor() time.Duration {
+	if b.WaitTimeout > 0 {
+		return b.WaitTimeout
+	}
+	return b.CallTimeout / 2
+}
+
 // Status configures the wait for an order's outcome: how long a buyer may wait, how many may
 // wait at once on one proxy, and how often the waits are checked against the outcomes kept
 // in Redis (the stream that wakes them is the fast path; this is the catch-up).
@@ -219,9 +227,16 @@ type Buy struct {
 	ReplyAfter string `koanf:"reply_after"`
 	// CallTimeout bounds one call to Redis; past it the buyer gets -UNAVAILABLE.
 	CallTimeout time.Duration `koanf:"call_timeout"`
-	// WaitReplicas, when above 0, follows the script with WAIT on the same connection.
+	// WaitReplicas, when above 0, follows the script with WAIT on the same connection: a buy
+	// is told bought only once this many replicas hold it (fewer on a master with fewer in
+	// the cluster's view; none on one with none). A WAIT that comes back short answers the
+	// call's buys UNAVAILABLE, the outcome not known, and tees nothing (guard/replicawait.go).
+	// 0 tells a buy bought as soon as its master has it: a failover, or a master paused or cut
+	// off, may then take back orders that buyers were told of.
 	WaitReplicas int `koanf:"wait_replicas"`
-	// WaitTimeout is WAIT's timeout.
+	// WaitTimeout is WAIT's timeout: longer than a replica takes to acknowledge on a busy
+	// machine, since a WAIT that times out without a fault tells buyers UNAVAILABLE, and below
+	// CallTimeout. 0: half of CallTimeout (see WaitFor).
 	WaitTimeout time.Duration `koanf:"wait_timeout"`
 	// SoldOutReprobe is how long a local sold-out flag lasts before the next buy asks Redis
 	// again, a backstop in case a re-warm signal is missed.
@@ -349,8 +364,8 @@ func Default() Config {
 		Buy: Buy{
 			ReplyAfter:           ReplyAfterLua,
 			CallTimeout:          time.Second,
-			WaitReplicas:         0,
-			WaitTimeout:          10 * time.Millisecond,
+			WaitReplicas:         1,
+			WaitTimeout:          0,
 			SoldOutReprobe:       2 * time.Second,
 			SoldOutBuyers:        100000,
 			PipelinesPerMaster:   1,

@@ -257,7 +257,7 @@ func TestValidate(t *testing.T) {
 		{"buy.reply_after", func(c *Config) { c.Buy.ReplyAfter = "never" }},
 		{"buy.call_timeout", func(c *Config) { c.Buy.CallTimeout = 0 }},
 		{"buy.wait_replicas", func(c *Config) { c.Buy.WaitReplicas = -1 }},
-		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 0 }},
+		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, -time.Millisecond }},
 		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 2*c.Buy.CallTimeout }},
 		{"buy.sold_out_reprobe", func(c *Config) { c.Buy.SoldOutReprobe = 0 }},
 		{"users[0].name", func(c *Config) { c.Users = []User{{Name: "", Password: "p", Role: RoleApp}} }},
@@ -490,5 +490,22 @@ func TestRemovedKeys(t *testing.T) {
 	c.Redis.EventLoops = -1
 	if err := c.Validate(); err == nil {
 		t.Error("event_loops -1 validates")
+	}
+}
+
+// TestWaitFor: WAIT's timeout is buy.wait_timeout, or half of buy.call_timeout when it is 0,
+// so that a shorter call timeout needs no wait timeout of its own.
+func TestWaitFor(t *testing.T) {
+	d := Default()
+	if d.Buy.WaitReplicas != 1 || d.Buy.WaitFor() != d.Buy.CallTimeout/2 {
+		t.Fatalf("defaults: wait_replicas %d, WAIT timeout %v; want 1 and half of %v", d.Buy.WaitReplicas, d.Buy.WaitFor(), d.Buy.CallTimeout)
+	}
+	d.Buy.CallTimeout = 300 * time.Millisecond
+	if err := d.Validate(); err != nil || d.Buy.WaitFor() != 150*time.Millisecond {
+		t.Fatalf("call_timeout 300ms: %v, WAIT timeout %v", err, d.Buy.WaitFor())
+	}
+	d.Buy.WaitTimeout = 20 * time.Millisecond
+	if d.Buy.WaitFor() != 20*time.Millisecond {
+		t.Fatalf("wait_timeout set: WAIT timeout %v", d.Buy.WaitFor())
 	}
 }

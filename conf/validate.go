@@ -133,7 +133,9 @@ func (c *Config) Validate() error {
 	v.positive("buy.call_timeout", c.Buy.CallTimeout)
 	v.atLeast("buy.wait_replicas", c.Buy.WaitReplicas, 0)
 	if c.Buy.WaitReplicas > 0 {
-		v.positive("buy.wait_timeout", c.Buy.WaitTimeout)
+		if c.Buy.WaitTimeout < 0 {
+			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be 0 (half of buy.call_timeout) or more")
+		}
 		if c.Buy.WaitTimeout >= c.Buy.CallTimeout {
 			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be below buy.call_timeout "+c.Buy.CallTimeout.String())
 		}

@@ -25,9 +25,10 @@ type Stats struct {
 	Successes, Duplicates, SoldOut, Closed, Unavailable int64
 	// WaitShort counts WAITs that came back with fewer replicas than asked for.
 	WaitShort int64
-	// WaitOff counts WAITs that no replica acknowledged, each of which turned WAIT off on
-	// its master for a second.
-	WaitOff int64
+	// WaitOff counts the turns whose calls went without WAIT because their master has no
+	// replica in the cluster's view; NotKnown the buys answered UNAVAILABLE because their
+	// call's WAIT came back short (ErrNotKnown).
+	WaitOff, NotKnown int64
 	// NoSale counts buys of a SKU with no sale answered from the no-sale table, and
 	// LimitedUnknown the buys of unknown SKUs past admission.unknown_sku_rate (nosale.go).
 	NoSale, LimitedUnknown int64
@@ -54,7 +55,7 @@ type Stats struct {
 type counters struct {
 	buys, localSoldOut, scripts, noScript                     atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
-	waitShort, waitOff, noSale, drift                         atomic.Int64
+	waitShort, waitOff, noSale, drift, notKnown               atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
 	donated, settled                                          atomic.Int64
 }
@@ -65,7 +66,7 @@ func (g *Guard) Stats() Stats {
 	return Stats{
 		Buys: c.buys.Load(), LocalSoldOut: c.localSoldOut.Load(), Scripts: c.scripts.Load(), NoScript: c.noScript.Load(),
 		Successes: c.successes.Load(), Duplicates: c.duplicates.Load(), SoldOut: c.soldOut.Load(),
-		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(), WaitOff: c.waitOff.Load(), NoSale: c.noSale.Load(), LimitedUnknown: g.adm.limitedUnknown.Load(),
+		Closed: c.closed.Load(), Unavailable: c.unavailable.Load(), WaitShort: c.waitShort.Load(), WaitOff: c.waitOff.Load(), NotKnown: c.notKnown.Load(), NoSale: c.noSale.Load(), LimitedUnknown: g.adm.limitedUnknown.Load(),
 		Events: c.events.Load(), EventsIgnored: c.eventsIgnored.Load(),
 		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),

@@ -96,7 +96,7 @@ func buyAll(ctx context.Context, t testing.TB, g *Guard, reqs []BuyRequest) []Bu
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, o := range g.SettleCall(as, raw, c.ps[0].round, nil) {
+			for i, o := range g.SettleCall(as, raw, c.ps[0].round, true, nil) {
 				p := c.ps[i]
 				switch {
 				case o.Retry:

@@ -75,16 +75,17 @@ type Guard struct {
 	// ctx ends at Close: the background work's context.
 	ctx context.Context
 
-	workers      sync.WaitGroup
-	replicaWaits replicaWaits        // which masters' WAITs are off for now (replicawait.go)
-	noSales      noSales             // SKUs the script found to have no sale (nosale.go)
-	driftLog     driftLog            // when each SKU's DRIFT was last logged (drift.go)
-	subscribed   atomic.Bool         // the sale events' subscription was confirmed once
-	refreshing   atomic.Bool         // a ReloadSlots refresh is running (slots.go)
-	lateFrom     string              // the last sale the late-order watch looked at (its goroutine's)
-	lateSettled  map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
-	waits        waiters             // buyers waiting for their outcome (waiters.go)
-	statusAsks   chan statusAsk      // their first status reads, gathered (statusbatch.go)
+	workers     sync.WaitGroup
+	replicaView replicaView         // how many replicas each master has (replicawait.go)
+	replicaKick chan struct{}       // has the replica view read now
+	noSales     noSales             // SKUs the script found to have no sale (nosale.go)
+	driftLog    driftLog            // when each SKU's DRIFT was last logged (drift.go)
+	subscribed  atomic.Bool         // the sale events' subscription was confirmed once
+	refreshing  atomic.Bool         // a ReloadSlots refresh is running (slots.go)
+	lateFrom    string              // the last sale the late-order watch looked at (its goroutine's)
+	lateSettled map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
+	waits       waiters             // buyers waiting for their outcome (waiters.go)
+	statusAsks  chan statusAsk      // their first status reads, gathered (statusbatch.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -123,7 +124,8 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 		stop:     make(chan struct{}),
 		events:   make(chan string, 1024),
 		// As many asks as a batch takes: more wait their turn in batchedStatus.
-		statusAsks: make(chan statusAsk, statusBatchMax),
+		statusAsks:  make(chan statusAsk, statusBatchMax),
+		replicaKick: make(chan struct{}, 1),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.ctx = ctx
@@ -136,6 +138,7 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 	g.workers.Go(func() { g.syncAdmission(ctx) })
 	g.workers.Go(func() { g.watchLate(ctx) })
 	g.workers.Go(func() { g.readStatuses(ctx) })
+	g.workers.Go(func() { g.watchReplicas(ctx) })
 	for range leaseWorkers {
 		g.workers.Go(func() { g.leaseWorker(ctx) })
 	}

@@ -219,7 +219,7 @@ type Outcome struct {
 
 // SettleCall takes the raw reply of one script call for as (round counts the calls an
 // attempt has had before this one) and appends each attempt's outcome to out.
-func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) []Outcome {
+func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, replicated bool, out []Outcome) []Outcome {
 	replies, err := resp.DecodeRows(raw)
 	if errors.Is(err, resp.ErrReply) || (err == nil && len(replies) != len(as)) {
 		err = fmt.Errorf("buy script answered %q for %d buys", clip(raw), len(as))
@@ -235,6 +235,12 @@ func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, out []Outcome) 
 			if !ask && i == 0 {
 				g.rc.ReloadState(context.Background()) // the slot moved for good: learn where
 			}
+		} else if !replicated && err == nil {
+			// The script ran, on a master no replica acknowledged: nothing it said is
+			// told, teed or taken as fact here (replicawait.go).
+			g.stats.unavailable.Add(1)
+			g.stats.notKnown.Add(1)
+			o.Result = BuyResult{Err: unavailable(ErrNotKnown)}
 		} else {
 			o.Retry = g.settle(a, &o.Result, round)
 			o.Sold = !o.Retry && a.sold.OrderID != ""
@@ -253,10 +259,12 @@ func (g *Guard) TimedOut(*Attempt) BuyResult {
 }
 
 // Late takes the reply of a call whose attempts were answered TimedOut already: what it sold
-// is teed (their buyers learn their orders by retrying), and nothing is counted twice.
-func (g *Guard) Late(as []*Attempt, raw []byte) {
+// is teed (their buyers learn their orders by retrying), and nothing is counted twice. A
+// call that no replica acknowledged (replicated false) tees nothing: its orders, if they
+// stand, stay in the outbox for the sweeper, which publishes them once a replica holds them.
+func (g *Guard) Late(as []*Attempt, raw []byte, replicated bool) {
 	replies, err := resp.DecodeRows(raw)
-	if err != nil || len(replies) != len(as) {
+	if err != nil || len(replies) != len(as) || !replicated {
 		return
 	}
 	for i, a := range as {

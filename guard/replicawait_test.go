@@ -1,37 +1,42 @@
 package guard
 
 import (
+	"strings"
 	"testing"
-	"time"
 )
 
-// TestReplicaWaits: a WAIT that no replica acknowledged turns WAIT off on that master for
-// waitProbe, and only on that master; the WAIT after it is a probe; a WAIT that some replica
-// acknowledged keeps it on.
-func TestReplicaWaits(t *testing.T) {
-	var w replicaWaits
-	t0 := time.Unix(1000, 0)
-	for _, step := range []struct {
-		at    time.Duration
-		acked int64 // -2: no WAIT this step
-		addr  string
-		want  bool
+// TestWaitCommand: a WAIT asks for buy.wait_replicas, or fewer when the master has fewer in
+// the cluster's view, and none on a master with none; a master the view does not know is
+// taken to have them. WaitReply says whether the count came back.
+func TestWaitCommand(t *testing.T) {
+	g := &Guard{}
+	g.opt.Buy.WaitReplicas = 2
+	g.opt.Buy.WaitTimeout = 500e6
+	for _, tt := range []struct {
+		view map[string]int
+		addr string
+		want int
 	}{
-		{0, -2, "a", true},
-		{0, 0, "a", false},
-		{0, -2, "b", true},
-		{waitProbe - time.Millisecond, -2, "a", false},
-		{waitProbe, -2, "a", true},
-		{waitProbe, -1, "a", false}, // a failed WAIT turns it off too
-		{2*waitProbe + time.Millisecond, 1, "a", true},
-		{2*waitProbe + 2*time.Millisecond, -2, "a", true},
+		{nil, "a", 2},
+		{map[string]int{"a": 1}, "a", 1},
+		{map[string]int{"a": 3}, "a", 2},
+		{map[string]int{"a": 0}, "a", 0},
+		{map[string]int{"a": 0}, "b", 2},
 	} {
-		now := t0.Add(step.at)
-		if step.acked != -2 {
-			w.acked(step.addr, step.acked, now)
+		if tt.view != nil {
+			g.replicaView.set(tt.view)
 		}
-		if got := w.on(step.addr, now); got != step.want {
-			t.Fatalf("at %v on %s (acked %d): on = %v, want %v", step.at, step.addr, step.acked, got, step.want)
+		cmd, n := g.WaitCommand(tt.addr)
+		if n != tt.want || (n == 0) != (cmd == nil) {
+			t.Fatalf("view %v, master %s: WAIT %q for %d, want %d", tt.view, tt.addr, cmd, n, tt.want)
+		}
+		if n > 0 && !strings.HasSuffix(string(cmd), "$3\r\n500\r\n") {
+			t.Fatalf("WAIT %q: want a 500 ms timeout", cmd)
+		}
+	}
+	for raw, want := range map[string]bool{":1\r\n": true, ":2\r\n": true, ":0\r\n": false, "-ERR x\r\n": false, "$1\r\nx\r\n": false} {
+		if got := g.WaitReply([]byte(raw), 1); got != want {
+			t.Errorf("WaitReply(%q, 1) = %v, want %v", raw, got, want)
 		}
 	}
 }

@@ -27,6 +27,10 @@ const (
 // a time.
 func (g *Guard) ReloadSlots() {
 	g.rc.ReloadState(context.Background())
+	select {
+	case g.replicaKick <- struct{}{}:
+	default:
+	}
 	if g.opt.Topology == nil || !g.refreshing.CompareAndSwap(false, true) {
 		return
 	}

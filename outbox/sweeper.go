@@ -33,6 +33,10 @@ type Sweeper struct {
 	log      *zap.Logger
 
 	settler Settler
+	// fence says how many replicas must hold what a master's outboxes were read to hold
+	// before the entries may be published (nil: none); see FenceWith.
+	fence  func(addr string) (int, time.Duration)
+	fenced atomic.Int64 // sweeps of a master's outboxes left alone: WAIT came back short
 
 	buried, retired, republished, drifted atomic.Int64
 	driftLogged                           map[string]time.Time // sku -> when its drift was last logged
@@ -64,6 +68,7 @@ func (s *Sweeper) InfoFields() []guard.Field {
 	return []guard.Field{
 		{Name: "outbox_republished", Value: st.Republished, Metric: &guard.Metric{Name: "seckill_proxy_outbox_republished_total", Help: "Outbox entries the sweeper published again."}},
 		{Name: "outbox_buried", Value: st.Buried, Metric: &guard.Metric{Name: "seckill_proxy_outbox_dead_total", Help: "Unreadable outbox entries moved to the dead-letter stream."}},
+		{Name: "outbox_fenced", Value: s.fenced.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outbox_fenced_total", Help: "Sweeps of a master's outboxes that published nothing: no replica acknowledged what they read (a master failing over, paused or cut off)."}},
 		{Name: "outbox_drifted", Value: st.Drifted, Metric: &guard.Metric{Name: "seckill_proxy_outbox_drifted_total", Help: "Sweeps of a sale left alone because the sale's orders go to another topic than this proxy's."}},
 	}
 }
@@ -73,6 +78,16 @@ func (s *Sweeper) InfoFields() []guard.Field {
 func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance string, settler Settler, log *zap.Logger) *Sweeper {
 	return &Sweeper{rc: rc, tee: tee, cfg: cfg, instance: instance, settler: settler, log: log.Named("sweeper")}
 }
+
+// FenceWith has the sweeper publish an outbox entry only once replicas hold it: after its
+// reads of a master's outboxes it renews the leases it holds there (a write) and WAITs, on
+// the same connection, for as many replicas as replicas(addr) says (guard.ReplicasToWait);
+// if they do not answer, it publishes nothing from that master this round. Replication is in
+// order, so a replica that has the lease's renewal has every entry read before it: a master
+// paused or cut off past the node timeout, whose replica was promoted, has entries no
+// replica will hold, and they never reach Kafka (they vanish with its writes when it
+// rejoins). Call it before Run.
+func (s *Sweeper) FenceWith(replicas func(addr string) (int, time.Duration)) { s.fence = replicas }
 
 // Run sweeps every outbox each sweep interval until ctx ends. An entry's age is taken by
 // Redis's clock, which gave the entry its ID, so a proxy whose own clock is off neither
@@ -145,15 +160,13 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 		}
 	}
 	cutoff := strconv.FormatInt(now.Add(-s.cfg.SweepAge).UnixMilli(), 10)
-	pipe = s.rc.Pipeline()
-	ranges := make([]*redis.XMessageSliceCmd, len(wonTags))
-	for i, tag := range wonTags {
-		ranges[i] = pipe.XRangeN(ctx, sale.KeysFor(tag).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
-	}
-	_, _ = pipe.Exec(ctx)
+	ranges, fenced := s.readOutboxes(ctx, wonTags, cutoff, fail)
 	total := 0
 	idle := map[string]bool{} // won, and nothing old in the outbox: may be over
 	for i, tag := range wonTags {
+		if ranges[i] == nil {
+			continue
+		}
 		entries, err := ranges[i].Result()
 		if err != nil {
 			fail(tag, "outbox", err)
@@ -161,6 +174,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 		}
 		if len(entries) == 0 {
 			idle[tag] = true
+		}
+		if fenced[i] {
+			continue // no replica was seen to hold them: not this round
 		}
 		for _, e := range entries {
 			sold, err := sale.SoldFromEntry(tag, e.ID, e.Values)
@@ -191,6 +207,58 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	}
 	s.retire(ctx, over, fail)
 	return total, errors.Join(errs...)
+}
+
+// readOutboxes reads the won buckets' outbox entries older than cutoff, in one pipeline per
+// master; with a fence (FenceWith), each pipeline ends with the renewal of the leases read
+// there and a WAIT, and fenced[i] says bucket i's entries are not to be published: WAIT came
+// back short. A bucket whose master is not known has a nil range (its error is failed).
+func (s *Sweeper) readOutboxes(ctx context.Context, tags []string, cutoff string, fail func(string, string, error)) ([]*redis.XMessageSliceCmd, []bool) {
+	ranges := make([]*redis.XMessageSliceCmd, len(tags))
+	fenced := make([]bool, len(tags))
+	byMaster := map[string][]int{}
+	clients := map[string]*redis.Client{}
+	var order []string
+	for i, tag := range tags {
+		m, err := s.rc.MasterForKey(ctx, sale.KeysFor(tag).Outbox)
+		if err != nil {
+			fail(tag, "outbox", err)
+			continue
+		}
+		addr := m.Options().Addr
+		if _, ok := byMaster[addr]; !ok {
+			order = append(order, addr)
+			clients[addr] = m
+		}
+		byMaster[addr] = append(byMaster[addr], i)
+	}
+	for _, addr := range order {
+		want, timeout := 0, time.Duration(0)
+		if s.fence != nil {
+			want, timeout = s.fence(addr)
+		}
+		pipe := clients[addr].Pipeline() // one connection: WAIT covers the renewals before it
+		for _, i := range byMaster[addr] {
+			ranges[i] = pipe.XRangeN(ctx, sale.KeysFor(tags[i]).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
+		}
+		var acked *redis.Cmd
+		if want > 0 {
+			for _, i := range byMaster[addr] {
+				pipe.PExpire(ctx, sale.KeysFor(tags[i]).SweepLease, s.cfg.LeaseTTL)
+			}
+			acked = pipe.Do(ctx, "WAIT", want, timeout.Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx) // each command's error is its bucket's
+		if acked != nil {
+			if n, err := acked.Int64(); err != nil || n < int64(want) {
+				s.fenced.Add(1)
+				for _, i := range byMaster[addr] {
+					fenced[i] = true
+				}
+			}
+		}
+	}
+	return ranges, fenced
 }
 
 // onRoute keeps the sales among skus whose route is this proxy's (or that have none), with

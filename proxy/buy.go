@@ -69,8 +69,8 @@ func (b *guardBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
 }
 
 // settle's outcomes are valid until the next call.
-func (b *guardBuyer) settle(as []buyAttempt, raw []byte, round int) []buyOutcome {
-	b.outs = b.g.SettleCall(b.attempts(as), raw, round, b.outs[:0])
+func (b *guardBuyer) settle(as []buyAttempt, raw []byte, round int, replicated bool) []buyOutcome {
+	b.outs = b.g.SettleCall(b.attempts(as), raw, round, replicated, b.outs[:0])
 	b.res = b.res[:0]
 	for i, o := range b.outs {
 		r := buyOutcome{retry: o.Retry, addr: o.Addr, ask: o.Ask, sold: o.Sold, donate: o.Donate}
@@ -86,7 +86,9 @@ func (b *guardBuyer) timedOut(a buyAttempt) []byte {
 	return b.r.AppendBuyReply(nil, &a.(*attempt).req, b.g.TimedOut(a.(*attempt).a))
 }
 
-func (b *guardBuyer) late(as []buyAttempt, raw []byte) { b.g.Late(b.attempts(as), raw) }
+func (b *guardBuyer) late(as []buyAttempt, raw []byte, replicated bool) {
+	b.g.Late(b.attempts(as), raw, replicated)
+}
 
 func (b *guardBuyer) donate(a buyAttempt, done func(reply []byte)) {
 	at := a.(*attempt)
@@ -107,8 +109,8 @@ func (b *guardBuyer) ackReply(a buyAttempt, err error) []byte {
 
 func (b *guardBuyer) finish(a buyAttempt) { b.g.Finish(a.(*attempt).a) }
 
-func (b *guardBuyer) wait(addr string) []byte { return b.g.WaitCommand(addr) }
+func (b *guardBuyer) wait(addr string) ([]byte, int) { return b.g.WaitCommand(addr) }
 
-func (b *guardBuyer) waitReply(addr string, raw []byte) { b.g.WaitReply(addr, raw) }
+func (b *guardBuyer) waitReply(raw []byte, want int) bool { return b.g.WaitReply(raw, want) }
 
 func (b *guardBuyer) callTimeout() time.Duration { return b.timeout }

@@ -32,12 +32,13 @@ type buyer interface {
 	master(tag string) (string, error)
 	// appendCall writes one script call for attempts of one group.
 	appendCall(dst []byte, as []buyAttempt) []byte
-	// settle reads a call's reply: an outcome per attempt.
-	settle(as []buyAttempt, raw []byte, round int) []buyOutcome
+	// settle reads a call's reply: an outcome per attempt. replicated: the WAIT after it (if
+	// any) counted its replicas; if not, no reply of the call is told (guard.ErrNotKnown).
+	settle(as []buyAttempt, raw []byte, round int, replicated bool) []buyOutcome
 	// timedOut answers an attempt whose call Redis did not answer in time; late takes the
 	// reply that came after, for the orders it sold.
 	timedOut(a buyAttempt) []byte
-	late(as []buyAttempt, raw []byte)
+	late(as []buyAttempt, raw []byte, replicated bool)
 	// donate finishes a buy whose split sale's home bucket had too few units (its outcome
 	// says donate): done gets its reply, on a goroutine not the loop's.
 	donate(a buyAttempt, done func(reply []byte))
@@ -51,10 +52,10 @@ type buyer interface {
 	afterKafka() bool
 	ackReply(a buyAttempt, err error) []byte
 	finish(a buyAttempt)
-	// wait is the WAIT that follows the calls to the master at addr (nil: none); waitReply
-	// takes its reply.
-	wait(addr string) []byte
-	waitReply(addr string, raw []byte)
+	// wait is the WAIT that follows the calls to the master at addr (nil: none) and the
+	// replicas it asks for; waitReply takes its reply: whether they acknowledged.
+	wait(addr string) ([]byte, int)
+	waitReply(raw []byte, want int) bool
 	callTimeout() time.Duration
 }
 
@@ -93,8 +94,12 @@ type buyCall struct {
 	out      *node // the node it went to, until it is answered, failed or expired (callOver)
 }
 
-// buyWait is a WAIT after a node's calls of one turn: they are settled when it answers.
-type buyWait struct{ calls []*buyCall }
+// buyWait is a WAIT after a node's calls of one turn, asking for want replicas: the calls are
+// settled when it answers.
+type buyWait struct {
+	calls []*buyCall
+	want  int
+}
 
 // serveBuy takes a SECKILL.BUY (isBuy said so).
 func (k *core) serveBuy(c *client, args [][]byte) {
@@ -217,9 +222,9 @@ func (k *core) sendBuys() {
 			k.env.dial(up)
 		}
 		var w *buyWait
-		wait := k.buyer.wait(up.addr)
+		wait, want := k.buyer.wait(up.addr)
 		if wait != nil {
-			w = &buyWait{calls: nc.calls}
+			w = &buyWait{calls: nc.calls, want: want}
 		}
 		deadline := k.now.Add(k.buyer.callTimeout())
 		if len(up.queue) == up.head {
@@ -238,7 +243,7 @@ func (k *core) sendBuys() {
 			up.out = k.buyer.appendCall(up.out, as)
 			call.wait, call.out = w, up
 			up.callsOut++
-			up.queue = append(up.queue, inflight{call: call, deadline: deadline})
+			up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: k.now})
 		}
 		if w != nil {
 			up.out = append(up.out, wait...)
@@ -280,27 +285,29 @@ func (k *core) callReply(call *buyCall, raw []byte) {
 		call.reply, call.replied = bytes.Clone(raw), true
 		return
 	}
-	k.settleCall(call, raw)
+	k.settleCall(call, raw, true)
 }
 
-// waitReply takes a WAIT's reply, and settles the calls it followed.
-func (k *core) waitReply(up *node, w *buyWait, raw []byte) {
-	k.buyer.waitReply(up.addr, raw)
+// waitReply takes a WAIT's reply, and settles the calls it followed: as they said if the
+// replicas acknowledged, else as not known.
+func (k *core) waitReply(w *buyWait, raw []byte) {
+	replicated := k.buyer.waitReply(raw, w.want)
 	for _, call := range w.calls {
 		if call.replied {
-			k.settleCall(call, call.reply)
+			k.settleCall(call, call.reply, replicated)
 		}
 	}
 }
 
-// settleCall gives each buy of a call its answer, or sends it again.
-func (k *core) settleCall(call *buyCall, raw []byte) {
+// settleCall gives each buy of a call its answer, or sends it again. replicated: see
+// buyer.settle.
+func (k *core) settleCall(call *buyCall, raw []byte, replicated bool) {
 	as := make([]buyAttempt, len(call.buys))
 	for i, b := range call.buys {
 		as[i] = b.a
 	}
 	if call.answered {
-		k.buyer.late(as, raw)
+		k.buyer.late(as, raw, replicated)
 		for _, b := range call.buys {
 			k.buyer.finish(b.a)
 			b.c.buysOut--
@@ -308,7 +315,7 @@ func (k *core) settleCall(call *buyCall, raw []byte) {
 		}
 		return
 	}
-	for i, o := range k.buyer.settle(as, raw, call.buys[0].round) {
+	for i, o := range k.buyer.settle(as, raw, call.buys[0].round, replicated) {
 		b := call.buys[i]
 		switch {
 		case o.retry:
@@ -334,11 +341,12 @@ func (k *core) settleCall(call *buyCall, raw []byte) {
 }
 
 // failCall answers the buys of a call whose connection failed with reply; a call whose reply
-// came (and waited for its WAIT) is settled with it, since it sold what it says.
+// came (and waited for its WAIT, which the failure cut) is settled with it as not known: no
+// replica was seen to hold what it sold.
 func (k *core) failCall(call *buyCall, reply []byte) {
 	k.callOver(call)
 	if call.replied {
-		k.settleCall(call, call.reply)
+		k.settleCall(call, call.reply, false)
 		return
 	}
 	for _, b := range call.buys {

@@ -53,7 +53,7 @@ func (b *fakeBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
 	}
 	return append(dst, cmdsOf(strings.Join(args, " "))...)
 }
-func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int) []buyOutcome {
+func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int, _ bool) []buyOutcome {
 	out := make([]buyOutcome, len(as))
 	if strings.HasPrefix(string(raw), "-NOSCRIPT") {
 		for i, a := range as {
@@ -69,7 +69,7 @@ func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int) []buyOutcome {
 	return out
 }
 func (b *fakeBuyer) timedOut(buyAttempt) []byte      { return []byte("-UNAVAILABLE timed out\r\n") }
-func (b *fakeBuyer) late([]buyAttempt, []byte)       {}
+func (b *fakeBuyer) late([]buyAttempt, []byte, bool) {}
 func (b *fakeBuyer) donate(buyAttempt, func([]byte)) {}
 func (b *fakeBuyer) tee(a buyAttempt, _ func(error)) { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
 func (b *fakeBuyer) teeAll(as []buyAttempt) {
@@ -81,8 +81,8 @@ func (b *fakeBuyer) afterKafka() bool                  { return false }
 func (b *fakeBuyer) nodeDown(string)                   { b.down++ }
 func (b *fakeBuyer) ackReply(buyAttempt, error) []byte { return nil }
 func (b *fakeBuyer) finish(buyAttempt)                 { b.finished++ }
-func (b *fakeBuyer) wait(string) []byte                { return nil }
-func (b *fakeBuyer) waitReply(string, []byte)          {}
+func (b *fakeBuyer) wait(string) ([]byte, int)         { return nil, 0 }
+func (b *fakeBuyer) waitReply([]byte, int) bool        { return true }
 func (b *fakeBuyer) callTimeout() time.Duration        { return 500 * time.Millisecond }
 
 // buyNode answers the fake buyer's calls on the owner connection of node a.

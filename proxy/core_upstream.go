@@ -253,7 +253,7 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 		k.callReply(in.call, reply)
 		return
 	case in.wait != nil:
-		k.waitReply(up, in.wait, reply)
+		k.waitReply(in.wait, reply)
 		return
 	case in.discard:
 		return
@@ -343,7 +343,7 @@ func (k *core) upFailed(up *node, err error, reason string) {
 		case in.wait != nil:
 			for _, call := range in.wait.calls {
 				if call.replied {
-					k.settleCall(call, call.reply) // what it sold, it sold
+					k.settleCall(call, call.reply, false) // no replica was seen to hold it
 				}
 			}
 		case !in.discard:
@@ -371,6 +371,25 @@ func (k *core) ownerDown(up *node) {
 	}
 }
 
+// buyHold bounds, in call timeouts, how long a written buy call is waited for on a connection
+// that keeps answering.
+const buyHold = 10
+
+// holdCall: a buy call past its deadline is waited for another call timeout, when its node has
+// answered something within the last one and the call is younger than buyHold of them. Its
+// script is in Redis's hands; on a busy machine a slow reply is no fault, and a buyer told
+// UNAVAILABLE for an order they got would have been told something that is not known (I9).
+// Only a node silent for a whole call timeout (stopped, cut off, gone), or a call held
+// buyHold timeouts, answers its buys UNAVAILABLE.
+func (k *core) holdCall(up *node, in *inflight) bool {
+	timeout := k.buyer.callTimeout()
+	if k.now.Sub(up.lastRead) >= timeout || k.now.Sub(in.sent) >= buyHold*timeout {
+		return false
+	}
+	in.deadline = k.now.Add(timeout)
+	return true
+}
+
 // expire answers every command in flight whose deadline has passed, with a timeout, and
 // keeps it in the queue, where its reply is dropped when it comes: one slow command (a long
 // EVAL) costs its own caller, not every command behind it on the connection, which are
@@ -383,6 +402,9 @@ func (k *core) expire() (dropped []*node) {
 		for i := up.head; i < len(up.queue); i++ {
 			in := &up.queue[i]
 			if in.answered || k.now.Before(in.deadline) {
+				continue
+			}
+			if in.call != nil && k.holdCall(up, in) {
 				continue
 			}
 			in.answered = true

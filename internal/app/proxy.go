@@ -98,6 +98,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	p.Guard = guard.New(p.Redis, opt.DB, log, gopt)
 	if !opt.NoTee {
 		p.Sweeper = outbox.NewSweeper(p.Redis, p.Tee, cfg.Outbox, opt.Instance, p.Guard, log)
+		p.Sweeper.FenceWith(p.Guard.ReplicasToWait)
 		go func() {
 			defer close(p.sweeperDone)
 			p.Sweeper.Run(sweepCtx)

@@ -1,0 +1,78 @@
+package proxy_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/sale"
+)
+
+// TestSweeperFenced: the sweeper publishes an outbox entry only once a replica acknowledges
+// what it read (outbox.Sweeper.FenceWith). With the master's replica stopped, its sweeps of
+// that master publish nothing (outbox_fenced counts them); once the replica answers again,
+// the entry goes to Kafka and the outbox drains. Without the fence, a master paused past the
+// node timeout, or cut off with a proxy on its side, would have its unreplicated orders swept
+// to Kafka.
+func TestSweeperFenced(t *testing.T) {
+	fast := func(c *conf.Config) {
+		c.Buy.CallTimeout, c.Outbox.SweepAge, c.Outbox.SweepInterval, c.Outbox.LeaseTTL = 200*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	}
+	cfg := newConfig(t, fast)
+	s := startProxy(t, cfg, true)      // sweeps
+	quiet := startProxy(t, cfg, false) // sells, and leaves its orders in the outbox
+	c, qc := s.client(t, 1), quiet.client(t, 1)
+	ctx := context.Background()
+	sku := newSKU("fence")
+	k := sale.KeysFor(sku)
+	s.sale(t, c, sku, 5)
+
+	master, err := s.rc.MasterForKey(ctx, k.Stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := replicaPort.FindStringSubmatch(master.Info(ctx, "replication").Val())
+	if m == nil {
+		t.Fatal("the sale's master has no replica")
+	}
+	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
+	defer replica.Close()
+	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(replica.Info(ctx, "server").Val())[1])
+	if pid == 0 {
+		t.Fatal("no replica pid")
+	}
+
+	if err := qc.Do(ctx, "seckill.buy", sku, "u1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fenced := func() int64 { return s.field("outbox_fenced") }
+	before, republished := fenced(), s.field("outbox_republished")
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	// Well within the node timeout (2 s), so that the replica stays in the cluster's view.
+	eventually(t, 1500*time.Millisecond, "sweeps of the master fenced", func() bool { return fenced() >= before+3 })
+	if n := s.rc.XLen(ctx, k.Outbox).Val(); n != 1 || s.field("outbox_republished") != republished {
+		t.Fatalf("with no replica answering: outbox %d entries, %d republished; want the entry kept, none published",
+			n, s.field("outbox_republished")-republished)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	eventually(t, 10*time.Second, "the outbox swept once the replica answers", func() bool {
+		return s.rc.XLen(ctx, k.Outbox).Val() == 0
+	})
+}
