@@ -39,6 +39,7 @@ TW_PORT=22131
 SP_PORT=6401 # the proxy in front of the standalone server
 CP_PORT=6402 # the proxy in front of the cluster, one event loop
 C2_PORT=6403 # the proxy in front of the cluster, two event loops
+C0_PORT=6404 # the proxy in front of the cluster, buy.wait_replicas 0 (a buy told before a replica holds it)
 run_id=$(date +%s%N)
 SKU=cost_$run_id
 SOLD=costsold_$run_id
@@ -77,6 +78,8 @@ proxy $CP_PORT 6412 SECKILL_REDIS_EVENT_LOOPS=1
 cp_pid=${pids[-1]}
 proxy $C2_PORT 6413 SECKILL_REDIS_EVENT_LOOPS=2
 c2_pid=${pids[-1]}
+proxy $C0_PORT 6414 SECKILL_REDIS_EVENT_LOOPS=1 SECKILL_BUY_WAIT_REPLICAS=0
+c0_pid=${pids[-1]}
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
@@ -87,7 +90,7 @@ cleanup() {
   mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku IN ('$SKU', '$SOLD')"
 }
 trap cleanup EXIT
-for port in $TW_PORT $SP_PORT $CP_PORT $C2_PORT; do
+for port in $TW_PORT $SP_PORT $CP_PORT $C2_PORT $C0_PORT; do
   for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 for pid in "${pids[@]}"; do # a port already taken by something else would be measured instead
@@ -131,6 +134,7 @@ ROWS=(
   "cluster-get-2loops|$c2_pid|$C2_PORT|GET key:__rand_int__"
   "soldout-buy|$cp_pid|$CP_PORT|SECKILL.BUY $SOLD __rand_int__ 1"
   "buy|$cp_pid|$CP_PORT|SECKILL.BUY $SKU __rand_int__ 1"
+  "buy-nowait|$c0_pid|$C0_PORT|SECKILL.BUY $SKU __rand_int__ 1"
 )
 declare -A cpus rpss
 for ((round = 1; round <= ROUNDS; round++)); do

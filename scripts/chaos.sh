@@ -181,6 +181,29 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       done
       log "the replica on ${cur:-?} took over"
       scripts/devstack.sh up >&2 ;;
+    master-pause)
+      port=$(owner_port "$2" 7000 0)
+      pid=$(<".stack/redis/$port/redis.pid")
+      log "stopping the master on $port (pid $pid) past the node timeout"
+      t0=$SECONDS
+      kill -STOP "$pid"
+      ask=7000
+      [[ $port == 7000 ]] && ask=7001
+      for _ in $(seq 300); do
+        cur=$(owner_port "$2" "$ask" 0 2>/dev/null || true)
+        [[ -n $cur && $cur != "$port" ]] && break
+        sleep 0.1
+      done
+      log "the replica on ${cur:-?} took over"
+      while ((SECONDS - t0 < 5)); do sleep 0.1; done
+      kill -CONT "$pid"
+      for _ in $(seq 300); do
+        redis-cli -p "$port" info replication 2>/dev/null | grep -q 'master_link_status:up' && break
+        sleep 0.1
+      done
+      log "the node on $port resumed, and is a replica again" ;;
+    proxy-pause)
+      kill -STOP "${PIDS[proxy0]}"; sleep 5; kill -CONT "${PIDS[proxy0]}" ;;
     operator-set)
       cur=$(redis-cli -c -p 7000 get "$(sale_key "$2" stock)")
       redis-cli -c -p 7000 set "$(sale_key "$2" stock)" $((cur + 50)) >/dev/null
@@ -252,7 +275,8 @@ while read -r fault kind runs buckets <&3; do
     await_sinks || true
     log "$fault, run $run: sale $sku"
     ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 -buckets "$buckets" \
-      -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -wait-outcome 30s -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
+      -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -wait-outcome 30s -faults $([[ $fault == operator-set ]] && echo -rejected-ok) \
+      -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
     bench=$!
     # A random moment while units are still being sold.
     delay=$(./bin/seckill-bench fault-row -delay -units 2000 -rate "$RATE")

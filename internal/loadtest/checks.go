@@ -24,13 +24,20 @@ type State struct {
 	Rejected       int64
 	DupBuyers      int64 // buyers with more than one confirmed order
 	MissingOrders  []string
+	// ToldNotConfirmed are the orders handed out that MySQL stored as other than confirmed
+	// (rejected): a buyer told "bought" who did not get it.
+	ToldNotConfirmed []string
+	// NotKnownConfirmed counts the buyers told UNAVAILABLE (the outcome not known) who hold a
+	// confirmed order: their buy had run.
+	NotKnownConfirmed int64
 	// Redis.
 	RedisStock  int64
 	RedisBuyers int64
 	Outbox      int64
-	// The buyers: order replies, and units per order.
-	Successes int64
-	Qty       int64
+	// The buyers: order replies, and units per order; SoldOutTold the SOLDOUT replies.
+	Successes   int64
+	Qty         int64
+	SoldOutTold int64
 }
 
 // Check is one invariant's verdict.
@@ -62,32 +69,47 @@ func Evaluate(s State) []Check {
 }
 
 // EvaluateUnderFaults checks the invariants that hold under any single fault (the fault table
-// of docs/DELIVERY.md), on s: a reply lost to a fault (an order in MySQL whose buyer was told nothing) and
-// an order MySQL rejected (Redis sold a unit MySQL did not have, as after an operator's SET
-// or a failover that lost a write) are counted in the report, not failures.
-func EvaluateUnderFaults(s State) []Check {
+// of docs/DELIVERY.md), on s, buyer by buyer: every buyer told "bought" ends with that order
+// confirmed (I9; told bought and then rejected or missing fails the run), and no buyer is told
+// SOLDOUT while units stay unsold after the drain. A reply lost to a fault (an order in MySQL
+// whose buyer was told nothing), a buyer told UNAVAILABLE whose order stands, and an order
+// MySQL rejected that no buyer was told of are counted in the report, not failures. With
+// rejectedOK (a fault that writes Redis behind the proxy's back, such as an operator's SET of
+// the stock), an order told and then rejected is counted, not failed: the MySQL guard is the
+// last line there.
+func EvaluateUnderFaults(s State, rejectedOK bool) []Check {
 	missing := fmt.Sprintf("%d", len(s.MissingOrders))
 	if n := len(s.MissingOrders); n > 0 {
 		missing += " (first: " + s.MissingOrders[0] + ")"
+	}
+	told := fmt.Sprintf("%d", len(s.ToldNotConfirmed))
+	if n := len(s.ToldNotConfirmed); n > 0 {
+		told += " (first: " + s.ToldNotConfirmed[0] + ")"
 	}
 	stored := s.Confirmed + s.Rejected
 	return []Check{
 		{"I1 no oversell", s.ConfirmedUnits <= s.Units && s.MySQLStock >= 0 && s.ConfirmedUnits == s.Units-s.MySQLStock,
 			fmt.Sprintf("confirmed units %d of %d; MySQL stock %d", s.ConfirmedUnits, s.Units, s.MySQLStock)},
 		{"I2 every order handed out is in MySQL", len(s.MissingOrders) == 0, "missing " + missing},
+		{"I9 every order handed out is confirmed", rejectedOK || len(s.ToldNotConfirmed) == 0, "told bought, then rejected: " + told},
 		{"I3 no duplicate buyer", s.DupBuyers == 0, fmt.Sprintf("buyers with more than one confirmed order: %d", s.DupBuyers)},
 		{"every unit sold in Redis reached MySQL", s.RedisBuyers <= stored,
 			fmt.Sprintf("Redis buyers %d, MySQL orders %d (%d confirmed, %d rejected)", s.RedisBuyers, stored, s.Confirmed, s.Rejected)},
+		{"no false sold-out", s.SoldOutTold == 0 || s.MySQLStock == 0,
+			fmt.Sprintf("%d buyers told SOLDOUT, %d units unsold in MySQL after the drain", s.SoldOutTold, s.MySQLStock)},
 		{"outbox drained", s.Outbox == 0, fmt.Sprintf("%d entries", s.Outbox)},
 	}
 }
 
-// Sale is the sale under test.
+// Sale is the sale under test, and what its buyers were told that the checks compare with
+// the outcome: the uids told UNAVAILABLE, and how many were told SOLDOUT.
 type Sale struct {
-	SKU     string
-	Units   int
-	Version int64
-	Qty     int
+	SKU         string
+	Units       int
+	Version     int64
+	Qty         int
+	NotKnown    []string
+	SoldOutTold int64
 }
 
 // Setup creates or resets sku's item in MySQL with units, and opens a new sale through the
@@ -166,7 +188,7 @@ func GatherWithin(ctx context.Context, d time.Duration, db *sql.DB, rc redis.Uni
 
 // Gather reads the state of s after the drain.
 func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, orders []string) (State, error) {
-	st := State{Units: int64(s.Units), Successes: int64(len(orders)), Qty: int64(s.Qty)}
+	st := State{Units: int64(s.Units), Successes: int64(len(orders)), Qty: int64(s.Qty), SoldOutTold: s.SoldOutTold}
 	if err := db.QueryRowContext(ctx, `SELECT stock FROM seckill_stock WHERE sku = ?`, s.SKU).Scan(&st.MySQLStock); err != nil {
 		return st, err
 	}
@@ -182,23 +204,36 @@ func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, o
 		GROUP BY uid HAVING COUNT(*) > 1) d`, s.SKU, s.Version).Scan(&st.DupBuyers); err != nil {
 		return st, err
 	}
-	stored := map[string]bool{}
-	rows, err := db.QueryContext(ctx, `SELECT order_id FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version)
+	stored := map[string]string{}      // order id -> status
+	confirmedUIDs := map[string]bool{} // buyers with a confirmed order
+	rows, err := db.QueryContext(ctx, `SELECT order_id, uid, status FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version)
 	if err != nil {
 		return st, err
 	}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var id, uid, status string
+		if err := rows.Scan(&id, &uid, &status); err != nil {
 			rows.Close()
 			return st, err
 		}
-		stored[id] = true
+		stored[id] = status
+		if status == "confirmed" {
+			confirmedUIDs[uid] = true
+		}
 	}
 	rows.Close()
 	for _, id := range orders {
-		if !stored[id] {
+		switch stored[id] {
+		case "":
 			st.MissingOrders = append(st.MissingOrders, id)
+		case "confirmed":
+		default:
+			st.ToldNotConfirmed = append(st.ToldNotConfirmed, id)
+		}
+	}
+	for _, uid := range s.NotKnown {
+		if confirmedUIDs[uid] {
+			st.NotKnownConfirmed++
 		}
 	}
 	// A sale split into stock buckets: every figure is the sum of its buckets'.

@@ -90,7 +90,8 @@ var costNames = map[string]string{
 	"cluster-get":        "seckill-proxy forwarding `GET` to the cluster, keys of all three masters",
 	"cluster-get-2loops": "the same with `redis.event_loops: 2`",
 	"soldout-buy":        "seckill-proxy answering a sold-out `SECKILL.BUY` from memory",
-	"buy":                "seckill-proxy, a successful `SECKILL.BUY` (Lua on the master, the order to Kafka)",
+	"buy":                "seckill-proxy, a successful `SECKILL.BUY` (Lua on the master, `WAIT 1` for a replica, the order to Kafka)",
+	"buy-nowait":         "the same with `buy.wait_replicas: 0` (told before a replica holds it)",
 }
 
 // costTable is table (n)'s first part: each row's median and spread.
@@ -123,6 +124,8 @@ var costGoals = []costGoal{
 	{"successful BUY / cluster GET (all masters)", [2]string{"buy", "1"}, [2]string{"cluster-get", "1"}, 1.5},
 	{"successful BUY / cluster GET (all masters)", [2]string{"buy", "16"}, [2]string{"cluster-get", "16"}, 0},
 	{"successful BUY / cluster GET (one master)", [2]string{"buy", "1"}, [2]string{"cluster-onekey-get", "1"}, 0},
+	{"successful BUY, WAIT for a replica / without", [2]string{"buy", "1"}, [2]string{"buy-nowait", "1"}, 1.1},
+	{"successful BUY, WAIT for a replica / without", [2]string{"buy", "16"}, [2]string{"buy-nowait", "16"}, 1.1},
 	{"cluster GET, one master / standalone GET", [2]string{"cluster-onekey-get", "1"}, [2]string{"standalone-get", "1"}, 1.2},
 	{"cluster GET, one master / standalone GET", [2]string{"cluster-onekey-get", "16"}, [2]string{"standalone-get", "16"}, 1.2},
 	{"cluster GET, all masters / standalone GET", [2]string{"cluster-get", "1"}, [2]string{"standalone-get", "1"}, 1.2},

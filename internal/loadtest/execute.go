@@ -53,9 +53,11 @@ type Options struct {
 	JSON    bool
 	Chart   string // SVG file to write, or ""
 	Check   bool
-	// Faults checks with EvaluateUnderFaults: a fault ran during the sale.
-	Faults bool
-	Drain  time.Duration // the most to wait for the sink
+	// Faults checks with EvaluateUnderFaults: a fault ran during the sale. RejectedOK: the
+	// fault writes Redis behind the proxy's back (an operator's SET), so an order told and
+	// then rejected is counted, not failed.
+	Faults, RejectedOK bool
+	Drain              time.Duration // the most to wait for the sink
 	// WaitOutcome, when not 0, has every buyer who got an order wait for its outcome with
 	// SECKILL.STATUS ... WAIT of this long, on WaitConns connections of their own, and the
 	// report give the time from the buy's answer to the outcome (mode proxy only).
@@ -226,13 +228,16 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			for deadline := time.Now().Add(5 * time.Second); outbox() > 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
+			sale.NotKnown, sale.SoldOutTold = res.NotKnown, res.Replies[ReplySoldOut]
 			st, err := GatherWithin(ctx, 30*time.Second, db, rc, sale, res.Orders)
 			if err != nil {
 				rep.AddChecks([]Check{{Name: "state", Detail: "reading the sale's state: " + err.Error()}}, drain)
 			} else if o.Faults {
-				rep.AddChecks(EvaluateUnderFaults(st), drain)
+				rep.AddChecks(EvaluateUnderFaults(st, o.RejectedOK), drain)
 				rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
 				rep.Rejected = st.Rejected
+				rep.ToldRejected = int64(len(st.ToldNotConfirmed))
+				rep.NotKnownConfirmed = st.NotKnownConfirmed
 			} else {
 				checks := Evaluate(st)
 				if rep.Outcomes != nil {

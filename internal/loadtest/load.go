@@ -102,8 +102,10 @@ type Result struct {
 	Elapsed  time.Duration
 	Latency  *hdrhistogram.Histogram // microseconds
 	Replies  map[string]int64
-	// Orders are the order ids handed out, each once.
+	// Orders are the order ids handed out, each once; NotKnown the buyers told UNAVAILABLE
+	// (the outcome not known), by uid.
 	Orders   []string
+	NotKnown []string
 	Timeline []Sample
 	// LastBuy is when the last request was answered.
 	LastBuy time.Time
@@ -147,7 +149,7 @@ func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, 
 		wg.Go(func() {
 			local := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
 			replies := map[string]int64{}
-			var orders []string
+			var orders, notKnown []string
 			var firstErr string
 			uids := make([]string, 0, l.Pipeline)
 			for ctx.Err() == nil {
@@ -188,6 +190,8 @@ func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, 
 						if onOrder != nil {
 							onOrder(uids[i], t0.Add(lat))
 						}
+					} else if k == ReplyUnavailable {
+						notKnown = append(notKnown, uids[i])
 					} else if k == ReplyOther && firstErr == "" {
 						firstErr = r.err.Error()
 					}
@@ -205,6 +209,7 @@ func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, 
 				res.Requests += v
 			}
 			res.Orders = append(res.Orders, orders...)
+			res.NotKnown = append(res.NotKnown, notKnown...)
 			if res.FirstError == "" {
 				res.FirstError = firstErr
 			}

@@ -166,27 +166,39 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestEvaluateUnderFaults: what a fault may cost (a lost reply, an order MySQL rejected) passes;
-// each invariant broken fails its check.
+// TestEvaluateUnderFaults: what a fault may cost (a lost reply, an order MySQL rejected that
+// no buyer was told of, a buyer told UNAVAILABLE whose order stands) passes; each invariant
+// broken fails its check, buyer by buyer: an order told and then rejected fails unless the
+// fault wrote Redis behind the proxy (rejectedOK).
 func TestEvaluateUnderFaults(t *testing.T) {
 	faulty := good()
 	faulty.Successes = 1990                        // ten replies lost to a killed proxy
-	faulty.Rejected, faulty.RedisBuyers = 50, 2050 // an operator's SET of 50 more units
-	for _, c := range EvaluateUnderFaults(faulty) {
+	faulty.Rejected, faulty.RedisBuyers = 50, 2050 // an order rejected that no buyer was told of
+	faulty.NotKnownConfirmed, faulty.SoldOutTold = 12, 2000
+	for _, c := range EvaluateUnderFaults(faulty, false) {
 		if !c.OK {
 			t.Errorf("%s failed on what a fault may cost: %s", c.Name, c.Detail)
+		}
+	}
+	operator := good()
+	operator.ToldNotConfirmed = []string{"x"} // an operator's SET of 50 more units on Redis
+	for _, c := range EvaluateUnderFaults(operator, true) {
+		if !c.OK {
+			t.Errorf("%s failed with rejectedOK: %s", c.Name, c.Detail)
 		}
 	}
 	for check, break_ := range map[string]func(s *State){
 		"I1 no oversell":                         func(s *State) { s.ConfirmedUnits, s.MySQLStock = 2053, -53 },
 		"I2 every order handed out is in MySQL":  func(s *State) { s.MissingOrders = []string{"x"} },
+		"I9 every order handed out is confirmed": func(s *State) { s.ToldNotConfirmed = []string{"x"} },
 		"I3 no duplicate buyer":                  func(s *State) { s.DupBuyers = 1 },
 		"every unit sold in Redis reached MySQL": func(s *State) { s.RedisBuyers = 2001 },
+		"no false sold-out":                      func(s *State) { s.SoldOutTold, s.MySQLStock, s.ConfirmedUnits = 1, 3, 1997 },
 		"outbox drained":                         func(s *State) { s.Outbox = 1 },
 	} {
 		s := good()
 		break_(&s)
-		for _, c := range EvaluateUnderFaults(s) {
+		for _, c := range EvaluateUnderFaults(s, false) {
 			if c.Name == check && c.OK {
 				t.Errorf("%s passed on a broken state %+v", check, s)
 			}

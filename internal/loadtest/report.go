@@ -28,10 +28,14 @@ type Report struct {
 	ErrorWindowMs float64 `json:"error_window_ms"`
 	// LostReplies are orders in MySQL whose buyer was told nothing (a fault cut the reply);
 	// Rejected, the orders MySQL refused (checked with -faults).
-	LostReplies int64   `json:"lost_replies"`
-	Rejected    int64   `json:"rejected"`
-	Checks      []Check `json:"checks,omitempty"`
-	Passed      bool    `json:"passed"`
+	LostReplies int64 `json:"lost_replies"`
+	Rejected    int64 `json:"rejected"`
+	// ToldRejected are the buyers told "bought" whose order MySQL rejected (a failure, but
+	// with RejectedOK); NotKnownConfirmed the buyers told UNAVAILABLE whose order stands.
+	ToldRejected      int64   `json:"told_rejected"`
+	NotKnownConfirmed int64   `json:"not_known_confirmed"`
+	Checks            []Check `json:"checks,omitempty"`
+	Passed            bool    `json:"passed"`
 	// Outcomes are what the buyers saw who waited for their order's outcome (-wait-outcome).
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 }

@@ -35,8 +35,8 @@ type FaultRun struct {
 }
 
 // FaultHeader is the fault table's header.
-const FaultHeader = "| fault | run | checks | injected at (s) | fault lasted (ms) | error window (ms) | drain (ms) | UNAVAILABLE | other errors | replies lost | rejected | bought → stored p50 / p99 / max (ms) |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|"
+const FaultHeader = "| fault | run | checks | injected at (s) | fault lasted (ms) | error window (ms) | drain (ms) | UNAVAILABLE (not known) | of them confirmed | other errors | replies lost | rejected | told bought, then rejected | bought → stored p50 / p99 / max (ms) |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 // FaultRow is the fault table's row for run, from its report, or, when there is none (rep
 // nil), with lastWords, the last line seckill-bench wrote on stderr.
@@ -50,7 +50,7 @@ func FaultRow(run FaultRun, rep *Report, lastWords string) string {
 		if len(lastWords) > 300 {
 			lastWords = lastWords[:300]
 		}
-		return head + fmt.Sprintf("**FAIL** (no report, rc %d: %s) | %s | %d | - | - | - | - | - | - | - |", run.ExitCode, lastWords, run.Injected, run.LastedMs)
+		return head + fmt.Sprintf("**FAIL** (no report, rc %d: %s) | %s | %d | - | - | - | - | - | - | - | - | - |", run.ExitCode, lastWords, run.Injected, run.LastedMs)
 	}
 	verdict := "pass"
 	if !rep.Passed || run.ExitCode != 0 {
@@ -65,9 +65,9 @@ func FaultRow(run FaultRun, rep *Report, lastWords string) string {
 			verdict = "**FAIL** (" + strings.Join(failed, ", ") + ")"
 		}
 	}
-	return head + fmt.Sprintf("%s | %s | %d | %.0f | %.0f | %d | %d | %d | %d | %s |", verdict, run.Injected, run.LastedMs,
-		rep.ErrorWindowMs, rep.DrainMs, rep.Replies[ReplyUnavailable], rep.Replies[ReplyOther], rep.LostReplies, rep.Rejected,
-		storedDelay(rep.Outcomes))
+	return head + fmt.Sprintf("%s | %s | %d | %.0f | %.0f | %d | %d | %d | %d | %d | %d | %s |", verdict, run.Injected, run.LastedMs,
+		rep.ErrorWindowMs, rep.DrainMs, rep.Replies[ReplyUnavailable], rep.NotKnownConfirmed, rep.Replies[ReplyOther], rep.LostReplies,
+		rep.Rejected, rep.ToldRejected, storedDelay(rep.Outcomes))
 }
 
 // storedDelay is the fault table's bought -> stored cell: the delay's p50 / p99 / max in ms,
@@ -128,7 +128,7 @@ const MinDelivered = 0.95
 // exiting rc, with its report rep, nil when it wrote none): a pass when the proxies delivered
 // at least MinDelivered of the rate and gave no reply but an order or LIMITED.
 func AdmissionRushRow(run int, rep *Report, rc, rate, burst int) string {
-	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | - |"
+	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | 0 | 0 | - |"
 	if rep == nil {
 		return fmt.Sprintf("| admission-rush | %d | **FAIL** (no result, rc %d)%s", run, rc, tail)
 	}
@@ -146,7 +146,7 @@ var clockLine = regexp.MustCompile(`first order (\S+) after START, ended (\S+) a
 // ClockOffRow is the fault table's row of a clock-off run: TestProxyClockOff's verbose log
 // and go test's exit status.
 func ClockOffRow(run int, testLog string, rc int) string {
-	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | - |"
+	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | 0 | 0 | - |"
 	if rc != 0 {
 		return fmt.Sprintf("| clock-off | %d | **FAIL** (go test exit %d)%s", run, rc, tail)
 	}

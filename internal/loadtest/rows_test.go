@@ -8,12 +8,12 @@ import (
 func TestFaultRow(t *testing.T) {
 	run := FaultRun{Fault: "master-kill", Run: 2, Injected: "0.75", LastedMs: 4972}
 	rep := &Report{Passed: true, ErrorWindowMs: 3700, DrainMs: 9, Replies: map[string]int64{ReplyUnavailable: 1829},
-		LostReplies: 1, Checks: []Check{{Name: "I1", OK: true}}}
-	if got, want := FaultRow(run, rep, ""), "| master-kill | 2 | pass | 0.75 | 4972 | 3700 | 9 | 1829 | 0 | 1 | 0 | - |"; got != want {
+		LostReplies: 1, NotKnownConfirmed: 7, Checks: []Check{{Name: "I1", OK: true}}}
+	if got, want := FaultRow(run, rep, ""), "| master-kill | 2 | pass | 0.75 | 4972 | 3700 | 9 | 1829 | 7 | 0 | 1 | 0 | 0 | - |"; got != want {
 		t.Errorf("a pass:\n%s\nwant\n%s", got, want)
 	}
 	rep.Outcomes = &Outcomes{Confirmed: 1990, Pending: 3, Delay: Percentiles{P50: 150_400, P99: 2_900_000, Max: 4_100_000}}
-	if got, want := FaultRow(run, rep, ""), "| master-kill | 2 | pass | 0.75 | 4972 | 3700 | 9 | 1829 | 0 | 1 | 0 | 150 / 2900 / 4100 (3 pending, 0 errors) |"; got != want {
+	if got, want := FaultRow(run, rep, ""), "| master-kill | 2 | pass | 0.75 | 4972 | 3700 | 9 | 1829 | 7 | 0 | 1 | 0 | 0 | 150 / 2900 / 4100 (3 pending, 0 errors) |"; got != want {
 		t.Errorf("a pass:\n%s\nwant\n%s", got, want)
 	}
 	rep.Passed, rep.Checks = false, []Check{{Name: "I1 no oversell", OK: false}, {Name: "I2", OK: true}}
@@ -65,8 +65,8 @@ func TestAdmissionRushRow(t *testing.T) {
 		"rc 1":           AdmissionRushRow(4, &rep, 1, 500, 50),
 		"no report":      AdmissionRushRow(5, nil, 1, 500, 50),
 	} {
-		if !strings.Contains(got, "**FAIL**") || strings.Count(got, "|") != 13 {
-			t.Errorf("%s: %s, want a FAIL row of 12 cells", name, got)
+		if !strings.Contains(got, "**FAIL**") || strings.Count(got, "|") != 15 {
+			t.Errorf("%s: %s, want a FAIL row of 14 cells", name, got)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func TestAdmissionRushRow(t *testing.T) {
 func TestClockOffRow(t *testing.T) {
 	log := "=== RUN TestProxyClockOff\n    clock_test.go:80: ahead: first order 0.41s after START, ended 0.02s after END\n" +
 		"    clock_test.go:80: behind: first order 0.03s after START, ended 0.40s after END\n--- PASS\n"
-	want := "| clock-off | 1 | pass (first order / end after Redis's START / END, proxy ahead: 0.41s / 0.02s; behind: 0.03s / 0.40s) | - | - | - | - | 0 | 0 | 0 | 0 | - |"
+	want := "| clock-off | 1 | pass (first order / end after Redis's START / END, proxy ahead: 0.41s / 0.02s; behind: 0.03s / 0.40s) | - | - | - | - | 0 | 0 | 0 | 0 | 0 | 0 | - |"
 	if got := ClockOffRow(1, log, 0); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
