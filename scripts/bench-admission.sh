@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # bench-admission.sh: admission under its own rush. Two proxies share one sale's RATE and are
-# driven flat out (seckill-bench, no request rate, its connections split between them); the
-# sale must still sell at its rate: the lease calls for the rate's tokens must not starve
-# behind the buys they govern.
+# driven flat out (no request rate); the sale must still sell at its rate: the lease calls for
+# the rate's tokens must not starve behind the buys they govern.
 #
 #   scripts/bench-admission.sh [rate] [burst] [requests] [conns]
 #       defaults: 500 50 400000 100
+#
+#   ADMISSION_SPLIT=1  each proxy driven by a load process of its own (half the requests and
+#                      connections each), as on an event day, rather than one process for both
+#   ADMISSION_HOG=1    a process keeps a core busy (a shell loop) for the whole run
 #
 # Prints the orders sold, the time, and delivered = (orders - burst) / (rate x seconds): the
 # share of the rate the two proxies delivered, burst aside (the goal is 0.95 or more). Also
@@ -46,10 +49,36 @@ for p in "${PORTS[@]}"; do
   for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 
+if [[ ${ADMISSION_HOG:-0} == 1 ]]; then
+  sh -c 'while :; do :; done' &
+  pids+=($!)
+fi
 addrs=$(printf '127.0.0.1:%s,' "${PORTS[@]}")
-./bin/seckill-bench -addr "${addrs%,}" -sku "$SKU" -units 100000000 -sale-rate "$RATE" -sale-burst "$BURST" \
-  -buyers "$N" -conns "$CONNS" -check=false -json >"$WORK/report.json" 2>"$WORK/bench.log"
+reports=$WORK/report.json
+if [[ ${ADMISSION_SPLIT:-0} == 1 ]]; then
+  # The sale is warmed through the first proxy (seckill-bench's setup); each process then
+  # drives its own proxy, with buyers of its own (-uid-prefix), flat out.
+  ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]}" -sku "$SKU" -units 100000000 -sale-rate "$RATE" -sale-burst "$BURST" \
+    -buyers 1 -conns 1 -check=false -json >/dev/null 2>"$WORK/warm.log"
+  reports=
+  loads=()
+  for i in "${!PORTS[@]}"; do
+    ./bin/seckill-bench -addr "127.0.0.1:${PORTS[$i]}" -sku "$SKU" -no-setup -uid-prefix "p$i-" \
+      -buyers $((N / 2)) -conns $((CONNS / 2)) -check=false -json >"$WORK/report-$i.json" 2>"$WORK/bench-$i.log" &
+    loads+=($!)
+    reports+=${reports:+,}$WORK/report-$i.json
+  done
+  wait "${loads[@]}"
+else
+  ./bin/seckill-bench -addr "${addrs%,}" -sku "$SKU" -units 100000000 -sale-rate "$RATE" -sale-burst "$BURST" \
+    -buyers "$N" -conns "$CONNS" -check=false -json >"$WORK/report.json" 2>"$WORK/bench.log"
+fi
 
 lease() { redis-cli -p "$1" seckill.info | awk '/^rate_lease/ { k = $0; getline; printf "%s=%s ", k, $0 }'; }
-./bin/seckill-bench admission-table -report "$WORK/report.json" -rate "$RATE" -burst "$BURST"
+./bin/seckill-bench admission-table -report "$reports" -rate "$RATE" -burst "$BURST"
 for p in "${PORTS[@]}"; do echo "proxy :$p $(lease "$p")"; done
+if [[ ${ADMISSION_SPLIT:-0} == 1 ]]; then # the split between the proxies, each process's own
+  for i in "${!PORTS[@]}"; do
+    echo "load $i (proxy :${PORTS[$i]}): $(./bin/seckill-bench admission-table -report "$WORK/report-$i.json" -rate "$RATE" -burst 0 | tail -1)"
+  done
+fi

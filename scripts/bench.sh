@@ -100,6 +100,7 @@ SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkLargeArgumen
 
 echo "== (l) admission under its own rush: two proxies flat out on one RATE" >&2
 scripts/bench-admission.sh 500 50 700000 100 >"$WORK/admission.md"
+ADMISSION_SPLIT=1 ADMISSION_HOG=1 scripts/bench-admission.sh 500 50 700000 100 >"$WORK/admission-busy.md"
 
 echo "== (m) a hot SKU over 1 and 3 stock buckets: per-master CPU, throughput, drain" >&2
 scripts/bench-buckets.sh 100000 300000 >"$WORK/buckets.md"

@@ -51,6 +51,8 @@ func main() {
 	fs.IntVar(&o.Load.Qty, "qty", 1, "units per buy")
 	fs.Float64Var(&o.Load.RepeatShare, "repeat", 0, "share of requests from a buyer who already tried (duplicates), 0 to 0.99")
 	fs.Float64Var(&o.Load.Rate, "rate", 0, "target requests per second; 0 is flat out")
+	fs.StringVar(&o.Load.UIDPrefix, "uid-prefix", "", "start every buyer's uid with this (\"\": buyer), to keep the buyers of load processes run at once apart")
+	fs.BoolVar(&o.NoSetup, "no-setup", false, "sell -sku's open sale as it is (another process set it up), rather than resetting and warming it")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fs.StringVar(&o.Chart, "chart", "", "write an SVG chart of latency over time and of the reply mix to this file")
 	fs.BoolVar(&o.Check, "check", true, "wait for the sink to drain, then check the invariants")
@@ -115,7 +117,7 @@ func main() {
 //	seckill-bench fault-intro -command C -faults N -runs N -buyers N -conns N -rate N
 //	seckill-bench fault-row -report F -stderr F -fault NAME -run N -injected S -lasted MS -rc N
 //	seckill-bench fault-row -header
-//	seckill-bench admission-table -report F -rate R -burst B
+//	seckill-bench admission-table -report F[,F...] -rate R -burst B
 //	seckill-bench owner -sku S [-ask HOST:PORT]
 //	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
 //	seckill-bench bench-report -work DIR -out FILE -n N -base REV -metrics-base REV
@@ -143,7 +145,7 @@ func table(name string, args []string) int {
 		if fs.Parse(args) != nil {
 			return 2
 		}
-		rep, err := loadtest.ReadReport(*report)
+		rep, err := loadtest.ReadReports(*report) // one per load process
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "seckill-bench:", err)
 			return 2

@@ -45,6 +45,7 @@ type benchData struct {
 	BuyPerGet, BuyPerGetBase   float64
 	Admission, Metrics         string
 	AdmissionRush, Hot         string
+	AdmissionBusy              string // the same rush, a load process per proxy and a core kept busy
 	Buckets                    string
 	Cost, CostRatios, Profiles string
 	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
@@ -108,6 +109,9 @@ func BenchReport(run BenchRun) (string, error) {
 	rush, err := os.ReadFile(w("admission.md"))
 	must(err)
 	d.AdmissionRush = strings.TrimSpace(string(rush))
+	busy, err := os.ReadFile(w("admission-busy.md"))
+	must(err)
+	d.AdmissionBusy = strings.TrimSpace(string(busy))
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)

@@ -49,6 +49,9 @@ type Options struct {
 	SaleRate, SaleBurst int
 	// Buckets warms the sale with BUCKETS (0 or 1: one bucket).
 	Buckets int
+	// NoSetup sells the sale open now, as another load process set it up, rather than
+	// resetting the item and warming it anew.
+	NoSetup bool
 	Load    Load
 	JSON    bool
 	Chart   string // SVG file to write, or ""
@@ -124,9 +127,14 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			}
 			buys, pipes = append(buys, b), append(pipes, p)
 		}
-		version, err := Setup(ctx, db, first, o.SKU, o.Units, o.Limit, o.warmRate()...)
+		var version int64
+		if o.NoSetup {
+			version, err = rc.HGet(ctx, keyspace.KeysFor(o.SKU).Meta, "version").Int64()
+		} else {
+			version, err = Setup(ctx, db, first, o.SKU, o.Units, o.Limit, o.warmRate()...)
+		}
 		if err != nil {
-			return Report{}, err
+			return Report{}, fmt.Errorf("the sale of %s: %w", o.SKU, err)
 		}
 		sale = Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}
 		buy, pipe = buys[0], pipes[0]

@@ -30,6 +30,9 @@ type Load struct {
 	Qty         int
 	RepeatShare float64
 	Rate        float64
+	// UIDPrefix starts every buyer's uid ("" is "buyer"): load processes run at once on one
+	// sale keep their buyers apart with prefixes of their own.
+	UIDPrefix string
 }
 
 // Validate checks l.
@@ -57,6 +60,9 @@ func (l Load) Validate() error {
 func (l Load) uid(i int) string {
 	if i >= 1000 && float64(i%1000) < l.RepeatShare*1000 {
 		i = i - i%1000 - 1
+	}
+	if l.UIDPrefix != "" {
+		return l.UIDPrefix + strconv.Itoa(i)
 	}
 	return "buyer" + strconv.Itoa(i)
 }

@@ -25,6 +25,34 @@ func ReadReport(path string) (Report, error) {
 	return r, nil
 }
 
+// ReadReports reads the reports at paths, comma-separated, as one: the runs of several load
+// processes at once (each driving its own proxy), their requests and replies summed, over the
+// longest one's time.
+func ReadReports(paths string) (Report, error) {
+	var out Report
+	for i, p := range strings.Split(paths, ",") {
+		r, err := ReadReport(p)
+		if err != nil {
+			return out, err
+		}
+		if i == 0 {
+			out = r
+			out.Replies = map[string]int64{}
+		} else {
+			out.ElapsedMs = max(out.ElapsedMs, r.ElapsedMs)
+			out.Requests += r.Requests
+			out.Passed = out.Passed && r.Passed
+		}
+		for k, v := range r.Replies {
+			out.Replies[k] += v
+		}
+	}
+	if out.ElapsedMs > 0 {
+		out.Throughput = float64(out.Requests) / (out.ElapsedMs / 1000)
+	}
+	return out, nil
+}
+
 // FaultRun is one run of a fault during a sale.
 type FaultRun struct {
 	Fault    string

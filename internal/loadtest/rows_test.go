@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -95,5 +97,30 @@ func TestFaultIntro(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, FaultHeader) {
 		t.Error("the opening does not end with the table's header")
+	}
+}
+
+// TestReadReports: the reports of two load processes read as one run: replies and requests
+// summed, over the longer time.
+func TestReadReports(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	for path, body := range map[string]string{
+		a: `{"requests": 1000, "elapsed_ms": 2000, "replies": {"order": 400, "LIMITED": 600}, "passed": true}`,
+		b: `{"requests": 3000, "elapsed_ms": 4000, "replies": {"order": 500, "LIMITED": 2499, "UNAVAILABLE": 1}, "passed": true}`,
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := ReadReports(a + "," + b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 4000 || r.ElapsedMs != 4000 || r.Throughput != 1000 || r.Replies[ReplyOrder] != 900 || r.Replies[ReplyUnavailable] != 1 {
+		t.Fatalf("merged %+v", r)
+	}
+	if _, err := ReadReports(a + "," + filepath.Join(dir, "none.json")); err == nil {
+		t.Fatal("a missing report read as nothing")
 	}
 }
