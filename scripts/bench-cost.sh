@@ -13,7 +13,7 @@
 # redis-server. Every round runs every row once, in the same order, so that the machine's
 # drift weighs on all rows alike; each row is the median of the rounds.
 #
-# Writes $WORK/cost.tsv (row, -P, each round's µs, each round's req/s) and, unless
+# Writes $WORK/cost.tsv (row, -P, each round's µs, each round's req/s, each round's p99 ms) and, unless
 # BENCH_PROFILE=0, one CPU profile per seckill-proxy row at -P 1 and -P 16
 # ($WORK/cost.<row>.<P>.pprof), taken in a run of its own after the measured rounds (the
 # profiler costs CPU too).
@@ -115,14 +115,14 @@ cpu() {
     awk -v hz="$HZ" '{ printf "%.6f\n", ($14 + $15) / hz }' "/proc/$1/stat"
   fi
 }
-# bench PORT P ARGS...: redis-benchmark's requests per second. GET's keys are the 100,000 set
+# bench PORT P ARGS...: redis-benchmark's requests per second, and its p99 latency in ms. GET's keys are the 100,000 set
 # above; a buy's uids are drawn from 100,000,000, so that nearly every buy is a new buyer's
 # (from 100,000 the sale would soon answer duplicates from memory).
 bench() {
   local port=$1 P=$2 range=100000; shift 2
   if [[ $1 == SECKILL.BUY ]]; then range=100000000; fi
   redis-benchmark -p "$port" -c 50 -n "$N" -r "$range" -P "$P" --csv "$@" 2>/dev/null |
-    awk -F'","' 'NR == 2 { print $2 + 0 }'
+    awk -F'","' 'NR == 2 { print $2 + 0, $7 + 0 }'
 }
 # The rows: name, the process whose CPU counts, the port, the command.
 ROWS=(
@@ -136,7 +136,7 @@ ROWS=(
   "buy|$cp_pid|$CP_PORT|SECKILL.BUY $SKU __rand_int__ 1"
   "buy-nowait|$c0_pid|$C0_PORT|SECKILL.BUY $SKU __rand_int__ 1"
 )
-declare -A cpus rpss
+declare -A cpus rpss p99s
 for ((round = 1; round <= ROUNDS; round++)); do
   echo "bench-cost: round $round of $ROUNDS" >&2
   for P in 1 16; do
@@ -144,18 +144,19 @@ for ((round = 1; round <= ROUNDS; round++)); do
       IFS='|' read -r name who port cmd <<<"$row"
       read -ra args <<<"$cmd"
       c0=$(cpu "$who")
-      rps=$(bench "$port" "$P" "${args[@]}")
+      read -r rps p99 < <(bench "$port" "$P" "${args[@]}")
       c1=$(cpu "$who")
+      p99s[$name.$P]+=" $p99"
       cpus[$name.$P]+=" $(awk -v a="$c0" -v b="$c1" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')"
       rpss[$name.$P]+=" $rps"
     done
   done
 done
 {
-  printf 'row\tP\tcpu_us\trps\n'
+  printf 'row\tP\tcpu_us\trps\tp99_ms\n'
   for row in "${ROWS[@]}"; do
     name=${row%%|*}
-    for P in 1 16; do printf '%s\t%s\t%s\t%s\n' "$name" "$P" "${cpus[$name.$P]# }" "${rpss[$name.$P]# }"; done
+    for P in 1 16; do printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$P" "${cpus[$name.$P]# }" "${rpss[$name.$P]# }" "${p99s[$name.$P]# }"; done
   done
 } >"$WORK/cost.tsv"
 

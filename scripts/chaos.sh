@@ -150,7 +150,7 @@ owner_port() {
 bucket_tag() { redis-cli -c -p 7000 hget "$(sale_key "$1" meta)" buckets | cut -d, -f"$(($2 + 1))"; }
 
 inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
-  local port pid cur ask tag
+  local port pid cur ask tag began
   case $1 in
     proxy-kill)
       kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
@@ -185,7 +185,7 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       port=$(owner_port "$2" 7000 0)
       pid=$(<".stack/redis/$port/redis.pid")
       log "stopping the master on $port (pid $pid) past the node timeout"
-      t0=$SECONDS
+      began=$SECONDS
       kill -STOP "$pid"
       ask=7000
       [[ $port == 7000 ]] && ask=7001
@@ -195,7 +195,7 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
         sleep 0.1
       done
       log "the replica on ${cur:-?} took over"
-      while ((SECONDS - t0 < 5)); do sleep 0.1; done
+      while ((SECONDS - began < 5)); do sleep 0.1; done
       kill -CONT "$pid"
       for _ in $(seq 300); do
         redis-cli -p "$port" info replication 2>/dev/null | grep -q 'master_link_status:up' && break

@@ -15,8 +15,9 @@ import (
 // Table (n) of BENCHMARKS.md: what one request costs each server, from scripts/bench-cost.sh's
 // cost.tsv and profiles, and the seeds' sale's CPU from bench.sh's seedscpu.tsv.
 
-// costRow is one row of cost.tsv: each round's CPU per request (µs) and requests per second.
-type costRow struct{ cpus, rpss []float64 }
+// costRow is one row of cost.tsv: each round's CPU per request (µs), requests per second and,
+// when the run recorded it, p99 latency (ms, as redis-benchmark gives it).
+type costRow struct{ cpus, rpss, p99s []float64 }
 
 // costRows are cost.tsv's rows by (row, pipeline depth), in the file's order.
 type costRows struct {
@@ -34,12 +35,15 @@ func readCost(path string) (costRows, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")
-		if len(fields) != 4 || fields[0] == "row" {
+		if (len(fields) != 4 && len(fields) != 5) || fields[0] == "row" {
 			continue
 		}
 		var r costRow
 		if r.cpus, err = floats(fields[2]); err == nil {
 			r.rpss, err = floats(fields[3])
+		}
+		if err == nil && len(fields) == 5 {
+			r.p99s, err = floats(fields[4])
 		}
 		if err != nil || len(r.cpus) == 0 {
 			return costRows{}, fmt.Errorf("%s: row %s -P %s: %v", path, fields[0], fields[1], err)
@@ -81,6 +85,15 @@ func (t costRows) us(name, p string) float64 {
 	return median(r.cpus)
 }
 
+// p99 is the median p99 latency of a row in ms, 0 when the run lacks it.
+func (t costRows) p99(name, p string) float64 {
+	r, ok := t.rows[[2]string{name, p}]
+	if !ok || len(r.p99s) == 0 {
+		return 0
+	}
+	return median(r.p99s)
+}
+
 // costNames are the rows' descriptions, by cost.tsv's row name.
 var costNames = map[string]string{
 	"redis-get":          "redis-server answering `GET` from memory",
@@ -113,35 +126,39 @@ func costTable(t costRows) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// costGoal is one of issue 29's ratios: a numerator and denominator row at one depth.
+// costGoal is one of the ratios with a goal: a numerator and denominator row at one depth, of
+// CPU per request, or of p99 latency (latency).
 type costGoal struct {
 	name     string
 	num, den [2]string
 	max      float64
+	latency  bool
 }
 
 var costGoals = []costGoal{
-	{"successful BUY / cluster GET (all masters)", [2]string{"buy", "1"}, [2]string{"cluster-get", "1"}, 1.5},
-	{"successful BUY / cluster GET (all masters)", [2]string{"buy", "16"}, [2]string{"cluster-get", "16"}, 0},
-	{"successful BUY / cluster GET (one master)", [2]string{"buy", "1"}, [2]string{"cluster-onekey-get", "1"}, 0},
-	{"successful BUY, WAIT for a replica / without", [2]string{"buy", "1"}, [2]string{"buy-nowait", "1"}, 1.1},
-	{"successful BUY, WAIT for a replica / without", [2]string{"buy", "16"}, [2]string{"buy-nowait", "16"}, 1.1},
-	{"cluster GET, one master / standalone GET", [2]string{"cluster-onekey-get", "1"}, [2]string{"standalone-get", "1"}, 1.2},
-	{"cluster GET, one master / standalone GET", [2]string{"cluster-onekey-get", "16"}, [2]string{"standalone-get", "16"}, 1.2},
-	{"cluster GET, all masters / standalone GET", [2]string{"cluster-get", "1"}, [2]string{"standalone-get", "1"}, 1.2},
-	{"cluster GET, all masters / standalone GET", [2]string{"cluster-get", "16"}, [2]string{"standalone-get", "16"}, 1.2},
-	{"sold-out BUY / redis-server GET", [2]string{"soldout-buy", "1"}, [2]string{"redis-get", "1"}, 1.2},
-	{"sold-out BUY / redis-server GET", [2]string{"soldout-buy", "16"}, [2]string{"redis-get", "16"}, 0},
-	{"2 loops / 1 loop, cluster GET", [2]string{"cluster-get-2loops", "1"}, [2]string{"cluster-get", "1"}, 1.0},
-	{"2 loops / 1 loop, cluster GET", [2]string{"cluster-get-2loops", "16"}, [2]string{"cluster-get", "16"}, 1.0},
-	{"pass-through GET / twemproxy's", [2]string{"standalone-get", "1"}, [2]string{"twemproxy-get", "1"}, 1.0},
-	{"pass-through GET / twemproxy's", [2]string{"standalone-get", "16"}, [2]string{"twemproxy-get", "16"}, 1.0},
+	{name: "successful BUY / cluster GET (all masters)", num: [2]string{"buy", "1"}, den: [2]string{"cluster-get", "1"}, max: 1.5},
+	{name: "successful BUY / cluster GET (all masters)", num: [2]string{"buy", "16"}, den: [2]string{"cluster-get", "16"}, max: 0},
+	{name: "successful BUY / cluster GET (one master)", num: [2]string{"buy", "1"}, den: [2]string{"cluster-onekey-get", "1"}, max: 0},
+	{name: "successful BUY, WAIT for a replica / without", num: [2]string{"buy", "1"}, den: [2]string{"buy-nowait", "1"}, max: 1.1},
+	{name: "successful BUY, WAIT for a replica / without", num: [2]string{"buy", "16"}, den: [2]string{"buy-nowait", "16"}, max: 1.1},
+	{name: "p99 latency: successful BUY, WAIT for a replica / without", num: [2]string{"buy", "1"}, den: [2]string{"buy-nowait", "1"}, max: 1.5, latency: true},
+	{name: "p99 latency: successful BUY, WAIT for a replica / without", num: [2]string{"buy", "16"}, den: [2]string{"buy-nowait", "16"}, max: 1.5, latency: true},
+	{name: "cluster GET, one master / standalone GET", num: [2]string{"cluster-onekey-get", "1"}, den: [2]string{"standalone-get", "1"}, max: 1.2},
+	{name: "cluster GET, one master / standalone GET", num: [2]string{"cluster-onekey-get", "16"}, den: [2]string{"standalone-get", "16"}, max: 1.2},
+	{name: "cluster GET, all masters / standalone GET", num: [2]string{"cluster-get", "1"}, den: [2]string{"standalone-get", "1"}, max: 1.2},
+	{name: "cluster GET, all masters / standalone GET", num: [2]string{"cluster-get", "16"}, den: [2]string{"standalone-get", "16"}, max: 1.2},
+	{name: "sold-out BUY / redis-server GET", num: [2]string{"soldout-buy", "1"}, den: [2]string{"redis-get", "1"}, max: 1.2},
+	{name: "sold-out BUY / redis-server GET", num: [2]string{"soldout-buy", "16"}, den: [2]string{"redis-get", "16"}, max: 0},
+	{name: "2 loops / 1 loop, cluster GET", num: [2]string{"cluster-get-2loops", "1"}, den: [2]string{"cluster-get", "1"}, max: 1.0},
+	{name: "2 loops / 1 loop, cluster GET", num: [2]string{"cluster-get-2loops", "16"}, den: [2]string{"cluster-get", "16"}, max: 1.0},
+	{name: "pass-through GET / twemproxy's", num: [2]string{"standalone-get", "1"}, den: [2]string{"twemproxy-get", "1"}, max: 1.0},
+	{name: "pass-through GET / twemproxy's", num: [2]string{"standalone-get", "16"}, den: [2]string{"twemproxy-get", "16"}, max: 1.0},
 }
 
 // costRatios is table (n)'s ratios against their goals, the seeds' sale's last.
 func costRatios(t costRows, seeds seedsCPU) string {
 	var b strings.Builder
-	b.WriteString("| ratio of CPU per request | -P | ratio | goal | met |\n|---|---|---|---|---|\n")
+	b.WriteString("| ratio of CPU per request (or of p99 latency) | -P | ratio | goal | met |\n|---|---|---|---|---|\n")
 	row := func(name, p string, ratio, goal float64) {
 		g, met := "-", "-"
 		if goal > 0 {
@@ -154,6 +171,9 @@ func costRatios(t costRows, seeds seedsCPU) string {
 	}
 	for _, g := range costGoals {
 		num, den := t.us(g.num[0], g.num[1]), t.us(g.den[0], g.den[1])
+		if g.latency {
+			num, den = t.p99(g.num[0], g.num[1]), t.p99(g.den[0], g.den[1])
+		}
 		if num == 0 || den == 0 {
 			continue
 		}
