@@ -204,6 +204,7 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       log "the node on $port resumed, and is a replica again" ;;
     proxy-pause)
       kill -STOP "${PIDS[proxy0]}"; sleep 5; kill -CONT "${PIDS[proxy0]}" ;;
+    overload) ;; # the load and the busy core are the run's own (see the bench's command)
     operator-set)
       cur=$(redis-cli -c -p 7000 get "$(sale_key "$2" stock)")
       redis-cli -c -p 7000 set "$(sale_key "$2" stock)" $((cur + 50)) >/dev/null
@@ -274,9 +275,16 @@ while read -r fault kind runs buckets <&3; do
     start_sink 0; start_sink 1
     await_sinks || true
     log "$fault, run $run: sale $sku"
+    load=(-buyers "$BUYERS" -conns "$CONNS" -rate "$RATE")
+    case $fault in
+      operator-set) load+=(-rejected-ok) ;;
+      overload) # flat out on a busy machine from the start: no fault, so no UNAVAILABLE
+        load=(-buyers 20000 -conns 200 -rate 0 -no-unavailable)
+        sh -c 'while :; do :; done' &
+        PIDS[hog]=$! ;; # stop_all ends it with the proxies and sinks
+    esac
     ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}" -sku "$sku" -units 2000 -buckets "$buckets" \
-      -buyers "$BUYERS" -conns "$CONNS" -rate "$RATE" -wait-outcome 30s -faults $([[ $fault == operator-set ]] && echo -rejected-ok) \
-      -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
+      "${load[@]}" -wait-outcome 30s -faults -json >"$DIR/bench.json" 2>"$DIR/bench.err" &
     bench=$!
     # A random moment while units are still being sold.
     delay=$(./bin/seckill-bench fault-row -delay -units 2000 -rate "$RATE")

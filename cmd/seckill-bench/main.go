@@ -35,6 +35,7 @@ func main() {
 	fs.StringVar(&o.Mode, "mode", loadtest.ModeProxy, "proxy (RESP to seckill-proxy), legacy (the seeds' client code, EVALSHA of their stock script, through seckill-proxy) or seeds (the seeds' in-app design, for comparison)")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:6380", "the proxy's RESP address; several, comma-separated, share the connections in turn")
 	fs.BoolVar(&o.Faults, "faults", false, "a fault ran during the sale: check what holds under any single fault, buyer by buyer (every order told is confirmed; no false sold-out), and count the replies lost, the buyers told UNAVAILABLE whose order stands and the orders MySQL rejected")
+	fs.BoolVar(&o.NoUnavailable, "no-unavailable", false, "with -faults: nothing ran that may cost an UNAVAILABLE (an overload alone), so a single one fails the run")
 	fs.BoolVar(&o.RejectedOK, "rejected-ok", false, "with -faults: the fault wrote Redis behind the proxy's back (an operator's SET), so an order told and then rejected is counted, not failed")
 	fs.StringVar(&o.SeedsAddr, "seeds-addr", "", "with -mode seeds: the address of a seeds' service that seckill-bench -serve-seeds runs apart (\"\": in this process)")
 	serveSeeds := fs.String("serve-seeds", "", "run only the seeds' service for -sku and -units on this address, in this process, until stopped (for -mode seeds -seeds-addr)")

@@ -62,6 +62,7 @@ var saleFaults = []Fault{
 	{"master-kill", DuringSale, "the Redis master that owns the SKU killed -9; once the cluster has failed over, the node is started again and rejoins as a replica"},
 	{"master-pause", DuringSale, "the Redis master that owns the SKU stopped (SIGSTOP, as a VM freeze or a stalled fork) past the node timeout, until its replica has taken over and 5 s in all, then resumed (SIGCONT): it wakes believing it is master, runs the scripts queued in its socket, and rejoins as a replica"},
 	{"proxy-pause", DuringSale, "one proxy stopped (SIGSTOP) for 5 s, then resumed"},
+	{"overload", DuringSale, "the sale driven flat out (no request rate, 20,000 requests on 200 connections through both proxies) while a shell loop keeps a core busy from its start: no fault, so a single UNAVAILABLE fails the run"},
 	{"operator-set", DuringSale, "an operator's SET of the SKU's stock on Redis directly, 50 units above it"},
 	{"kafka-and-proxy", DuringSale, "Kafka stopped and a proxy killed -9 at once, both healed"},
 	{"topic-drift", DuringSale, "one proxy restarted with another kafka.topic for 5 s, then with the sale's: while drifted it must sell nothing (-DRIFT), and every order a buyer was told of must still reach MySQL"},

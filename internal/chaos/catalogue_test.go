@@ -27,8 +27,8 @@ func TestCatalogue(t *testing.T) {
 	if got := DuringSale.String() + " " + Network.String() + " " + OwnRun.String(); got != "sale network own" {
 		t.Errorf("kinds read %q, which scripts/chaos.sh does not know", got)
 	}
-	if len(seen) != 13+3*5+2 {
-		t.Errorf("%d faults, want 30", len(seen))
+	if len(seen) != 14+3*5+2 {
+		t.Errorf("%d faults, want 31", len(seen))
 	}
 	for name, k := range splitSales {
 		if f, ok := Lookup(name); !ok || f.SaleBuckets() != k || f.Kind != DuringSale {

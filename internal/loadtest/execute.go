@@ -60,6 +60,9 @@ type Options struct {
 	// fault writes Redis behind the proxy's back (an operator's SET), so an order told and
 	// then rejected is counted, not failed.
 	Faults, RejectedOK bool
+	// NoUnavailable: no fault ran that may cost a buyer an UNAVAILABLE (an overload alone):
+	// a single one fails the run.
+	NoUnavailable bool
 	Drain              time.Duration // the most to wait for the sink
 	// WaitOutcome, when not 0, has every buyer who got an order wait for its outcome with
 	// SECKILL.STATUS ... WAIT of this long, on WaitConns connections of their own, and the
@@ -241,7 +244,12 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 			if err != nil {
 				rep.AddChecks([]Check{{Name: "state", Detail: "reading the sale's state: " + err.Error()}}, drain)
 			} else if o.Faults {
-				rep.AddChecks(EvaluateUnderFaults(st, o.RejectedOK), drain)
+				checks := EvaluateUnderFaults(st, o.RejectedOK)
+				if o.NoUnavailable {
+					n := res.Replies[ReplyUnavailable]
+					checks = append(checks, Check{"no UNAVAILABLE without a fault", n == 0, fmt.Sprintf("%d buyers told UNAVAILABLE", n)})
+				}
+				rep.AddChecks(checks, drain)
 				rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
 				rep.Rejected = st.Rejected
 				rep.ToldRejected = int64(len(st.ToldNotConfirmed))
