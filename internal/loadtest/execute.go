@@ -63,7 +63,7 @@ type Options struct {
 	// NoUnavailable: no fault ran that may cost a buyer an UNAVAILABLE (an overload alone):
 	// a single one fails the run.
 	NoUnavailable bool
-	Drain              time.Duration // the most to wait for the sink
+	Drain         time.Duration // the most to wait for the sink
 	// WaitOutcome, when not 0, has every buyer who got an order wait for its outcome with
 	// SECKILL.STATUS ... WAIT of this long, on WaitConns connections of their own, and the
 	// report give the time from the buy's answer to the outcome (mode proxy only).
