@@ -275,6 +275,48 @@ func (g *Guard) Donate(a *Attempt, done func(BuyResult)) {
 	}()
 }
 
+// donateOn runs donate.lua on the donor bucket of keys, followed on the same connection by the
+// WAIT a buy's call has (replicawait.go): a donor's order is told only once a replica holds it.
+// A WAIT that comes back short is ErrNotKnown: the order, if it stands, is the sweeper's to
+// publish, and the reservation at home the sweeper's to settle.
+func (g *Guard) donateOn(ctx context.Context, keys []string, args ...any) ([]any, error) {
+	m, err := g.rc.MasterForKey(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	want, timeout := g.ReplicasToWait(m.Options().Addr)
+	run := func(eval bool) ([]any, error) {
+		pipe := m.Pipeline() // one connection: WAIT covers the script
+		var call *redis.Cmd
+		if eval {
+			call = donateScript.Eval(ctx, pipe, keys, args...)
+		} else {
+			call = donateScript.EvalSha(ctx, pipe, keys, args...)
+		}
+		var acked *redis.Cmd
+		if want > 0 {
+			acked = pipe.Do(ctx, "WAIT", want, timeout.Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx)
+		v, err := call.Slice()
+		if err != nil {
+			return nil, err
+		}
+		if acked != nil {
+			if n, err := acked.Int64(); err != nil || n < int64(want) {
+				g.stats.waitShort.Add(1)
+				return nil, ErrNotKnown
+			}
+		}
+		return v, nil
+	}
+	v, err := run(false)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = run(true) // a new or promoted master: its script cache is empty
+	}
+	return v, err
+}
+
 func (g *Guard) donate(ctx context.Context, a *Attempt) (BuyResult, bool) {
 	sl, home := a.lay, a.bucket
 	sku, uid, qty := a.req.SKU, a.req.UID, strconv.FormatInt(a.req.Qty, 10)
@@ -302,8 +344,8 @@ func (g *Guard) donate(ctx context.Context, a *Attempt) (BuyResult, bool) {
 		return BuyResult{Err: unavailable(fmt.Errorf("order %s of sale %s is reserved and will be settled: %w", a.orderID, sku, err))}, false
 	}
 	for _, d := range donors {
-		v, err := donateScript.Run(ctx, g.rc, sl.keys[d], a.version, g.opt.Route, a.orderID, uid, qty,
-			strconv.Itoa(sl.l.Tags[home]), g.opt.Instance).Slice()
+		v, err := g.donateOn(ctx, sl.keys[d], a.version, g.opt.Route, a.orderID, uid, qty,
+			strconv.Itoa(sl.l.Tags[home]), g.opt.Instance)
 		if err != nil {
 			return fail(err)
 		}
