@@ -1,13 +1,14 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
 
 	"seckill-proxy/internal/resp"
 )
@@ -49,6 +50,7 @@ type ownSlots struct {
 	total   int
 	perNode map[string]int
 	caps    map[string]int // each node's bound, once read
+	reads   singleflight.Group
 	refused atomic.Int64
 }
 
@@ -114,20 +116,25 @@ func (o *ownSlots) capOf(ctx context.Context, addr string) int {
 	if ok {
 		return limit
 	}
-	n := defaultMaxClients
-	if o.maxClients != nil {
-		if m, err := o.maxClients(ctx, addr); err == nil && m > 0 {
-			n = m
+	// One read per node however many callers need it at once (the blocked clients of a
+	// master just promoted, reconnecting together).
+	v, _, _ := o.reads.Do(addr, func() (any, error) {
+		n := defaultMaxClients
+		if o.maxClients != nil {
+			if m, err := o.maxClients(ctx, addr); err == nil && m > 0 {
+				n = m
+			}
 		}
-	}
-	limit = max(1, int(o.share*float64(n)))
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.caps == nil {
-		o.caps = map[string]int{}
-	}
-	o.caps[addr] = limit
-	return limit
+		limit := max(1, int(o.share*float64(n)))
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.caps == nil {
+			o.caps = map[string]int{}
+		}
+		o.caps[addr] = limit
+		return limit, nil
+	})
+	return v.(int)
 }
 
 // held is the number of connections held now.
@@ -152,16 +159,20 @@ func (c *Cluster) nodeMaxClients(ctx context.Context, addr string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	els, err := resp.SplitArray(replies[0])
-	if err != nil || len(els) != 2 {
+	v, err := resp.Decode(replies[0])
+	if err != nil {
+		return 0, err
+	}
+	pair, _ := v.([]any)
+	if len(pair) != 2 {
 		return 0, errors.New("CONFIG GET maxclients: an unexpected reply")
 	}
-	_, v, _ := bytes.Cut(els[1], []byte("\r\n"))
-	return strconv.Atoi(string(bytes.TrimSuffix(v, []byte("\r\n"))))
+	n, _ := pair[1].(string)
+	return strconv.Atoi(n)
 }
 
 // hold takes a connection of the caller's own to the node (see take), within the bounds on
-// held connections; letGo (or release) gives it back.
+// held connections; release (or conn.close) gives its slot back.
 func (n *node) hold(ctx context.Context, own *ownSlots) (*conn, error) {
 	if err := own.get(ctx, n.addr); err != nil {
 		return nil, err
