@@ -97,23 +97,23 @@ func (g *Guard) spendUnknown(now time.Time) error {
 const statusNoSale = "!nosale"
 
 // admitStatus is admission for a SECKILL.STATUS (or a wait, or an outcome channel) of sku,
-// as admitUnknown is for a buy: a SKU this proxy has counters for goes to Redis; one found to
-// have no sale is answered none from the table (none true), with no Redis call; any other
-// spends admission.unknown_sku_rate, past which it is LIMITED rate. So made-up SKUs cost Redis
-// no more through STATUS than through BUY.
-func (g *Guard) admitStatus(sku string, now time.Time) (none bool, err error) {
+// as admitUnknown is for a buy: a SKU this proxy has counters for (known) goes to Redis; one
+// found to have no sale is answered none from the table (none true), with no Redis call; any
+// other spends admission.unknown_sku_rate, past which it is LIMITED rate. So made-up SKUs cost
+// Redis no more through STATUS than through BUY.
+func (g *Guard) admitStatus(sku string, now time.Time) (known, none bool, err error) {
 	if _, ok := g.counters(sku); ok {
-		return false, nil
+		return true, false, nil
 	}
 	if g.noSales.has(sku, now) {
 		g.waits.noSale.Add(1)
-		return true, nil
+		return false, true, nil
 	}
 	if err := g.spendUnknown(now); err != nil {
 		g.waits.limited.Add(1)
-		return false, err
+		return false, false, err
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // learnStatus takes what a status read of sku (begun at generation gen) said of the sale: no

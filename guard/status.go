@@ -33,7 +33,7 @@ func (s Status) String() string {
 
 // Status reports uid's order in sku's sale, from Redis alone.
 func (g *Guard) Status(ctx context.Context, sku, uid string) (Status, error) {
-	if none, err := g.admitStatus(sku, g.opt.Now()); none || err != nil {
+	if _, none, err := g.admitStatus(sku, g.opt.Now()); none || err != nil {
 		return Status{State: "none"}, err
 	}
 	return g.readStatus(ctx, sku, uid)

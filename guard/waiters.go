@@ -94,8 +94,8 @@ func (s Status) final() bool {
 // buyer registers: a made-up SKU's wait starts no outcome reader, whose blocking read would
 // hold a pool connection.
 func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, error) {
-	_, known := g.counters(sku)
-	if none, err := g.admitStatus(sku, g.opt.Now()); none || err != nil {
+	known, none, err := g.admitStatus(sku, g.opt.Now())
+	if none || err != nil {
 		return nil, Status{State: "none"}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
