@@ -16,7 +16,41 @@ import (
 	"seckill-proxy/sale"
 )
 
-var replicaPort = regexp.MustCompile(`slave0:ip=[^,]+,port=(\d+)`)
+var (
+	replicaPort = regexp.MustCompile(`slave0:ip=[^,]+,port=(\d+)`)
+	processID   = regexp.MustCompile(`process_id:(\d+)`)
+)
+
+// saleNodes finds the master that owns key, its pid, and a client of its replica (closed when
+// the test ends), for a test that kills or stops one of them.
+func saleNodes(t *testing.T, s *stack, key string) (master *redis.Client, pid int, replica *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	master, err := s.rc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := master.Info(ctx, "server", "replication").Val()
+	m, p := replicaPort.FindStringSubmatch(info), processID.FindStringSubmatch(info)
+	if m == nil || p == nil {
+		t.Fatalf("cannot find the master's pid or replica in:\n%s", info)
+	}
+	pid, _ = strconv.Atoi(p[1])
+	replica = redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
+	t.Cleanup(func() { _ = replica.Close() })
+	return master, pid, replica
+}
+
+// pidOf is the process id of the Redis node c talks to.
+func pidOf(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	p := processID.FindStringSubmatch(c.Info(context.Background(), "server").Val())
+	if p == nil {
+		t.Fatalf("no process_id from %s", c.Options().Addr)
+	}
+	pid, _ := strconv.Atoi(p[1])
+	return pid
+}
 
 // TestFailover kills the master that owns a SKU in the middle of a sale. The proxy serves
 // buys again within 10 s of the replica's promotion, successes never exceed the stock, and
@@ -39,18 +73,7 @@ func TestFailover(t *testing.T) {
 	s.sale(t, c, sku, stock)
 	ctx := context.Background()
 
-	master, err := s.rc.MasterForKey(ctx, sale.KeysFor(sku).Stock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := master.Info(ctx, "server", "replication").Val()
-	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)[1])
-	m := replicaPort.FindStringSubmatch(info)
-	if pid == 0 || m == nil {
-		t.Fatalf("cannot find the master's pid or replica in:\n%s", info)
-	}
-	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
-	defer replica.Close()
+	_, pid, replica := saleNodes(t, s, sale.KeysFor(sku).Stock)
 
 	var successes, lastSuccess atomic.Int64
 	stop := make(chan struct{})

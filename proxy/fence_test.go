@@ -2,13 +2,9 @@ package proxy_test
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/sale"
@@ -33,20 +29,8 @@ func TestSweeperFenced(t *testing.T) {
 	k := sale.KeysFor(sku)
 	s.sale(t, c, sku, 5)
 
-	master, err := s.rc.MasterForKey(ctx, k.Stock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := replicaPort.FindStringSubmatch(master.Info(ctx, "replication").Val())
-	if m == nil {
-		t.Fatal("the sale's master has no replica")
-	}
-	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
-	defer replica.Close()
-	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(replica.Info(ctx, "server").Val())[1])
-	if pid == 0 {
-		t.Fatal("no replica pid")
-	}
+	_, _, replica := saleNodes(t, s, k.Stock)
+	pid := pidOf(t, replica)
 
 	if err := qc.Do(ctx, "seckill.buy", sku, "u1").Err(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,18 +42,7 @@ func TestMasterPause(t *testing.T) {
 	s.sale(t, c, sku, stock)
 	ctx := context.Background()
 
-	master, err := s.rc.MasterForKey(ctx, sale.KeysFor(sku).Stock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := master.Info(ctx, "server", "replication").Val()
-	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)[1])
-	m := replicaPort.FindStringSubmatch(info)
-	if pid == 0 || m == nil {
-		t.Fatalf("cannot find the master's pid or replica in:\n%s", info)
-	}
-	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
-	defer replica.Close()
+	master, pid, replica := saleNodes(t, s, sale.KeysFor(sku).Stock)
 	resumed := false
 	defer func() {
 		if !resumed {

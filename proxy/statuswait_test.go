@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/resp"
@@ -476,18 +473,7 @@ func TestStatusWaitFailover(t *testing.T) {
 	// then a buyer is registered (status_waiting) but its read may still fail with the master.
 	eventually(t, 10*time.Second, "the buyers wait", func() bool { return s.field("status_waits") == n })
 
-	master, err := s.rc.MasterForKey(ctx, sale.KeysFor(sku).Outcomes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := master.Info(ctx, "server", "replication").Val()
-	pid, _ := strconv.Atoi(regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)[1])
-	port := replicaPort.FindStringSubmatch(info)
-	if port == nil {
-		t.Fatalf("no replica in:\n%s", info)
-	}
-	replica := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port[1]})
-	defer replica.Close()
+	_, pid, replica := saleNodes(t, s, sale.KeysFor(sku).Outcomes)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
