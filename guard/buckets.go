@@ -304,7 +304,7 @@ func (g *Guard) donateOn(ctx context.Context, keys []string, args ...any) ([]any
 		}
 		if acked != nil {
 			if n, err := acked.Int64(); err != nil || n < int64(want) {
-				g.stats.waitShort.Add(1)
+				g.shortWait()
 				return nil, ErrNotKnown
 			}
 		}

@@ -149,6 +149,14 @@ func (g *Guard) watchReplicas(ctx context.Context) {
 	}
 }
 
+// kickReplicas has the replica view read now: a failover may be under way.
+func (g *Guard) kickReplicas() {
+	select {
+	case g.replicaKick <- struct{}{}:
+	default:
+	}
+}
+
 // WaitCommand is the WAIT that follows the script calls to the master at addr, and how many
 // replicas it asks for: buy.wait_replicas, or fewer if the master has fewer in the cluster's
 // view; nil when none is configured, or the master has no replica.
@@ -189,8 +197,16 @@ func (g *Guard) WaitReply(raw []byte, want int) bool {
 		n = -1
 	}
 	if n < int64(want) {
-		g.stats.waitShort.Add(1)
+		g.shortWait()
 		return false
 	}
 	return true
+}
+
+// shortWait counts a WAIT that came back short, and has the replica view read at once: the
+// master may be the replica just promoted, which has none until its old master rejoins, and
+// the view then says so within a read rather than a second.
+func (g *Guard) shortWait() {
+	g.stats.waitShort.Add(1)
+	g.kickReplicas()
 }

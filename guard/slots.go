@@ -27,10 +27,7 @@ const (
 // a time.
 func (g *Guard) ReloadSlots() {
 	g.rc.ReloadState(context.Background())
-	select {
-	case g.replicaKick <- struct{}{}:
-	default:
-	}
+	g.kickReplicas()
 	if g.opt.Topology == nil || !g.refreshing.CompareAndSwap(false, true) {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"seckill-proxy/conf"
 	"seckill-proxy/sale"
 )
 
@@ -17,12 +16,7 @@ import (
 // node timeout, or cut off with a proxy on its side, would have its unreplicated orders swept
 // to Kafka.
 func TestSweeperFenced(t *testing.T) {
-	fast := func(c *conf.Config) {
-		c.Buy.CallTimeout, c.Outbox.SweepAge, c.Outbox.SweepInterval, c.Outbox.LeaseTTL = 200*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-	}
-	cfg := newConfig(t, fast)
-	s := startProxy(t, cfg, true)      // sweeps
-	quiet := startProxy(t, cfg, false) // sells, and leaves its orders in the outbox
+	s, quiet := sweepingPair(t)
 	c, qc := s.client(t, 1), quiet.client(t, 1)
 	ctx := context.Background()
 	sku := newSKU("fence")

@@ -12,17 +12,22 @@ import (
 	"seckill-proxy/sale"
 )
 
+// sweepingPair starts two proxies that sweep every 100 ms entries older than 300 ms: s, which
+// sweeps, and quiet, which sells with no tee and leaves its orders in the outbox.
+func sweepingPair(t *testing.T) (s, quiet *stack) {
+	t.Helper()
+	cfg := newConfig(t, func(c *conf.Config) {
+		c.Buy.CallTimeout, c.Outbox.SweepAge, c.Outbox.SweepInterval, c.Outbox.LeaseTTL = 200*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	})
+	return startProxy(t, cfg, true), startProxy(t, cfg, false)
+}
+
 // TestSweeper: an outbox entry no one can read (written past the proxy, on Redis directly) is
 // moved to the dead letters once and shown by CHECK; one broken sale in the set does not stop
 // the others' outboxes from being swept; a sale leaves the set once it is over and drained,
 // and a release puts it back.
 func TestSweeper(t *testing.T) {
-	fast := func(c *conf.Config) {
-		c.Buy.CallTimeout, c.Outbox.SweepAge, c.Outbox.SweepInterval, c.Outbox.LeaseTTL = 200*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-	}
-	cfg := newConfig(t, fast)
-	s := startProxy(t, cfg, true)      // sweeps
-	quiet := startProxy(t, cfg, false) // sells, and leaves its orders in the outbox
+	s, quiet := sweepingPair(t)
 	c, qc := s.client(t, 1), quiet.client(t, 1)
 	ctx := context.Background()
 
