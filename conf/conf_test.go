@@ -441,8 +441,9 @@ func TestUnsafe(t *testing.T) {
 	}
 }
 
-// TestWarnings: -check-config warns about a proxy open to its network and about admin ports
-// reachable without a token, and says nothing of the loopback defaults.
+// TestWarnings: -check-config warns about a proxy open to its network, about admin ports
+// reachable without a token and about buys answered before a replica holds them, and says
+// nothing of the defaults.
 func TestWarnings(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -455,6 +456,7 @@ func TestWarnings(t *testing.T) {
 		{"admin ports on the network", func(c *Config) { c.AdminListen, c.Sink.AdminListen = "0.0.0.0:6381", "0.0.0.0:6382" },
 			[]string{"admin_listen 0.0.0.0:6381", "sink.admin_listen 0.0.0.0:6382"}},
 		{"admin ports with a token", func(c *Config) { c.AdminListen, c.AdminToken = "0.0.0.0:6381", "t" }, nil},
+		{"no replica waited for", func(c *Config) { c.Buy.WaitReplicas = 0 }, []string{"buy.wait_replicas 0"}},
 	} {
 		c := Default()
 		tt.mutate(&c)

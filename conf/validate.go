@@ -348,9 +348,13 @@ func dsnPassword(dsn string) string {
 }
 
 // Warnings lists what a valid configuration leaves open: a proxy that serves every client as
-// an admin, and admin ports reachable from the network without a token.
+// an admin, admin ports reachable from the network without a token, and "bought" answered
+// before a replica holds the order.
 func (c Config) Warnings() []string {
 	var w []string
+	if c.Buy.WaitReplicas == 0 {
+		w = append(w, "buy.wait_replicas 0: a buy is answered before any replica holds it, so a master paused or cut off past the node timeout turns some \"bought\" answers into rejected orders; set 1 (the default)")
+	}
 	open := c.Password == "" && len(c.Users) == 0
 	if open && !loopbackOnly(c.Listen) {
 		if c.ProtectedMode {

@@ -135,7 +135,7 @@ stop_all() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
 }
-trap 'stop_all; kill "$TOXI_PID" 2>/dev/null || true; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
+trap 'stop_all; kill "$TOXI_PID" 2>/dev/null || true; scripts/devstack.sh heal >/dev/null 2>&1 || true; scripts/devstack.sh up >/dev/null 2>&1 || true' EXIT
 
 # sale_key SKU NAME: the sale's key of that name (seckill-bench -print-keys, from package sale).
 sale_key() { ./bin/seckill-bench -sku "$1" -print-keys | awk -v n="$2" '$1 == n { print $2 }'; }
@@ -202,6 +202,26 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
         sleep 0.1
       done
       log "the node on $port resumed, and is a replica again" ;;
+    master-partition)
+      port=$(owner_port "$2" 7000 0)
+      log "cutting the master on $port off from the other nodes"
+      began=$SECONDS
+      scripts/devstack.sh partition "$port" >&2
+      ask=7000
+      [[ $port == 7000 ]] && ask=7001
+      for _ in $(seq 300); do
+        cur=$(owner_port "$2" "$ask" 0 2>/dev/null || true)
+        [[ -n $cur && $cur != "$port" ]] && break
+        sleep 0.1
+      done
+      log "the replica on ${cur:-?} took over; $port says: $(redis-cli -p "$port" cluster info | grep -o 'cluster_state:[a-z]*')"
+      while ((SECONDS - began < 5)); do sleep 0.1; done
+      scripts/devstack.sh heal >&2
+      for _ in $(seq 300); do
+        redis-cli -p "$port" info replication 2>/dev/null | grep -q 'master_link_status:up' && break
+        sleep 0.1
+      done
+      log "the node on $port is back, and is a replica again" ;;
     proxy-pause)
       kill -STOP "${PIDS[proxy0]}"; sleep 5; kill -CONT "${PIDS[proxy0]}" ;;
     overload) ;; # the load and the busy core are the run's own (see the bench's command)

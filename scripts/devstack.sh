@@ -6,12 +6,19 @@
 #   scripts/devstack.sh status  what is up, and where the logs and data are
 #   scripts/devstack.sh env     the SECKILL_* addresses, as export lines for eval
 #   scripts/devstack.sh stop kafka|mysql   stop one service (fault tests); `up` starts it again
+#   scripts/devstack.sh partition PORT     cut the cluster node on PORT off from the other nodes
+#                                          (cluster bus and replication, both ways, with iptables),
+#                                          while clients on 127.0.0.1 still reach it
+#   scripts/devstack.sh heal               end every partition
 #
 # Services:
 #   Redis Cluster  6 nodes of Debian's redis-server (3 masters, 3 replicas), 127.0.0.1:7000-7005
 #   Redis          one plain server, 127.0.0.1:7010, for the standalone upstream mode
 #                  (every Redis node has the ACL user seckill-passthrough, without a password,
-#                  with the rule in scripts/redis-passthrough.acl)
+#                  with the rule in scripts/redis-passthrough.acl). Each cluster node opens its
+#                  own connections (cluster bus, replication) from an address of its own,
+#                  127.0.0.100 + (port - 7000), and announces 127.0.0.1, so that a partition can be
+#                  cut by address while clients see one address
 #   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
 #   Prometheus     Debian's prometheus, 127.0.0.1:19090, scraping every second the targets listed in
@@ -78,6 +85,7 @@ install_missing() {
   command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
   command -v mariadb >/dev/null || pkgs+=(mariadb-client)
   command -v ss >/dev/null || pkgs+=(iproute2)
+  command -v iptables >/dev/null || pkgs+=(iptables) # partitions (chaos's master-partition)
   command -v curl >/dev/null || pkgs+=(curl)
   command -v prometheus >/dev/null && command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints; prometheus scrapes them in a test
   command -v chromium >/dev/null || pkgs+=(chromium fonts-dejavu-core) # headless, for the live sale page's test
@@ -103,6 +111,9 @@ install_missing() {
 
 redis_cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
 
+# node_source PORT: the address the cluster node on PORT opens its own connections from.
+node_source() { echo "127.0.0.$((100 + $1 - REDIS_PORTS[0]))"; }
+
 redis_start() {
   local port dir
   for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
@@ -110,8 +121,14 @@ redis_start() {
     claim_port "$port" "$dir/redis.pid" redis-server
     alive "$dir/redis.pid" redis-server && continue
     mkdir -p "$dir"
-    local cluster=yes
-    [[ $port == "$STANDALONE_PORT" ]] && cluster=no
+    local cluster=yes own=""
+    if [[ $port == "$STANDALONE_PORT" ]]; then
+      cluster=no
+    else
+      own="bind-source-addr $(node_source "$port")
+cluster-announce-ip $HOST
+replica-announce-ip $HOST"
+    fi
     cat >"$dir/redis.conf" <<EOF
 bind $HOST
 port $port
@@ -128,6 +145,7 @@ appendonly no
 save ""
 protected-mode no
 enable-debug-command local
+$own
 EOF
     redis-server "$dir/redis.conf"
   done
@@ -335,6 +353,7 @@ stop() {
 
 cmd_down() {
   local port
+  cmd_heal 2>/dev/null
   stop "$(PROM_DIR)/prometheus.pid" prometheus
   stop "$(KAFKA_DIR)/kafka.pid" kafka.Kafka
   stop "$(MYSQL_DIR)/mysqld.pid" mariadbd
@@ -374,6 +393,46 @@ cmd_status() {
   return $rc
 }
 
+# ---------- partitions ----------
+# A partition is a set of DROP rules in the chain SECKILL_PARTITION, jumped to from INPUT
+# (every loopback packet passes INPUT). They match the node's bus port, its source address
+# and the other nodes' source addresses, so a client's connection from 127.0.0.1 (a proxy, a
+# test, toxiproxy) is never cut.
+PARTITION_CHAIN=SECKILL_PARTITION
+
+cmd_partition() {
+  local port=${1:-} src first last range r
+  [[ " ${REDIS_PORTS[*]} " == *" $port "* ]] || die "usage: $0 partition PORT (one of ${REDIS_PORTS[*]})"
+  command -v iptables >/dev/null || die "iptables is missing (apt-get install iptables)"
+  iptables -N "$PARTITION_CHAIN" 2>/dev/null || true
+  iptables -C INPUT -j "$PARTITION_CHAIN" 2>/dev/null || iptables -I INPUT -j "$PARTITION_CHAIN"
+  src=$(node_source "$port")
+  first=${REDIS_PORTS[0]} last=${REDIS_PORTS[-1]}
+  range=$(node_source "$first")-$(node_source "$last")
+  local rules=(
+    "-p tcp --dport $((port + 10000))"                            # the other nodes' bus links to it
+    "-p tcp --sport $((port + 10000))"                            # its answers on them
+    "-s $src -p tcp --dport $((first + 10000)):$((last + 10000))" # its bus links to the others
+    "-d $src -p tcp --sport $((first + 10000)):$((last + 10000))" # their answers
+    "-m iprange --src-range $range -p tcp --dport $port"          # its replica's link to it
+    "-m iprange --dst-range $range -p tcp --sport $port"          # the replication stream
+    "-s $src -p tcp --dport $first:$last"                         # its own link to a master
+    "-d $src -p tcp --sport $first:$last"                         # that master's stream
+  )
+  for r in "${rules[@]}"; do
+    # shellcheck disable=SC2086 # each rule is words for iptables
+    iptables -A "$PARTITION_CHAIN" $r -j DROP
+  done
+  log "the node on $port is cut off from the other nodes (clients still reach it); heal with: $0 heal"
+}
+
+cmd_heal() {
+  if command -v iptables >/dev/null && iptables -L "$PARTITION_CHAIN" -n >/dev/null 2>&1; then
+    iptables -F "$PARTITION_CHAIN"
+  fi
+  log "no partition"
+}
+
 cmd_env() {
   local addrs=() port
   for port in "${REDIS_PORTS[@]}"; do addrs+=("$HOST:$port"); done
@@ -394,8 +453,10 @@ cmd_stop_one() {
 case ${1:-} in
   up) cmd_up ;;
   stop) cmd_stop_one "${2:-}" ;;
+  partition) cmd_partition "${2:-}" ;;
+  heal) cmd_heal ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) echo "usage: $0 up|down|status|env|stop kafka|mysql" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|env|stop kafka|mysql|partition PORT|heal" >&2; exit 2 ;;
 esac

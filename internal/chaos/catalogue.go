@@ -61,6 +61,7 @@ var saleFaults = []Fault{
 	{"mysql-stop", DuringSale, "MariaDB stopped for 5 s, then started"},
 	{"master-kill", DuringSale, "the Redis master that owns the SKU killed -9; once the cluster has failed over, the node is started again and rejoins as a replica"},
 	{"master-pause", DuringSale, "the Redis master that owns the SKU stopped (SIGSTOP, as a VM freeze or a stalled fork) past the node timeout, until its replica has taken over and 5 s in all, then resumed (SIGCONT): it wakes believing it is master, runs the scripts queued in its socket, and rejoins as a replica"},
+	{"master-partition", DuringSale, "the Redis master that owns the SKU cut off from its replica and the other nodes (cluster bus and replication, both ways: scripts/devstack.sh partition) while both proxies still reach it, until its replica has taken over and 5 s in all, then healed: for a node timeout it takes writes no replica copies, then answers CLUSTERDOWN, and it rejoins as a replica, its unreplicated writes dropped"},
 	{"proxy-pause", DuringSale, "one proxy stopped (SIGSTOP) for 5 s, then resumed"},
 	{"overload", DuringSale, "the sale driven flat out (no request rate, 20,000 requests on 200 connections through both proxies) while a shell loop keeps a core busy from its start: no fault, so a single UNAVAILABLE fails the run"},
 	{"operator-set", DuringSale, "an operator's SET of the SKU's stock on Redis directly, 50 units above it"},

@@ -27,7 +27,7 @@ func TestCatalogue(t *testing.T) {
 	if got := DuringSale.String() + " " + Network.String() + " " + OwnRun.String(); got != "sale network own" {
 		t.Errorf("kinds read %q, which scripts/chaos.sh does not know", got)
 	}
-	if len(seen) != 14+3*5+2 {
+	if len(seen) != 15+3*5+2 {
 		t.Errorf("%d faults, want 31", len(seen))
 	}
 	for name, k := range splitSales {
