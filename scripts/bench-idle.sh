@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# bench-idle.sh: what open sales cost when nobody buys. SALES sales are warmed through one
+# proxy (in one pipeline, timed), PROXIES proxies then sit idle in front of the cluster, and
+# for SECONDS the commands every Redis master processes (INFO commandstats) and each proxy's
+# CPU time (/proc/<pid>/stat) are counted.
+#
+#   scripts/bench-idle.sh [sales] [proxies] [seconds]      (defaults: 1000 1 10)
+#
+# Prints one Markdown row: sales, proxies, the warm's time, Redis commands/s in all and per
+# open sale, the proxies' mean and highest CPU (% of a core), and the three commands most
+# sent; and appends the row to $WORK/idle.tsv. The sales, their keys and their MySQL rows are
+# deleted at the end.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+SALES=${1:-1000}
+PROXIES=${2:-1}
+SECS=${3:-10}
+WORK=${BENCH_WORK:-$ROOT/.stack/bench}
+mkdir -p "$WORK"
+scripts/devstack.sh up >&2
+eval "$(scripts/devstack.sh env)"
+go build -o bin/ ./cmd/seckill-proxy
+run=idle$(date +%s%N)
+export SECKILL_KAFKA_TOPIC=bench.$run SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.$run.dlq
+BASE=6500
+pids=()
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  local addr
+  for addr in $(masters); do # the run's keys, each deleted through a client that follows MOVED
+    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "*${run}_*" | sed 's/^/DEL /' |
+      redis-cli -c -p 7000 >/dev/null
+  done
+  redis-cli -c -p 7000 smembers seckill:sales | grep "^${run}_" | xargs -r -n 500 redis-cli -c -p 7000 srem seckill:sales >/dev/null || true
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku LIKE '${run}\_%'"
+}
+# masters: the cluster's masters that answer, host:port each.
+masters() { redis-cli -p 7000 cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'; }
+trap cleanup EXIT
+
+start_proxy() { # start_proxy N
+  SECKILL_LISTEN=127.0.0.1:$((BASE + $1)) SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn \
+    ./bin/seckill-proxy >"$WORK/idle-proxy-$1.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do redis-cli -p $((BASE + $1)) ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "proxy $1 did not start; see $WORK/idle-proxy-$1.log" >&2
+  return 1
+}
+
+seq 0 $((SALES - 1)) | awk -v r="$run" '{ printf "INSERT INTO seckill_items (sku, stock) VALUES (\"%s_%d\", 1000);\n", r, $1 }' |
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill
+start_proxy 0
+t0=$(date +%s%N)
+seq 0 $((SALES - 1)) | awk -v r="$run" '{ s = r "_" $1; printf "*2\r\n$12\r\nSECKILL.WARM\r\n$%d\r\n%s\r\n", length(s), s }' |
+  redis-cli -p "$BASE" --pipe >"$WORK/idle-warm.log" 2>&1
+warm_ms=$((($(date +%s%N) - t0) / 1000000))
+grep -q "errors: 0," "$WORK/idle-warm.log" || { echo "the warm failed: $(tail -2 "$WORK/idle-warm.log")" >&2; exit 1; }
+for ((n = 1; n < PROXIES; n++)); do start_proxy "$n"; done
+sleep 3 # past the proxies' start: their first reads of every sale are not idle cost
+
+# snapshot: every master's commandstats ("command calls" lines), then "cpu PID TICKS" per proxy.
+snapshot() {
+  local addr p
+  for addr in $(masters); do
+    redis-cli -h "${addr%:*}" -p "${addr#*:}" info commandstats | tr -d '\r' |
+      sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p'
+  done
+  for p in "${pids[@]}"; do echo "cpu $p $(awk '{ print $14 + $15 }' "/proc/$p/stat")"; done
+}
+snapshot >"$WORK/idle-before.txt"
+sleep "$SECS"
+snapshot >"$WORK/idle-after.txt"
+hz=$(getconf CLK_TCK)
+awk -v secs="$SECS" -v hz="$hz" -v sales="$SALES" -v proxies="$PROXIES" -v warm="$warm_ms" '
+  FNR == NR { if ($1 == "cpu") c0[$2] = $3; else b[$1] += $2; next }
+  { if ($1 == "cpu") c1[$2] = $3; else a[$1] += $2 }
+  END {
+    for (k in a) { d = a[k] - b[k]; if (d > 0) { total += d; per[k] = d } }
+    n = 0
+    for (p in c1) { cpu = (c1[p] - c0[p]) / hz / secs * 100; sum += cpu; if (cpu > hi) hi = cpu; n++ }
+    top = ""
+    for (i = 0; i < 3; i++) {
+      best = ""; for (k in per) if (best == "" || per[k] > per[best]) best = k
+      if (best == "") break
+      top = top (top == "" ? "" : ", ") best " " sprintf("%.0f", per[best] / secs); delete per[best]
+    }
+    printf "| %d | %d | %.1f | %.0f | %.3f | %.2f | %.2f | %s |\n", sales, proxies, warm / 1000, total / secs,
+      total / secs / sales, sum / n, hi, top
+  }' "$WORK/idle-before.txt" "$WORK/idle-after.txt" | tee -a "$WORK/idle.tsv"
