@@ -76,16 +76,18 @@ type Guard struct {
 	ctx context.Context
 
 	workers     sync.WaitGroup
-	replicaView replicaView         // how many replicas each master has (replicawait.go)
-	replicaKick chan struct{}       // has the replica view read now
-	noSales     noSales             // SKUs the script found to have no sale (nosale.go)
-	driftLog    driftLog            // when each SKU's DRIFT was last logged (drift.go)
-	subscribed  atomic.Bool         // the sale events' subscription was confirmed once
-	refreshing  atomic.Bool         // a ReloadSlots refresh is running (slots.go)
-	lateFrom    string              // the last sale the late-order watch looked at (its goroutine's)
-	lateSettled map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
-	waits       waiters             // buyers waiting for their outcome (waiters.go)
-	statusAsks  chan statusAsk      // their first status reads, gathered (statusbatch.go)
+	replicaView replicaView   // how many replicas each master has (replicawait.go)
+	replicaKick chan struct{} // has the replica view read now
+	noSales     noSales       // SKUs the script found to have no sale (nosale.go)
+	driftLog    driftLog      // when each SKU's DRIFT was last logged (drift.go)
+	subscribed  atomic.Bool   // the sale events' subscription was confirmed once
+	refreshing  atomic.Bool   // a ReloadSlots refresh is running (slots.go)
+	activityMu  sync.Mutex
+	activity    map[string]*saleActivity // what SaleMetrics knows of each SKU's buys here (salemetrics.go)
+	lateFrom    string                   // the last sale the late-order watch looked at (its goroutine's)
+	lateSettled map[string]lateSeen      // sales whose every order had its outcome (late.go; its goroutine's)
+	waits       waiters                  // buyers waiting for their outcome (waiters.go)
+	statusAsks  chan statusAsk           // their first status reads, gathered (statusbatch.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once

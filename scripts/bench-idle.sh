@@ -6,7 +6,8 @@
 #
 #   scripts/bench-idle.sh [sales] [proxies] [seconds]      (defaults: 1000 1 10)
 #
-# Prints one Markdown row: sales, proxies, the warm's time, Redis commands/s in all and per
+# Prints one Markdown row: the sales in the set of sales (the run's, and any others left open
+# on the cluster), proxies, the warm's time, Redis commands/s in all and per
 # open sale, the proxies' mean and highest CPU (% of a core), and the three commands most
 # sent; and appends the row to $WORK/idle.tsv. The sales, their keys and their MySQL rows are
 # deleted at the end.
@@ -69,11 +70,12 @@ snapshot() {
   done
   for p in "${pids[@]}"; do echo "cpu $p $(awk '{ print $14 + $15 }' "/proc/$p/stat")"; done
 }
+in_set=$(redis-cli -c -p 7000 scard seckill:sales) # the run's, and any other left open
 snapshot >"$WORK/idle-before.txt"
 sleep "$SECS"
 snapshot >"$WORK/idle-after.txt"
 hz=$(getconf CLK_TCK)
-awk -v secs="$SECS" -v hz="$hz" -v sales="$SALES" -v proxies="$PROXIES" -v warm="$warm_ms" '
+awk -v secs="$SECS" -v hz="$hz" -v sales="$in_set" -v proxies="$PROXIES" -v warm="$warm_ms" '
   FNR == NR { if ($1 == "cpu") c0[$2] = $3; else b[$1] += $2; next }
   { if ($1 == "cpu") c1[$2] = $3; else a[$1] += $2 }
   END {
