@@ -208,8 +208,9 @@ type Admission struct {
 	LeaseShare float64 `koanf:"lease_share"`
 	// LeaseTTL is how long leased tokens may be spent; the rest go back to the sale's bucket.
 	LeaseTTL time.Duration `koanf:"lease_ttl"`
-	// SyncInterval is how often the proxy reads the sales' rates and the deny list from Redis,
-	// besides the events that tell it of a change at once.
+	// SyncInterval is how often the proxy reads the deny list's version, and the rates of the
+	// sales it answered buys of in the last 30 s, from Redis, besides the events that tell it
+	// of a change at once (every sale's rate is read once at start).
 	SyncInterval time.Duration `koanf:"sync_interval"`
 	// MaxDenied bounds the deny list; SECKILL.DENY refuses to grow it further.
 	MaxDenied int `koanf:"max_denied"`

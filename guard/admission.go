@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -61,11 +62,13 @@ type admission struct {
 
 	leases chan leaseCall
 	kick   chan struct{}
+	stale  map[string]bool // SKUs whose rate an event says changed, under ratesMu
 	// unknown spends admission.unknown_sku_rate: the buys of SKUs this proxy knows nothing of.
 	unknown *rate.Limiter
 
 	limitedRate, limitedBuyer, limitedDenied, shed, knownDuplicates atomic.Int64
 	leaseCalls, leasedTokens, leaseErrors, limitedUnknown           atomic.Int64
+	rateReads, syncRounds                                           atomic.Int64
 }
 
 type leaseCall struct {
@@ -266,13 +269,35 @@ func (g *Guard) lease(ctx context.Context, lc leaseCall) {
 	lc.l.Granted(now, lc.call, v[0], v[1], v[2], time.Duration(v[3])*time.Millisecond)
 }
 
-// syncAdmission reads the sales' rates and the deny list from Redis every
-// admission.sync_interval, and at once when an event says one changed, until Close; it also
-// gives back lapsed leases. At Close it gives back every token in hand.
+// rateActiveFor is how long after this proxy last answered a buy of a sale it keeps reading
+// the sale's rate every admission.sync_interval.
+const rateActiveFor = 30 * time.Second
+
+// rateSync is what syncAdmission's goroutine knows between its rounds.
+type rateSync struct {
+	full bool                    // every sale's rate has been read once since start
+	seen map[string]rateActivity // each SKU's buys here, as last counted
+}
+
+// rateActivity is a SKU's outcome counters' sum when it last moved, and when.
+type rateActivity struct {
+	sum int64
+	at  time.Time
+}
+
+// syncAdmission keeps the sales' rates and the deny list as Redis has them, until Close.
+// Every sale's rate is read once at start (again until that succeeds); from then on, each
+// admission.sync_interval, only the rates of the sales whose buys this proxy answered within
+// rateActiveFor, and a sale's own at once when an event says it was warmed or limited (or it
+// was first bought here after a quiet spell). So an idle proxy reads no rate however many
+// sales are open, and a rate change whose event was lost reaches a proxy within a sync
+// interval of its next buy of that sale. The deny list is read when its version changes. It
+// also gives back lapsed leases. At Close it gives back every token in hand.
 func (g *Guard) syncAdmission(ctx context.Context) {
 	t := time.NewTicker(g.adm.opt.SyncInterval)
 	defer t.Stop()
-	g.syncOnce(ctx)
+	var st rateSync
+	g.syncOnce(ctx, &st)
 	for {
 		select {
 		case <-ctx.Done():
@@ -281,11 +306,11 @@ func (g *Guard) syncAdmission(ctx context.Context) {
 		case <-t.C:
 		case <-g.adm.kick:
 		}
-		g.syncOnce(ctx)
+		g.syncOnce(ctx, &st)
 	}
 }
 
-// kickSync has the admission state read again now.
+// kickSync has the deny list's version read again now.
 func (g *Guard) kickSync() {
 	select {
 	case g.adm.kick <- struct{}{}:
@@ -293,10 +318,35 @@ func (g *Guard) kickSync() {
 	}
 }
 
-func (g *Guard) syncOnce(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
+// kickRate has sku's rate read again now.
+func (g *Guard) kickRate(sku string) {
+	g.staleRates(sku)
+	g.kickSync()
+}
+
+// staleRates has skus' rates read in the next round.
+func (g *Guard) staleRates(skus ...string) {
+	g.adm.ratesMu.Lock()
+	defer g.adm.ratesMu.Unlock()
+	if g.adm.stale == nil {
+		g.adm.stale = map[string]bool{}
+	}
+	for _, sku := range skus {
+		if len(g.adm.stale) < maxStaleRates {
+			g.adm.stale[sku] = true
+		}
+	}
+}
+
+// maxStaleRates bounds the SKUs waiting for their rate to be read (events of a WARM of many
+// sales at once): past it an event's SKU waits for its first buy here.
+const maxStaleRates = 100000
+
+func (g *Guard) syncOnce(ctx context.Context, st *rateSync) {
+	defer g.adm.syncRounds.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	if err := g.syncRates(ctx); err != nil && ctx.Err() == nil {
+	if err := g.syncRates(ctx, st); err != nil && ctx.Err() == nil {
 		g.log.Warn("could not read the sales' rates", zap.Error(err))
 	}
 	if err := g.syncDeny(ctx); err != nil && ctx.Err() == nil {
@@ -310,27 +360,80 @@ func (g *Guard) syncOnce(ctx context.Context) {
 	}
 }
 
-// syncRates reads the rate and burst of every sale; a sale no longer listed (over and
-// drained, or its keys gone) loses its rate here.
-func (g *Guard) syncRates(ctx context.Context) error {
-	skus, err := g.lc.SMembers(ctx, sale.SalesKey).Result()
-	if err != nil {
+// syncRates reads the rates this round needs (see syncAdmission): every sale's until that has
+// been done once, then the active and the kicked ones. A sale whose meta is gone (over and
+// drained, or its keys deleted) loses its rate here.
+func (g *Guard) syncRates(ctx context.Context, st *rateSync) error {
+	now := g.opt.Now()
+	var skus []string
+	if !st.full {
+		all, err := g.lc.SMembers(ctx, sale.SalesKey).Result()
+		if err != nil {
+			return err
+		}
+		skus = all
+	} else {
+		skus = g.activeRates(st, now)
+	}
+	g.adm.ratesMu.Lock()
+	for sku := range g.adm.stale {
+		skus = append(skus, sku)
+	}
+	g.adm.stale = nil
+	g.adm.ratesMu.Unlock()
+	slices.Sort(skus)
+	skus = slices.Compact(skus)
+	if err := g.readRates(ctx, skus); err != nil {
+		if st.full { // read next round (the first read is whole again)
+			g.staleRates(skus...)
+		}
 		return err
 	}
-	listed := make(map[string]bool, len(skus))
-	for _, sku := range skus {
-		listed[sku] = true
+	st.full = true
+	return nil
+}
+
+// activeRates are the SKUs whose buys this proxy answered within rateActiveFor, by their
+// counters (st.seen keeps the last sums), and those first bought after a quiet spell.
+func (g *Guard) activeRates(st *rateSync, now time.Time) []string {
+	var m map[string]*skuCounters
+	if p := g.perSKU.Load(); p != nil {
+		m = *p
 	}
-	for sku := range *g.adm.rates.Load() {
-		if !listed[sku] {
-			g.setRate(sku, 0, 0)
+	if st.seen == nil {
+		st.seen = map[string]rateActivity{}
+	}
+	for sku := range st.seen {
+		if _, ok := m[sku]; !ok {
+			delete(st.seen, sku)
 		}
 	}
+	var out []string
+	for sku, c := range m {
+		n := c.sum()
+		a, ok := st.seen[sku]
+		switch {
+		case !ok && n == 0:
+			st.seen[sku] = rateActivity{sum: n} // a sale only heard of: quiet until it moves
+			continue
+		case !ok || n != a.sum:
+			st.seen[sku] = rateActivity{sum: n, at: now}
+		}
+		if !st.seen[sku].at.IsZero() && now.Sub(st.seen[sku].at) < rateActiveFor {
+			out = append(out, sku)
+		}
+	}
+	return out
+}
+
+// readRates reads skus' rates and bursts in one pipeline, and puts them in force.
+func (g *Guard) readRates(ctx context.Context, skus []string) error {
 	if len(skus) == 0 {
 		return nil
 	}
+	g.adm.rateReads.Add(int64(len(skus)))
 	cmds := make([]*redis.SliceCmd, len(skus))
-	_, err = g.lc.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := g.lc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sku := range skus {
 			cmds[i] = p.HMGet(ctx, sale.KeysFor(sku).Meta, "rate", "burst")
 		}
@@ -400,7 +503,8 @@ func (g *Guard) giveBackAll() {
 }
 
 // Limit changes sku's rate and burst on its open (or closed) sale: SECKILL.LIMIT. Every
-// proxy takes it within admission.sync_interval, at once if it hears the event.
+// proxy takes it at once if it hears the event, else within admission.sync_interval of its
+// next buy of the sale.
 func (g *Guard) Limit(ctx context.Context, sku string, opt LimitOptions) (state string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()

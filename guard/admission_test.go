@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/sale"
 )
 
 // newAdmissionGuard is a guard on rc with the default buy settings and adm, closed when the
@@ -77,5 +79,70 @@ func TestSetAdmissionLimits(t *testing.T) {
 	var lim *LimitedError
 	if !errors.As(res[0].Err, &lim) || lim.Reason != LimitedBuyer {
 		t.Errorf("a second attempt of c after the per-buyer limit was set: %v, want LIMITED buyer", res[0].Err)
+	}
+}
+
+// TestRatesFollowBuys: a proxy reads every sale's rate once at start, then no rate while
+// nobody buys, however many sales are open; a rate changed behind its back (an event lost)
+// reaches it within a sync interval of its next buy of that sale, and an event's sale is read
+// at once.
+func TestRatesFollowBuys(t *testing.T) {
+	ctx := context.Background()
+	a, b := "rates_a_"+t.Name(), "rates_b_"+t.Name()
+	rc, ka := openTestSale(t, a, "1", 10, 1)
+	_, kb := openTestSale(t, b, "1", 10, 1)
+	for k, rate := range map[string]int{ka.Meta: 5, kb.Meta: 7} {
+		if err := rc.HSet(ctx, k, "rate", rate, "burst", 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rc.SAdd(ctx, sale.SalesKey, a, b).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.SRem(context.Background(), sale.SalesKey, a, b) })
+	adm := conf.Default().Admission
+	adm.SyncInterval = 20 * time.Millisecond
+	g := newAdmissionGuard(t, rc, adm)
+	rounds := func(n int64) { // n more sync rounds
+		t.Helper()
+		want := g.adm.syncRounds.Load() + n
+		deadline := time.Now().Add(10 * time.Second)
+		for g.adm.syncRounds.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("fewer than %d sync rounds in 10 s", n)
+			}
+			time.Sleep(adm.SyncInterval / 4)
+		}
+	}
+	rounds(2)
+	if g.localRate(a) != 5 || g.localRate(b) != 7 {
+		t.Fatalf("after start: rates %d and %d, want 5 and 7", g.localRate(a), g.localRate(b))
+	}
+	rounds(2)
+	idle := g.adm.rateReads.Load()
+	rounds(5)
+	if n := g.adm.rateReads.Load() - idle; n != 0 {
+		t.Errorf("%d rates read in 5 rounds with no buy, want 0", n)
+	}
+	if err := rc.HSet(ctx, ka.Meta, "rate", 9).Err(); err != nil { // no event: as if lost
+		t.Fatal(err)
+	}
+	rounds(3)
+	if g.localRate(a) != 5 {
+		t.Errorf("a's rate %d before any buy here, want the old 5 (no read while idle)", g.localRate(a))
+	}
+	c, _ := g.counters(a)
+	c.successes.Add(1) // a buy answered here
+	rounds(3)
+	if g.localRate(a) != 9 {
+		t.Errorf("a's rate %d after a buy here, want 9", g.localRate(a))
+	}
+	if err := rc.HSet(ctx, kb.Meta, "rate", 11).Err(); err != nil {
+		t.Fatal(err)
+	}
+	g.apply(ctx, eventLimit+" "+b+" another-proxy")
+	rounds(2)
+	if g.localRate(b) != 11 {
+		t.Errorf("b's rate %d after its limit event, want 11", g.localRate(b))
 	}
 }

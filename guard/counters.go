@@ -44,6 +44,9 @@ type Stats struct {
 	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
 	// got, and LeaseErrors those that failed. Denied is the deny list's length.
 	Leases, LeasedTokens, LeaseErrors, Denied int64
+	// RateReads counts the sales' rates read from Redis (every sale's once at start, then
+	// those of the sales bought here lately, and those an event named).
+	RateReads int64
 	// Drift counts the buys and releases refused because the sale's route differs from this
 	// proxy's (ErrDrift).
 	Drift int64
@@ -71,7 +74,7 @@ func (g *Guard) Stats() Stats {
 		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
 		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
-		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
+		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(), RateReads: g.adm.rateReads.Load(),
 		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(), Drift: c.drift.Load(),
 		Donated: c.donated.Load(), Settled: c.settled.Load(),
 	}

@@ -104,10 +104,12 @@ func (g *Guard) apply(ctx context.Context, payload string) {
 		g.learnSale(ctx, sku) // before the no-sale answer is forgotten: no gap between them
 		g.versions.Delete(sku)
 		g.clearFlag(sku)
-		g.kickSync()
+		g.kickRate(sku)
 	case eventRelease:
 		g.clearFlag(sku)
-	case eventLimit, eventDeny:
+	case eventLimit:
+		g.kickRate(sku)
+	case eventDeny:
 		g.kickSync()
 	case eventClose, eventSoldOut:
 		g.recheck(ctx, sku, payload)
