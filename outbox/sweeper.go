@@ -13,18 +13,20 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/salescan"
 	"seckill-proxy/sale"
 )
 
 // Sweeper republishes outbox entries that the tee did not get acknowledged: orders of a proxy
-// killed between the script and Kafka, or sold while Kafka was down. Every proxy runs one;
-// for each SKU they take turns through a short lease in Redis, so that many sidecars do not
-// all republish the same entries. A duplicate still reaches Kafka now and then: the sink
-// stores each order once.
+// killed between the script and Kafka, or sold while Kafka was down. Every proxy runs one,
+// and one of those on a Kafka topic sweeps at a time (a lease in Redis, salescan.Lead), so
+// that what the sweeping costs Redis does not grow with the sidecars; a bucket with entries
+// to publish is taken with a lease of its own too, as proxies of earlier versions take it.
+// A duplicate still reaches Kafka now and then: the sink stores each order once.
 //
 // It finds the outboxes through the set of sales (sale.SalesKey), never by scanning the
-// keyspace; a sale leaves the set once it is over and its outbox is empty. Build it with
-// NewSweeper; Run blocks until ctx ends.
+// keyspace, and reads them all through salescan; a sale leaves the set once it is over and
+// its outbox is empty. Build it with NewSweeper; Run blocks until ctx ends.
 type Sweeper struct {
 	rc       *redis.ClusterClient
 	tee      *Tee
@@ -39,6 +41,8 @@ type Sweeper struct {
 	fenced atomic.Int64 // sweeps of a master's outboxes left alone: WAIT came back short
 
 	buried, retired, republished, drifted atomic.Int64
+	scanned                               atomic.Int64         // sales read by the sweeps
+	leading                               atomic.Bool          // this proxy swept in its last interval
 	driftLogged                           map[string]time.Time // sku -> when its drift was last logged
 }
 
@@ -69,8 +73,17 @@ func (s *Sweeper) InfoFields() []guard.Field {
 		{Name: "outbox_republished", Value: st.Republished, Metric: &guard.Metric{Name: "seckill_proxy_outbox_republished_total", Help: "Outbox entries the sweeper published again."}},
 		{Name: "outbox_buried", Value: st.Buried, Metric: &guard.Metric{Name: "seckill_proxy_outbox_dead_total", Help: "Unreadable outbox entries moved to the dead-letter stream."}},
 		{Name: "outbox_fenced", Value: s.fenced.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outbox_fenced_total", Help: "Sweeps of a master's outboxes that published nothing: no replica acknowledged what they read (a master failing over, paused or cut off)."}},
+		{Name: "outbox_sweep_leader", Value: b2i(s.leading.Load()), Metric: &guard.Metric{Name: "seckill_proxy_outbox_sweep_leader", Help: "1 while this proxy sweeps the outboxes of its Kafka topic's sales (it holds the sweep lease), else 0.", Gauge: true}},
+		{Name: "outbox_sales_scanned", Value: s.scanned.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outbox_sales_scanned_total", Help: "Sales the sweeps read (every open sale, each sweep of the leader)."}},
 		{Name: "outbox_drifted", Value: st.Drifted, Metric: &guard.Metric{Name: "seckill_proxy_outbox_drifted_total", Help: "Sweeps of a sale left alone because the sale's orders go to another topic than this proxy's."}},
 	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // NewSweeper returns a sweeper that republishes through tee, and settles split sales'
@@ -89,18 +102,30 @@ func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance str
 // rejoins). Call it before Run.
 func (s *Sweeper) FenceWith(replicas func(addr string) (int, time.Duration)) { s.fence = replicas }
 
-// Run sweeps every outbox each sweep interval until ctx ends. An entry's age is taken by
-// Redis's clock, which gave the entry its ID, so a proxy whose own clock is off neither
-// republishes entries early nor leaves them late.
+// Run sweeps each sweep interval until ctx ends, while this proxy leads the sweeping of its
+// route's sales (salescan.Lead: one proxy per Kafka topic, whatever the number of sidecars;
+// another takes over within outbox.lease_ttl of the leader's stopping). The others only try
+// the lease, a command each interval. An entry's age is taken by Redis's clock, which gave
+// the entry its ID, so a proxy whose own clock is off neither republishes entries early nor
+// leaves them late.
 func (s *Sweeper) Run(ctx context.Context) {
 	ticker := time.NewTicker(s.cfg.SweepInterval)
 	defer ticker.Stop()
+	lead := salescan.SweepLeadKey(s.tee.Route())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+		if ok, err := salescan.Lead(ctx, s.rc, lead, s.instance, s.cfg.LeaseTTL); err != nil || !ok {
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("sweep skipped: could not take or renew the sweep lease", zap.Error(err))
+			}
+			s.leading.Store(false)
+			continue
+		}
+		s.leading.Store(true)
 		now, err := s.rc.Time(ctx).Result()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -116,13 +141,17 @@ func (s *Sweeper) Run(ctx context.Context) {
 	}
 }
 
-// SweepOnce republishes, for each bucket whose lease it wins, the outbox entries older than
-// the sweep age at now; moves an entry that cannot be read to the bucket's dead-letter
-// stream; settles the bucket's old reservations (a donor step a proxy did not finish, with
-// Options' Settler); and takes a sale that is over and drained out of the set. A sale of one
-// bucket is its SKU's keys; a split sale's buckets are each swept as one. It returns how many
-// entries it handed to the tee. The round trips are pipelined (one per node for the leases,
-// one for the outboxes); one bucket's error is logged and the others go on.
+// Leading says whether this proxy swept in its last interval (it held the sweep lease).
+func (s *Sweeper) Leading() bool { return s.leading.Load() }
+
+// SweepOnce republishes, for each bucket with entries older than the sweep age at now whose
+// lease it wins, those entries; moves an entry that cannot be read to the bucket's
+// dead-letter stream; settles a split sale's old reservations (a donor step a proxy did not
+// finish, with Options' Settler); and takes a sale that is over and drained out of the set.
+// It reads every sale's buckets through salescan (a call per master and salescan.Chunk
+// buckets), so that an idle sale costs a share of a call, and only a bucket with work costs a
+// lease and a read of its own. It returns how many entries it handed to the tee. One bucket's
+// error is logged and the others go on.
 func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if !s.tee.Healthy() {
 		return 0, nil
@@ -131,39 +160,49 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.scanned.Add(int64(len(skus)))
 	var errs []error
 	fail := func(tag, what string, err error) {
 		errs = append(errs, fmt.Errorf("%s: %s: %w", tag, what, err))
 	}
-	layouts := s.onRoute(ctx, skus, fail)
-	var tags []string
+	layouts, buckets := s.onRoute(salescan.Scan(ctx, s.rc, skus), fail)
+	var extra []string // split sales' other buckets
 	for _, l := range layouts {
+		for _, t := range l.Tags[1:] {
+			extra = append(extra, sale.Tag(l.SKU, t))
+		}
+	}
+	for _, b := range salescan.Scan(ctx, s.rc, extra) {
+		buckets[b.Tag] = b
+	}
+	cutoff := now.Add(-s.cfg.SweepAge).UnixMilli()
+	var busy []string // buckets with old entries, or reservations to settle
+	var over []sale.Layout
+	for _, l := range layouts {
+		drained := true
 		for _, t := range l.Tags {
-			tags = append(tags, sale.Tag(l.SKU, t))
+			tag := sale.Tag(l.SKU, t)
+			b := buckets[tag]
+			if b.Err != nil {
+				fail(tag, "scan", b.Err)
+				drained = false
+				continue
+			}
+			if b.Outbox > 0 && b.OldestMs <= cutoff || l.K() > 1 && s.settler != nil && b.Reserved > 0 {
+				busy = append(busy, tag)
+			}
+			drained = drained && b.Outbox == 0
+		}
+		if drained && saleOver(buckets[l.SKU], now) {
+			over = append(over, l)
 		}
 	}
-	pipe := s.rc.Pipeline()
-	leases := make([]*redis.BoolCmd, len(tags))
-	for i, tag := range tags {
-		leases[i] = pipe.SetNX(ctx, sale.KeysFor(tag).SweepLease, s.instance, s.cfg.LeaseTTL)
-	}
-	_, _ = pipe.Exec(ctx) // each command's error is its bucket's
-	won := map[string]bool{}
-	var wonTags []string
-	for i, l := range leases {
-		switch {
-		case l.Err() != nil:
-			fail(tags[i], "lease", l.Err())
-		case l.Val():
-			won[tags[i]] = true
-			wonTags = append(wonTags, tags[i])
-		}
-	}
-	cutoff := strconv.FormatInt(now.Add(-s.cfg.SweepAge).UnixMilli(), 10)
-	ranges, fenced := s.readOutboxes(ctx, wonTags, cutoff, fail)
+	wonTags := s.takeLeases(ctx, busy, fail)
+	ranges, fenced := s.readOutboxes(ctx, wonTags, strconv.FormatInt(cutoff, 10), fail)
 	total := 0
-	idle := map[string]bool{} // won, and nothing old in the outbox: may be over
+	won := make(map[string]bool, len(wonTags))
 	for i, tag := range wonTags {
+		won[tag] = true
 		if ranges[i] == nil {
 			continue
 		}
@@ -171,9 +210,6 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			fail(tag, "outbox", err)
 			continue
-		}
-		if len(entries) == 0 {
-			idle[tag] = true
 		}
 		if fenced[i] {
 			continue // no replica was seen to hold them: not this round
@@ -189,24 +225,54 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 			total++
 		}
 	}
-	var over []sale.Layout // every bucket won and idle
-	for _, l := range layouts {
-		all := true
-		for i, t := range l.Tags {
-			tag := sale.Tag(l.SKU, t)
-			if won[tag] && l.K() > 1 && s.settler != nil {
-				if err := s.settler.SettleReservations(ctx, l, i, now); err != nil {
-					fail(tag, "reservations", err)
+	if s.settler != nil {
+		for _, l := range layouts {
+			for i, t := range l.Tags {
+				tag := sale.Tag(l.SKU, t)
+				if won[tag] && l.K() > 1 && buckets[tag].Reserved > 0 {
+					if err := s.settler.SettleReservations(ctx, l, i, now); err != nil {
+						fail(tag, "reservations", err)
+					}
 				}
 			}
-			all = all && idle[tag]
-		}
-		if all {
-			over = append(over, l)
 		}
 	}
 	s.retire(ctx, over, fail)
 	return total, errors.Join(errs...)
+}
+
+// saleOver says whether a sale whose bucket 0 the scan read as b may be over at now (Redis's
+// clock): closed, past its end, or without a meta. retire.lua decides, on Redis's clock too;
+// this only spares it the open sales.
+func saleOver(b salescan.Bucket, now time.Time) bool {
+	if b.State == "" || b.State == sale.StateClosed {
+		return true
+	}
+	end, err := strconv.ParseInt(b.End, 10, 64)
+	return err == nil && end > 0 && end <= now.UnixMilli()
+}
+
+// takeLeases takes the sweep lease of each of tags (one pipeline), and returns those it won.
+func (s *Sweeper) takeLeases(ctx context.Context, tags []string, fail func(string, string, error)) []string {
+	if len(tags) == 0 {
+		return nil
+	}
+	pipe := s.rc.Pipeline()
+	leases := make([]*redis.BoolCmd, len(tags))
+	for i, tag := range tags {
+		leases[i] = pipe.SetNX(ctx, sale.KeysFor(tag).SweepLease, s.instance, s.cfg.LeaseTTL)
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is its bucket's
+	var won []string
+	for i, l := range leases {
+		switch {
+		case l.Err() != nil:
+			fail(tags[i], "lease", l.Err())
+		case l.Val():
+			won = append(won, tags[i])
+		}
+	}
+	return won
 }
 
 // readOutboxes reads the won buckets' outbox entries older than cutoff, in one pipeline per
@@ -261,36 +327,32 @@ func (s *Sweeper) readOutboxes(ctx context.Context, tags []string, cutoff string
 	return ranges, fenced
 }
 
-// onRoute keeps the sales among skus whose route is this proxy's (or that have none), with
-// their layouts (their stock buckets, from the meta): a proxy on another topic must not send
-// a sale's orders where no sink of the sale reads them, nor take the lease from a proxy that
-// would send them right. It logs each one left alone at Info, at most every 10 minutes:
-// deployments on other topics may share the cluster, and a proxy that would sell such a sale
-// says so loudly (DRIFT) at its buys.
-func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, string, error)) []sale.Layout {
-	pipe := s.rc.Pipeline()
-	metas := make([]*redis.SliceCmd, len(skus))
-	for i, sku := range skus {
-		metas[i] = pipe.HMGet(ctx, sale.KeysFor(sku).Meta, "route", "buckets")
-	}
-	_, _ = pipe.Exec(ctx)
+// onRoute keeps the sales among scanned (each sale's bucket 0, as salescan read it) whose
+// route is this proxy's (or that have none), with their layouts (their stock buckets, from the
+// meta), and returns every bucket read by tag: a proxy on another topic must not send a
+// sale's orders where no sink of the sale reads them, nor take the lease from a proxy that
+// would send them right. A sale with no meta is kept with one bucket, so that it may leave
+// the set. It logs each one left alone at Info, at most every 10 minutes: deployments on
+// other topics may share the cluster, and a proxy that would sell such a sale says so loudly
+// (DRIFT) at its buys.
+func (s *Sweeper) onRoute(scanned []salescan.Bucket, fail func(string, string, error)) ([]sale.Layout, map[string]salescan.Bucket) {
+	buckets := make(map[string]salescan.Bucket, len(scanned))
 	mine := s.tee.Route()
 	var out []sale.Layout
-	for i, sku := range skus {
-		vals, err := metas[i].Result()
-		if err != nil {
-			fail(sku, "route", err)
+	for _, b := range scanned {
+		buckets[b.Tag] = b
+		sku := b.Tag
+		if b.Err != nil {
+			fail(sku, "scan", b.Err)
 			continue
 		}
-		r, _ := vals[0].(string)
-		b, _ := vals[1].(string)
-		tags, err := sale.ParseBuckets(b)
+		l, err := salescan.Layout(b)
 		if err != nil {
 			fail(sku, "buckets", err)
 			continue
 		}
-		if sale.RouteAccepts(r, mine) {
-			out = append(out, sale.Layout{SKU: sku, Tags: tags})
+		if sale.RouteAccepts(b.Route, mine) {
+			out = append(out, l)
 			continue
 		}
 		s.drifted.Add(1)
@@ -300,11 +362,11 @@ func (s *Sweeper) onRoute(ctx context.Context, skus []string, fail func(string, 
 		if time.Since(s.driftLogged[sku]) >= 10*time.Minute {
 			s.driftLogged[sku] = time.Now()
 			s.log.Info("not sweeping a sale whose orders go elsewhere than this proxy's: its own proxies will",
-				zap.String("sku", sku), zap.String("sale_route", r), zap.String("proxy_route", mine),
-				zap.String("difference", sale.RouteDiff(r, mine)))
+				zap.String("sku", sku), zap.String("sale_route", b.Route), zap.String("proxy_route", mine),
+				zap.String("difference", sale.RouteDiff(b.Route, mine)))
 		}
 	}
-	return out
+	return out, buckets
 }
 
 // bury moves an unreadable outbox entry to its bucket's dead-letter stream (bury.lua), once.
