@@ -3,16 +3,17 @@ package guard
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 	"go.uber.org/zap"
 
+	"seckill-proxy/internal/salescan"
 	"seckill-proxy/sale"
 )
 
@@ -113,9 +114,12 @@ func (o lateOrder) String() string {
 	return fmt.Sprintf("late order %s: uid %s qty %d, sold %s ago, no outcome from the sink", o.id, o.uid, o.qty, o.age.Truncate(time.Second))
 }
 
-// watchLate looks for late orders in every sale, each LateAfter/2: for each sale, one proxy
-// at a time (a lease in Redis) reads its buyers and outcomes (HSCAN, a batch at a time), writes the count of late orders
-// into the sale's meta (field "late", which every proxy's metrics report), and logs them.
+// watchLate looks for late orders in every sale, each LateAfter/2, on one proxy of the
+// cluster at a time (salescan.Lead): it reads every sale's buyers and outcomes counted
+// (salescan), and for each bucket whose counts moved since a pass found every order with its
+// outcome, reads its buyers and outcomes (HSCAN, a batch at a time), writes the count of late
+// orders into the bucket's meta (field "late", which every proxy's metrics report), and logs
+// them. A pass over idle sales costs a script call per master and 500 sales.
 func (g *Guard) watchLate(ctx context.Context) {
 	every := max(g.opt.LateAfter/2, 500*time.Millisecond)
 	t := time.NewTicker(every)
@@ -164,67 +168,67 @@ func latePassOrder(skus []string, after string) []string {
 	return append(skus[i:len(skus):len(skus)], skus[:i]...)
 }
 
-// checkLate is one pass of watchLate; leaseFor is how long a won SKU is left to this proxy.
+// checkLate is one pass of watchLate, if this proxy holds the watch's lease (for two
+// passes); leaseFor is how long a bucket it counts is left to it.
 func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
+	if ok, err := salescan.Lead(ctx, g.rc, salescan.LateLeadKey, g.opt.Instance, 2*leaseFor); err != nil || !ok {
+		return err
+	}
 	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
 	if err != nil {
 		return err
 	}
-	// A pass that runs out of time (many sales, a slow Redis) ends where it is, and the next
-	// begins after the last sale it looked at: every sale is looked at in turn.
 	g.forgetSettled(skus)
-	for _, sku := range latePassOrder(skus, g.lateFrom) {
-		g.lateFrom = sku
-		buckets, err := g.checkLateBucket(ctx, sku, leaseFor)
-		if err != nil {
-			return err
-		}
-		tags, _ := sale.ParseBuckets(buckets)
-		for _, t := range tags[1:] {
-			if _, err := g.checkLateBucket(ctx, sale.Tag(sku, t), leaseFor); err != nil {
-				return err
+	// A pass that runs out of time (many late sales, a slow Redis) ends where it is, and the
+	// next begins after the last sale it looked at: every sale is looked at in turn.
+	skus = latePassOrder(skus, g.lateFrom)
+	base := salescan.Scan(ctx, g.rc, skus)
+	var extra []string // split sales' other buckets
+	for _, b := range base {
+		if tags, err := sale.ParseBuckets(b.Buckets); err == nil && b.HasMeta() {
+			for _, t := range tags[1:] {
+				extra = append(extra, sale.Tag(b.Tag, t))
 			}
 		}
 	}
-	return nil
+	var errs []error
+	for _, b := range append(base, salescan.Scan(ctx, g.rc, extra)...) {
+		if sku, _ := sale.SplitTag(b.Tag); b.Tag == sku {
+			g.lateFrom = sku
+		}
+		if b.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", b.Tag, b.Err))
+			continue
+		}
+		if err := g.checkLateBucket(ctx, b, leaseFor); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// checkLateBucket is one pass over one bucket (the hash tag tag: a sale's own, or one of its
-// stock buckets'), whose buyers and outcomes live together; it returns the meta's buckets,
-// which bucket 0's names.
-func (g *Guard) checkLateBucket(ctx context.Context, tag string, leaseFor time.Duration) (string, error) {
+// checkLateBucket looks for late orders in the bucket b (a sale's own, or one of its stock
+// buckets'), whose buyers and outcomes live together.
+func (g *Guard) checkLateBucket(ctx context.Context, b salescan.Bucket, leaseFor time.Duration) error {
+	tag := b.Tag
 	k := sale.KeysFor(tag)
-	// One round trip: the counts that may show nothing changed, the lease, and the meta.
-	var buyers, results *redis.IntCmd
-	var lease *redis.BoolCmd
-	var meta *redis.SliceCmd
-	if _, err := g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
-		buyers, results = p.HLen(ctx, k.Buyers), p.HLen(ctx, k.Result)
-		lease = p.SetNX(ctx, k.LateLease, g.opt.Instance, leaseFor)
-		meta = p.HMGet(ctx, k.Meta, "state", "route", "buckets")
-		return nil
-	}); err != nil {
-		return "", err
+	seen := lateSeen{buyers: b.Buyers, results: b.Results}
+	if g.lateSettled[tag] == seen || !b.HasMeta() {
+		return nil // settled, and nothing was sold or stored since; or no sale
 	}
-	m := meta.Val()
-	buckets, _ := m[2].(string)
-	seen := lateSeen{buyers: buyers.Val(), results: results.Val()}
-	if g.lateSettled[tag] == seen || !lease.Val() {
-		return buckets, nil // settled, and nothing was sold or stored since; or another proxy's turn
-	}
-	if m[0] == nil {
-		return buckets, nil // no sale (left the set meanwhile, or never warmed)
+	// A lease per bucket too, as proxies of earlier versions take it.
+	if won, err := g.rc.SetNX(ctx, k.LateLease, g.opt.Instance, leaseFor).Result(); err != nil || !won {
+		return err
 	}
 	now, err := g.rc.Time(ctx).Result()
 	if err != nil {
-		return "", err
+		return err
 	}
-	route, _ := m[1].(string)
 	n, ids, oldest, pending, err := g.countLate(ctx, tag, now)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if pending == 0 {
 		g.lateSettled[tag] = seen
@@ -232,13 +236,13 @@ func (g *Guard) checkLateBucket(ctx context.Context, tag string, leaseFor time.D
 		delete(g.lateSettled, tag)
 	}
 	if err := g.rc.HSet(ctx, k.Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
-		return "", err
+		return err
 	}
 	if n > 0 {
 		sku, bucket := sale.SplitTag(tag)
 		g.log.Error("orders sold with no outcome from the sink: is every proxy and sink on the same topic, and is the sink running?",
 			zap.String("sku", sku), zap.Int("bucket", bucket), zap.Int("late_orders", n), zap.Duration("oldest", oldest),
-			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", route))
+			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", b.Route))
 	}
-	return buckets, nil
+	return nil
 }
