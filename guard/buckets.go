@@ -285,6 +285,9 @@ func (g *Guard) donateOn(ctx context.Context, keys []string, args ...any) ([]any
 		return nil, err
 	}
 	want, timeout := g.ReplicasToWait(m.Options().Addr)
+	if tag, ok := sale.TagOfKey(keys[0]); ok {
+		g.mark(tag)
+	}
 	run := func(eval bool) ([]any, error) {
 		pipe := m.Pipeline() // one connection: WAIT covers the script
 		var call *redis.Cmd

@@ -28,6 +28,9 @@ type Options struct {
 	// Publisher takes sold orders on to Kafka; nil leaves them in the outboxes (for the
 	// sweeper of another proxy, or a test). With buy.reply_after=kafka it is required.
 	Publisher Publisher
+	// Pending hears of every stock bucket a call may write outbox entries or reservations to,
+	// before the call (salescan.Pending: the sweeper reads those every sweep); nil: none.
+	Pending interface{ Mark(tag string) }
 	// Admission configures the checks before Redis; the zero value means conf's defaults.
 	Admission conf.Admission
 	// Route is where this proxy sends orders (sale.Route of its Kafka topic); "" means the
@@ -159,6 +162,13 @@ func (g *Guard) Close() {
 		_ = g.lc.Close()
 	})
 	g.workers.Wait()
+}
+
+// mark tells Options.Pending that a call may write to the bucket of hash tag tag.
+func (g *Guard) mark(tag string) {
+	if g.opt.Pending != nil {
+		g.opt.Pending.Mark(tag)
+	}
 }
 
 // Flags exposes the local sold-out and closed flags.

@@ -124,6 +124,7 @@ func (g *Guard) watchLate(ctx context.Context) {
 	every := max(g.opt.LateAfter/2, 500*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	defer g.unlead(salescan.LateLeadKey(g.opt.LateAfter))
 	for {
 		select {
 		case <-ctx.Done():
@@ -173,7 +174,7 @@ func latePassOrder(skus []string, after string) []string {
 func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	if ok, err := salescan.Lead(ctx, g.rc, salescan.LateLeadKey, g.opt.Instance, 2*leaseFor); err != nil || !ok {
+	if ok, err := salescan.Lead(ctx, g.rc, salescan.LateLeadKey(g.opt.LateAfter), g.opt.Instance, 2*leaseFor); err != nil || !ok {
 		return err
 	}
 	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
@@ -245,4 +246,11 @@ func (g *Guard) checkLateBucket(ctx context.Context, b salescan.Bucket, leaseFor
 			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", b.Route))
 	}
 	return nil
+}
+
+// unlead gives up the lease key at Close, if this proxy holds it.
+func (g *Guard) unlead(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.opt.Buy.CallTimeout)
+	defer cancel()
+	_ = salescan.Unlead(ctx, g.rc, key, g.opt.Instance)
 }

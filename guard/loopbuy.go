@@ -171,6 +171,7 @@ func (g *Guard) MasterOf(ctx context.Context, tag string) (string, error) {
 func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	g.stats.scripts.Add(int64(len(as)))
 	first := as[0]
+	g.mark(first.Group().Tag())
 	dst = redcon.AppendArray(dst, 3+len(first.keys)+3+4*len(as))
 	if first.useEval {
 		dst = redcon.AppendBulkString(dst, "EVAL")

@@ -108,6 +108,7 @@ func (g *Guard) Release(ctx context.Context, sku, uid string) (Released, error) 
 		return Released{}, err
 	}
 	home := l.HomeIndex(uid)
+	g.mark(sale.Tag(sku, l.Tags[home]))
 	reply, err := releaseScript.Run(ctx, g.rc, l.Keys(home).ScriptKeys(), uid, rebuy, g.opt.Instance, g.opt.Route).Slice()
 	if err != nil {
 		return Released{}, unavailable(err)

@@ -13,6 +13,7 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/salescan"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/sale"
 )
@@ -311,5 +312,60 @@ func TestSweeper(t *testing.T) {
 	})
 	if s1.Stats().Retired != 1 {
 		t.Errorf("stats %+v, want 1 retired", s1.Stats())
+	}
+}
+
+// TestSweepPending: a sweep between full sweeps reads only the pending buckets: an old entry
+// of a sale nobody marked waits for the full sweep, which republishes it and marks the sale
+// pending; a marked sale's entries are republished by the next pending sweep; and a bucket
+// with nothing left leaves the pending set once nobody has marked it for the quiet time.
+func TestSweepPending(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	route := f.tee.Route()
+	t.Cleanup(func() { f.rc.ZRem(context.Background(), salescan.PendingKey(route), f.sku) })
+	if err := f.rc.HSet(ctx, sale.KeysFor(f.sku).Meta, "state", "open", "end", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rc.SAdd(ctx, sale.SalesKey, f.sku).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() bool {
+		_, err := f.rc.ZScore(ctx, salescan.PendingKey(route), f.sku).Result()
+		return err == nil
+	}
+	old := f.add(t, 3)
+	now, err := f.rc.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(f.cfg.Outbox.SweepAge + time.Second)
+	s := NewSweeper(f.rc, f.tee, f.cfg.Outbox, "pending-test", nil, zap.NewNop())
+	if n, err := s.SweepPending(ctx, later); err != nil || n != 0 || pending() {
+		t.Fatalf("a pending sweep of an unmarked sale: %d republished, %v, pending %v; want nothing", n, err, pending())
+	}
+	if n, err := s.SweepOnce(ctx, later); err != nil || n < len(old) || !pending() {
+		t.Fatalf("the full sweep: %d republished, %v, pending %v; want %d, and the sale marked", n, err, pending(), len(old))
+	}
+	f.consumed(t, len(old))
+	await(t, "the republished entries to leave the outbox", func() bool { return f.outboxLen(t) == 0 })
+
+	more := f.add(t, 2)
+	if err := f.rc.Del(ctx, sale.KeysFor(f.sku).SweepLease).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if now, err = f.rc.Time(ctx).Result(); err != nil {
+		t.Fatal(err)
+	}
+	later = now.Add(f.cfg.Outbox.SweepAge + time.Second)
+	if n, err := s.SweepPending(ctx, later); err != nil || n != len(more) {
+		t.Fatalf("a pending sweep of the marked sale: %d republished, %v; want %d", n, err, len(more))
+	}
+	await(t, "the republished entries to leave the outbox", func() bool { return f.outboxLen(t) == 0 })
+	if _, err := s.SweepPending(ctx, later); err != nil || !pending() {
+		t.Fatalf("a bucket marked just now left the pending set (%v): a proxy may still be selling there", err)
+	}
+	if err := salescan.Unmark(ctx, f.rc, route, []string{f.sku}, 0); err != nil || pending() {
+		t.Fatalf("unmarked with no quiet time: %v, still pending %v", err, pending())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -102,16 +103,27 @@ func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance str
 // rejoins). Call it before Run.
 func (s *Sweeper) FenceWith(replicas func(addr string) (int, time.Duration)) { s.fence = replicas }
 
+// FullSweepEvery is how many sweeps make one full sweep: one sweep in this many reads every
+// open sale (SweepOnce), the others only the pending buckets (salescan.Pending).
+const FullSweepEvery = 30
+
 // Run sweeps each sweep interval until ctx ends, while this proxy leads the sweeping of its
 // route's sales (salescan.Lead: one proxy per Kafka topic, whatever the number of sidecars;
 // another takes over within outbox.lease_ttl of the leader's stopping). The others only try
-// the lease, a command each interval. An entry's age is taken by Redis's clock, which gave
-// the entry its ID, so a proxy whose own clock is off neither republishes entries early nor
-// leaves them late.
+// the lease, a command each interval. A sweep reads the buckets the proxies marked pending;
+// every FullSweepEvery-th, and the first a proxy leads, reads every open sale. An entry's age
+// is taken by Redis's clock, which gave the entry its ID, so a proxy whose own clock is off
+// neither republishes entries early nor leaves them late.
 func (s *Sweeper) Run(ctx context.Context) {
 	ticker := time.NewTicker(s.cfg.SweepInterval)
 	defer ticker.Stop()
 	lead := salescan.SweepLeadKey(s.tee.Route())
+	defer func() { // the next proxy leads at once
+		uctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL)
+		defer cancel()
+		_ = salescan.Unlead(uctx, s.rc, lead, s.instance)
+	}()
+	sinceFull := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -125,7 +137,9 @@ func (s *Sweeper) Run(ctx context.Context) {
 			s.leading.Store(false)
 			continue
 		}
-		s.leading.Store(true)
+		if !s.leading.Swap(true) {
+			sinceFull = 0 // a new leader begins with a full sweep
+		}
 		now, err := s.rc.Time(ctx).Result()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -133,7 +147,12 @@ func (s *Sweeper) Run(ctx context.Context) {
 			}
 			continue
 		}
-		if n, err := s.SweepOnce(ctx, now); err != nil && ctx.Err() == nil {
+		sweep := s.SweepPending
+		if sinceFull == 0 {
+			sweep = s.SweepOnce
+		}
+		sinceFull = (sinceFull + 1) % FullSweepEvery
+		if n, err := sweep(ctx, now); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweep failed", zap.Error(err))
 		} else if n > 0 {
 			s.log.Info("republished outbox entries", zap.Int("entries", n))
@@ -144,14 +163,10 @@ func (s *Sweeper) Run(ctx context.Context) {
 // Leading says whether this proxy swept in its last interval (it held the sweep lease).
 func (s *Sweeper) Leading() bool { return s.leading.Load() }
 
-// SweepOnce republishes, for each bucket with entries older than the sweep age at now whose
-// lease it wins, those entries; moves an entry that cannot be read to the bucket's
-// dead-letter stream; settles a split sale's old reservations (a donor step a proxy did not
-// finish, with Options' Settler); and takes a sale that is over and drained out of the set.
-// It reads every sale's buckets through salescan (a call per master and salescan.Chunk
-// buckets), so that an idle sale costs a share of a call, and only a bucket with work costs a
-// lease and a read of its own. It returns how many entries it handed to the tee. One bucket's
-// error is logged and the others go on.
+// SweepOnce is a full sweep: it reads every open sale's buckets through salescan (a call per
+// master and salescan.Chunk buckets), sweeps them (sweep), marks pending those with work
+// left, and takes the sales that are over and drained out of the set of sales. It returns how
+// many entries it handed to the tee. One bucket's error is logged and the others go on.
 func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if !s.tee.Healthy() {
 		return 0, nil
@@ -160,13 +175,85 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.scanned.Add(int64(len(skus)))
 	var errs []error
 	fail := func(tag, what string, err error) {
 		errs = append(errs, fmt.Errorf("%s: %s: %w", tag, what, err))
 	}
+	layouts, buckets := s.read(ctx, skus, fail)
+	var over []sale.Layout
+	var busy []string
+	for _, l := range layouts {
+		drained := true
+		for _, t := range l.Tags {
+			b := buckets[sale.Tag(l.SKU, t)]
+			drained = drained && b.Err == nil && b.Outbox == 0
+			if b.Err == nil && (b.Outbox > 0 || b.Reserved > 0) {
+				busy = append(busy, b.Tag)
+			}
+		}
+		if drained && saleOver(buckets[l.SKU], now) {
+			over = append(over, l)
+		}
+	}
+	if err := salescan.MarkNow(ctx, s.rc, s.tee.Route(), busy); err != nil {
+		fail("pending", "mark", err)
+	}
+	total := s.sweep(ctx, now, layouts, buckets, nil, fail)
+	s.retire(ctx, over, fail)
+	return total, errors.Join(errs...)
+}
+
+// SweepPending sweeps the buckets marked pending (salescan.Pending), and takes out of the
+// pending set those with nothing left to do. It returns how many entries it handed to the
+// tee.
+func (s *Sweeper) SweepPending(ctx context.Context, now time.Time) (int, error) {
+	if !s.tee.Healthy() {
+		return 0, nil
+	}
+	route := s.tee.Route()
+	tags, err := salescan.List(ctx, s.rc, route)
+	if err != nil || len(tags) == 0 {
+		return 0, err
+	}
+	var errs []error
+	fail := func(tag, what string, err error) {
+		errs = append(errs, fmt.Errorf("%s: %s: %w", tag, what, err))
+	}
+	only := make(map[string]bool, len(tags))
+	var skus []string
+	for _, t := range tags {
+		only[t] = true
+		sku, _ := sale.SplitTag(t)
+		skus = append(skus, sku)
+	}
+	slices.Sort(skus)
+	layouts, buckets := s.read(ctx, slices.Compact(skus), fail)
+	total := s.sweep(ctx, now, layouts, buckets, only, fail)
+	mine := map[string]bool{} // the buckets of the sales on this proxy's route
+	for _, l := range layouts {
+		for _, t := range l.Tags {
+			mine[sale.Tag(l.SKU, t)] = true
+		}
+	}
+	var idle []string
+	for _, t := range tags {
+		b := buckets[t]
+		if !mine[t] || b.Err == nil && b.Outbox == 0 && b.Reserved == 0 {
+			idle = append(idle, t) // nothing to do, or nothing for this route's sweeper
+		}
+	}
+	if err := salescan.Unmark(ctx, s.rc, route, idle, salescan.Quiet); err != nil {
+		fail("pending", "unmark", err)
+	}
+	return total, errors.Join(errs...)
+}
+
+// read reads skus' bucket 0 through salescan, keeps those on this proxy's route (onRoute),
+// then reads their other stock buckets: the layouts, and every bucket read by tag.
+func (s *Sweeper) read(ctx context.Context, skus []string, fail func(string, string, error)) ([]sale.Layout, map[string]salescan.Bucket) {
+	s.scanned.Add(int64(len(skus)))
 	layouts, buckets := s.onRoute(salescan.Scan(ctx, s.rc, skus), fail)
-	var extra []string // split sales' other buckets
+	var extra []string
 	for _, l := range layouts {
 		for _, t := range l.Tags[1:] {
 			extra = append(extra, sale.Tag(l.SKU, t))
@@ -175,26 +262,31 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	for _, b := range salescan.Scan(ctx, s.rc, extra) {
 		buckets[b.Tag] = b
 	}
+	return layouts, buckets
+}
+
+// sweep republishes, for each bucket of layouts (those in only, if only is not nil) with
+// entries older than the sweep age at now whose lease it wins, those entries; moves an entry
+// that cannot be read to the bucket's dead-letter stream; and settles a split sale's old
+// reservations (a donor step a proxy did not finish, with the Settler). Only a bucket with
+// work costs a lease and a read of its own. It returns how many entries it handed to the tee.
+func (s *Sweeper) sweep(ctx context.Context, now time.Time, layouts []sale.Layout, buckets map[string]salescan.Bucket, only map[string]bool, fail func(string, string, error)) int {
 	cutoff := now.Add(-s.cfg.SweepAge).UnixMilli()
 	var busy []string // buckets with old entries, or reservations to settle
-	var over []sale.Layout
 	for _, l := range layouts {
-		drained := true
 		for _, t := range l.Tags {
 			tag := sale.Tag(l.SKU, t)
 			b := buckets[tag]
+			if only != nil && !only[tag] {
+				continue
+			}
 			if b.Err != nil {
 				fail(tag, "scan", b.Err)
-				drained = false
 				continue
 			}
 			if b.Outbox > 0 && b.OldestMs <= cutoff || l.K() > 1 && s.settler != nil && b.Reserved > 0 {
 				busy = append(busy, tag)
 			}
-			drained = drained && b.Outbox == 0
-		}
-		if drained && saleOver(buckets[l.SKU], now) {
-			over = append(over, l)
 		}
 	}
 	wonTags := s.takeLeases(ctx, busy, fail)
@@ -237,8 +329,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 			}
 		}
 	}
-	s.retire(ctx, over, fail)
-	return total, errors.Join(errs...)
+	return total
 }
 
 // saleOver says whether a sale whose bucket 0 the scan read as b may be over at now (Redis's

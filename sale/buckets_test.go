@@ -133,3 +133,19 @@ func TestSplitStock(t *testing.T) {
 		t.Errorf("layout %+v: K %d, Index(7) %d, Index(5) %d", l, l.K(), l.Index(7), l.Index(5))
 	}
 }
+
+// TestTagOfKey: every key of a sale or of a stock bucket gives back its tag; other keys none.
+func TestTagOfKey(t *testing.T) {
+	for _, tag := range []string{"phone", Tag("phone", 3), "a:b"} {
+		for _, k := range KeysFor(tag).Named() {
+			if got, ok := TagOfKey(k[1]); !ok || got != tag {
+				t.Errorf("TagOfKey(%q) = %q, %v; want %q", k[1], got, ok, tag)
+			}
+		}
+	}
+	for _, k := range []string{"seckill:sales", "phone", "seckill:{phone", ""} {
+		if got, ok := TagOfKey(k); ok {
+			t.Errorf("TagOfKey(%q) = %q, want none", k, got)
+		}
+	}
+}

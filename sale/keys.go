@@ -1,5 +1,7 @@
 package sale
 
+import "strings"
+
 // Keys are the Redis keys of one SKU's sale. They all carry the hash tag {<sku>}, so they sit
 // in one cluster slot and one Lua script may touch them all.
 type Keys struct {
@@ -51,6 +53,20 @@ func keysTagged(tag string) Keys {
 		Reserved:   base + "reserved",
 		Donated:    base + "donated",
 	}
+}
+
+// TagOfKey is the hash tag of a sale's key (a SKU, or a stock bucket's tag); ok false for a
+// key that is not a sale's.
+func TagOfKey(key string) (tag string, ok bool) {
+	rest, ok := strings.CutPrefix(key, SaleKeyPrefix)
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, "}:")
+	if i < 0 {
+		return "", false
+	}
+	return rest[:i], true
 }
 
 // Named is every key of the sale by its name (meta, stock, buyers, outbox, result, outcomes,

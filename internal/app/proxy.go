@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,7 @@ import (
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/salescan"
 	"seckill-proxy/outbox"
 	"seckill-proxy/proxy"
 	"seckill-proxy/router"
@@ -51,6 +53,8 @@ type Proxy struct {
 	Guard   *guard.Guard
 	Tee     *outbox.Tee     // nil with Options.NoTee
 	Sweeper *outbox.Sweeper // nil with Options.NoTee
+	// Pending marks the buckets the buys write to, for the sweeper.
+	Pending *salescan.Pending
 	Pass    *upstream.Cluster
 	Router  *router.Router
 	Metrics *proxy.Metrics
@@ -85,8 +89,14 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	}
 	var sweepCtx context.Context
 	sweepCtx, p.stopSweeper = context.WithCancel(context.Background())
+	// A proxy without a tee (Options.NoTee) writes outbox entries too: it marks them for the others' sweepers.
+	p.Pending = salescan.NewPending(p.Redis, gopt.Route, log)
+	gopt.Pending = p.Pending
 	if opt.NoTee {
-		close(p.sweeperDone)
+		go func() {
+			defer close(p.sweeperDone)
+			p.Pending.Run(sweepCtx)
+		}()
 	} else {
 		p.Tee = outbox.NewTee(p.Redis, cfg, opt.Instance, log)
 		if err := p.Tee.Start(); err != nil {
@@ -101,7 +111,10 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		p.Sweeper.FenceWith(p.Guard.ReplicasToWait)
 		go func() {
 			defer close(p.sweeperDone)
+			var marks sync.WaitGroup
+			marks.Go(func() { p.Pending.Run(sweepCtx) })
 			p.Sweeper.Run(sweepCtx)
+			marks.Wait()
 		}()
 	}
 	p.Pass = upstream.FromConf(p.Redis, cfg.Redis, log)

@@ -3,6 +3,7 @@ package salescan
 import (
 	"context"
 	_ "embed"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,7 +14,13 @@ import (
 //go:embed lua/lead.lua
 var leadLua string
 
-var leadScript = redis.NewScript(leadLua)
+//go:embed lua/unlead.lua
+var unleadLua string
+
+var (
+	leadScript   = redis.NewScript(leadLua)
+	unleadScript = redis.NewScript(unleadLua)
+)
 
 // The leases of the work done once per cluster. They are under the sales' prefix, so no
 // pass-through client may take one, and "!" is in no SKU, so no sale's keys can meet them.
@@ -23,8 +30,12 @@ const leadPrefix = sale.SaleKeyPrefix + "!lead}:"
 // other topics sweep theirs under their own.
 func SweepLeadKey(route string) string { return leadPrefix + "sweep:" + route }
 
-// LateLeadKey is the lease of the late-order watch.
-const LateLeadKey = leadPrefix + "late"
+// LateLeadKey is the lease of the late-order watch of the proxies whose outbox.late_after is
+// lateAfter: a proxy with another setting watches with its own cadence and threshold, under
+// a lease of its own, rather than waiting on a leader that looks less often.
+func LateLeadKey(lateAfter time.Duration) string {
+	return leadPrefix + "late:" + strconv.FormatInt(lateAfter.Milliseconds(), 10)
+}
 
 // Lead takes or renews the lease key for instance, for ttl: true while instance holds it. A
 // holder that stops renewing (killed, paused, cut off) loses it after ttl, and the next
@@ -32,4 +43,10 @@ const LateLeadKey = leadPrefix + "late"
 func Lead(ctx context.Context, rc redis.Scripter, key, instance string, ttl time.Duration) (bool, error) {
 	n, err := leadScript.Run(ctx, rc, []string{key}, instance, ttl.Milliseconds()).Int()
 	return n == 1, err
+}
+
+// Unlead gives up the lease key if instance holds it (at shutdown: the next proxy takes over
+// at once).
+func Unlead(ctx context.Context, rc redis.Scripter, key, instance string) error {
+	return unleadScript.Run(ctx, rc, []string{key}, instance).Err()
 }

@@ -102,3 +102,37 @@ func TestScanPastABrokenBucket(t *testing.T) {
 		t.Errorf("the bucket read with it: %+v, want read (no sale)", got[1])
 	}
 }
+
+// TestLead: one instance holds a lease at a time; the holder renews it; another takes it once
+// it lapses, or at once once the holder gives it up.
+func TestLead(t *testing.T) {
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.Redis(t), ClusterStateReloadInterval: time.Second})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx := context.Background()
+	key := SweepLeadKey("test-" + strconv.FormatInt(time.Now().UnixNano(), 36))
+	t.Cleanup(func() { rc.Del(context.Background(), key) })
+	lead := func(who string, ttl time.Duration) bool {
+		t.Helper()
+		ok, err := Lead(ctx, rc, key, who, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !lead("a", 200*time.Millisecond) || lead("b", time.Second) || !lead("a", 200*time.Millisecond) {
+		t.Fatal("a takes the lease, b is refused, a renews it")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !lead("b", time.Minute) { // a stops renewing
+		if time.Now().After(deadline) {
+			t.Fatal("b never took the lapsed lease")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := Unlead(ctx, rc, key, "a"); err != nil || lead("a", time.Second) {
+		t.Fatalf("a gave up a lease it did not hold (%v), and took b's", err)
+	}
+	if err := Unlead(ctx, rc, key, "b"); err != nil || !lead("a", time.Second) {
+		t.Fatalf("b gave up its lease (%v): a takes it at once", err)
+	}
+}
