@@ -88,6 +88,7 @@ type Guard struct {
 	activityMu  sync.Mutex
 	activity    map[string]*saleActivity // what SaleMetrics knows of each SKU's buys here (salemetrics.go)
 	lateFrom    string                   // the last sale the late-order watch looked at (its goroutine's)
+	latePasses  int                      // the late-order watch's passes since it began to lead (its goroutine's)
 	lateSettled map[string]lateSeen      // sales whose every order had its outcome (late.go; its goroutine's)
 	waits       waiters                  // buyers waiting for their outcome (waiters.go)
 	statusAsks  chan statusAsk           // their first status reads, gathered (statusbatch.go)

@@ -114,12 +114,13 @@ func (o lateOrder) String() string {
 	return fmt.Sprintf("late order %s: uid %s qty %d, sold %s ago, no outcome from the sink", o.id, o.uid, o.qty, o.age.Truncate(time.Second))
 }
 
-// watchLate looks for late orders in every sale, each LateAfter/2, on one proxy of the
-// cluster at a time (salescan.Lead): it reads every sale's buyers and outcomes counted
-// (salescan), and for each bucket whose counts moved since a pass found every order with its
-// outcome, reads its buyers and outcomes (HSCAN, a batch at a time), writes the count of late
-// orders into the bucket's meta (field "late", which every proxy's metrics report), and logs
-// them. A pass over idle sales costs a script call per master and 500 sales.
+// watchLate looks for late orders, each LateAfter/2, on one proxy of the cluster at a time
+// (salescan.Lead, per outbox.late_after) (checkLate): it reads the buyers and outcomes
+// counted of the buckets sold in (salescan), and for each bucket whose counts moved since a
+// pass found every order with its outcome, reads its buyers and outcomes (HSCAN, a batch at
+// a time), writes the count of late orders into the bucket's meta (field "late", which every
+// proxy's metrics report), and logs them. Idle, settled sales cost nothing but their share
+// of a full pass.
 func (g *Guard) watchLate(ctx context.Context) {
 	every := max(g.opt.LateAfter/2, 500*time.Millisecond)
 	t := time.NewTicker(every)
@@ -169,67 +170,102 @@ func latePassOrder(skus []string, after string) []string {
 	return append(skus[i:len(skus):len(skus)], skus[:i]...)
 }
 
+// lateFullEvery is how many passes of the late-order watch make one full pass: one in this
+// many reads every open sale, the others only the buckets marked unsettled.
+const lateFullEvery = 10
+
 // checkLate is one pass of watchLate, if this proxy holds the watch's lease (for two
-// passes); leaseFor is how long a bucket it counts is left to it.
+// passes); leaseFor is how long a bucket it counts is left to it. A pass reads the buckets
+// marked unsettled (salescan.UnsettledKey: every bucket a proxy sold in) and takes out those
+// whose every order has its outcome; every lateFullEvery-th pass, and the first this proxy
+// leads, reads every open sale and marks those that are not settled.
 func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
 	if ok, err := salescan.Lead(ctx, g.rc, salescan.LateLeadKey(g.opt.LateAfter), g.opt.Instance, 2*leaseFor); err != nil || !ok {
+		g.latePasses = 0 // leading again starts with a full pass
 		return err
 	}
-	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
-	if err != nil {
-		return err
-	}
-	g.forgetSettled(skus)
-	// A pass that runs out of time (many late sales, a slow Redis) ends where it is, and the
-	// next begins after the last sale it looked at: every sale is looked at in turn.
-	skus = latePassOrder(skus, g.lateFrom)
-	base := salescan.Scan(ctx, g.rc, skus)
-	var extra []string // split sales' other buckets
-	for _, b := range base {
-		if tags, err := sale.ParseBuckets(b.Buckets); err == nil && b.HasMeta() {
-			for _, t := range tags[1:] {
-				extra = append(extra, sale.Tag(b.Tag, t))
+	full := g.latePasses%lateFullEvery == 0
+	g.latePasses++
+	var buckets []salescan.Bucket
+	if full {
+		skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
+		if err != nil {
+			return err
+		}
+		g.forgetSettled(skus)
+		// A pass that runs out of time (many late sales, a slow Redis) ends where it is, and
+		// the next begins after the last sale it looked at: every sale is looked at in turn.
+		base := salescan.Scan(ctx, g.rc, salescan.ForLate, latePassOrder(skus, g.lateFrom))
+		var extra []string // split sales' other buckets
+		for _, b := range base {
+			if tags, err := sale.ParseBuckets(b.Buckets); err == nil && b.HasMeta() {
+				for _, t := range tags[1:] {
+					extra = append(extra, sale.Tag(b.Tag, t))
+				}
 			}
 		}
+		buckets = append(base, salescan.Scan(ctx, g.rc, salescan.ForLate, extra)...)
+	} else {
+		tags, err := salescan.List(ctx, g.rc, salescan.UnsettledKey)
+		if err != nil {
+			return err
+		}
+		buckets = salescan.Scan(ctx, g.rc, salescan.ForLate, tags)
 	}
 	var errs []error
-	for _, b := range append(base, salescan.Scan(ctx, g.rc, extra)...) {
-		if sku, _ := sale.SplitTag(b.Tag); b.Tag == sku {
+	var settled, unsettled []string
+	for _, b := range buckets {
+		if sku, _ := sale.SplitTag(b.Tag); full && b.Tag == sku {
 			g.lateFrom = sku
 		}
 		if b.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", b.Tag, b.Err))
 			continue
 		}
-		if err := g.checkLateBucket(ctx, b, leaseFor); err != nil {
+		done, err := g.checkLateBucket(ctx, b, leaseFor)
+		if err != nil {
 			return err
 		}
+		if done {
+			settled = append(settled, b.Tag)
+		} else {
+			unsettled = append(unsettled, b.Tag)
+		}
+	}
+	if full {
+		if err := salescan.MarkNow(ctx, g.rc, salescan.UnsettledKey, unsettled); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := salescan.Unmark(ctx, g.rc, salescan.UnsettledKey, settled, salescan.Quiet); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 // checkLateBucket looks for late orders in the bucket b (a sale's own, or one of its stock
-// buckets'), whose buyers and outcomes live together.
-func (g *Guard) checkLateBucket(ctx context.Context, b salescan.Bucket, leaseFor time.Duration) error {
+// buckets'), whose buyers and outcomes live together; settled says every order it holds has
+// its outcome (or it holds no sale).
+func (g *Guard) checkLateBucket(ctx context.Context, b salescan.Bucket, leaseFor time.Duration) (settled bool, err error) {
 	tag := b.Tag
 	k := sale.KeysFor(tag)
 	seen := lateSeen{buyers: b.Buyers, results: b.Results}
 	if g.lateSettled[tag] == seen || !b.HasMeta() {
-		return nil // settled, and nothing was sold or stored since; or no sale
+		return true, nil // settled, and nothing was sold or stored since; or no sale
 	}
 	// A lease per bucket too, as proxies of earlier versions take it.
 	if won, err := g.rc.SetNX(ctx, k.LateLease, g.opt.Instance, leaseFor).Result(); err != nil || !won {
-		return err
+		return false, err
 	}
 	now, err := g.rc.Time(ctx).Result()
 	if err != nil {
-		return err
+		return false, err
 	}
 	n, ids, oldest, pending, err := g.countLate(ctx, tag, now)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if pending == 0 {
 		g.lateSettled[tag] = seen
@@ -237,7 +273,7 @@ func (g *Guard) checkLateBucket(ctx context.Context, b salescan.Bucket, leaseFor
 		delete(g.lateSettled, tag)
 	}
 	if err := g.rc.HSet(ctx, k.Meta, "late", n, "late_checked_ms", now.UnixMilli()).Err(); err != nil {
-		return err
+		return false, err
 	}
 	if n > 0 {
 		sku, bucket := sale.SplitTag(tag)
@@ -245,7 +281,7 @@ func (g *Guard) checkLateBucket(ctx context.Context, b salescan.Bucket, leaseFor
 			zap.String("sku", sku), zap.Int("bucket", bucket), zap.Int("late_orders", n), zap.Duration("oldest", oldest),
 			zap.Duration("late_after", g.opt.LateAfter), zap.Strings("first_ids", ids), zap.String("route", b.Route))
 	}
-	return nil
+	return pending == 0, nil
 }
 
 // unlead gives up the lease key at Close, if this proxy holds it.

@@ -365,7 +365,7 @@ func TestSweepPending(t *testing.T) {
 	if _, err := s.SweepPending(ctx, later); err != nil || !pending() {
 		t.Fatalf("a bucket marked just now left the pending set (%v): a proxy may still be selling there", err)
 	}
-	if err := salescan.Unmark(ctx, f.rc, route, []string{f.sku}, 0); err != nil || pending() {
+	if err := salescan.Unmark(ctx, f.rc, salescan.PendingKey(route), []string{f.sku}, 0); err != nil || pending() {
 		t.Fatalf("unmarked with no quiet time: %v, still pending %v", err, pending())
 	}
 }

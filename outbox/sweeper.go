@@ -195,7 +195,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 			over = append(over, l)
 		}
 	}
-	if err := salescan.MarkNow(ctx, s.rc, s.tee.Route(), busy); err != nil {
+	if err := salescan.MarkNow(ctx, s.rc, salescan.PendingKey(s.tee.Route()), busy); err != nil {
 		fail("pending", "mark", err)
 	}
 	total := s.sweep(ctx, now, layouts, buckets, nil, fail)
@@ -211,7 +211,7 @@ func (s *Sweeper) SweepPending(ctx context.Context, now time.Time) (int, error) 
 		return 0, nil
 	}
 	route := s.tee.Route()
-	tags, err := salescan.List(ctx, s.rc, route)
+	tags, err := salescan.List(ctx, s.rc, salescan.PendingKey(route))
 	if err != nil || len(tags) == 0 {
 		return 0, err
 	}
@@ -242,7 +242,7 @@ func (s *Sweeper) SweepPending(ctx context.Context, now time.Time) (int, error) 
 			idle = append(idle, t) // nothing to do, or nothing for this route's sweeper
 		}
 	}
-	if err := salescan.Unmark(ctx, s.rc, route, idle, salescan.Quiet); err != nil {
+	if err := salescan.Unmark(ctx, s.rc, salescan.PendingKey(route), idle, salescan.Quiet); err != nil {
 		fail("pending", "unmark", err)
 	}
 	return total, errors.Join(errs...)
@@ -252,14 +252,14 @@ func (s *Sweeper) SweepPending(ctx context.Context, now time.Time) (int, error) 
 // then reads their other stock buckets: the layouts, and every bucket read by tag.
 func (s *Sweeper) read(ctx context.Context, skus []string, fail func(string, string, error)) ([]sale.Layout, map[string]salescan.Bucket) {
 	s.scanned.Add(int64(len(skus)))
-	layouts, buckets := s.onRoute(salescan.Scan(ctx, s.rc, skus), fail)
+	layouts, buckets := s.onRoute(salescan.Scan(ctx, s.rc, salescan.ForSweep, skus), fail)
 	var extra []string
 	for _, l := range layouts {
 		for _, t := range l.Tags[1:] {
 			extra = append(extra, sale.Tag(l.SKU, t))
 		}
 	}
-	for _, b := range salescan.Scan(ctx, s.rc, extra) {
+	for _, b := range salescan.Scan(ctx, s.rc, salescan.ForSweep, extra) {
 		buckets[b.Tag] = b
 	}
 	return layouts, buckets

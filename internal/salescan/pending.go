@@ -47,10 +47,15 @@ const (
 // PendingKey is the pending set of the sales whose orders go to route.
 func PendingKey(route string) string { return leadPrefix + "pending:" + route }
 
+// UnsettledKey is the set of buckets that may have orders without their outcome from the
+// sink: marked with the pending set, taken out by the late-order watch once every order has
+// its outcome.
+const UnsettledKey = leadPrefix + "unsettled"
+
 // Pending marks buckets for one route. Build it with NewPending; Run flushes the marks.
 type Pending struct {
-	rc  redis.Scripter
-	key string
+	rc   redis.Scripter
+	keys []string // the route's pending set, and the unsettled set
 	log *zap.Logger
 	now func() time.Time
 
@@ -63,7 +68,7 @@ type Pending struct {
 
 // NewPending returns the marker of route's pending set.
 func NewPending(rc redis.Scripter, route string, log *zap.Logger) *Pending {
-	return &Pending{rc: rc, key: PendingKey(route), log: log, now: time.Now, queued: map[string]bool{}, kick: make(chan struct{}, 1)}
+	return &Pending{rc: rc, keys: []string{PendingKey(route), UnsettledKey}, log: log, now: time.Now, queued: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
 // Mark marks tag's bucket pending (at most every MarkEvery; from memory, it never waits).
@@ -126,7 +131,7 @@ func (p *Pending) flush(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := markScript.Run(ctx, p.rc, []string{p.key}, tags...).Err(); err != nil {
+	if err := markScript.Run(ctx, p.rc, p.keys, tags...).Err(); err != nil {
 		p.log.Warn("could not mark buckets pending for the sweeper; trying again", zap.Int("buckets", len(tags)), zap.Error(err))
 		p.mu.Lock()
 		for _, t := range tags {
@@ -142,13 +147,13 @@ func (p *Pending) flush(ctx context.Context) {
 	}
 }
 
-// List returns the pending buckets of route.
-func List(ctx context.Context, rc redis.Cmdable, route string) ([]string, error) {
-	return rc.ZRange(ctx, PendingKey(route), 0, -1).Result()
+// List returns the buckets marked in the set key (PendingKey, UnsettledKey).
+func List(ctx context.Context, rc redis.Cmdable, key string) ([]string, error) {
+	return rc.ZRange(ctx, key, 0, -1).Result()
 }
 
-// Unmark takes tags out of route's pending set, except those marked within quiet (Quiet).
-func Unmark(ctx context.Context, rc redis.Scripter, route string, tags []string, quiet time.Duration) error {
+// Unmark takes tags out of the set key, except those marked within quiet (Quiet).
+func Unmark(ctx context.Context, rc redis.Scripter, key string, tags []string, quiet time.Duration) error {
 	if len(tags) == 0 {
 		return nil
 	}
@@ -157,11 +162,11 @@ func Unmark(ctx context.Context, rc redis.Scripter, route string, tags []string,
 	for _, t := range tags {
 		args = append(args, t)
 	}
-	return unmarkScript.Run(ctx, rc, []string{PendingKey(route)}, args...).Err()
+	return unmarkScript.Run(ctx, rc, []string{key}, args...).Err()
 }
 
-// MarkNow marks tags pending at once (the sweeper, for what a full sweep found).
-func MarkNow(ctx context.Context, rc redis.Scripter, route string, tags []string) error {
+// MarkNow marks tags in the set key at once (what a full pass found).
+func MarkNow(ctx context.Context, rc redis.Scripter, key string, tags []string) error {
 	if len(tags) == 0 {
 		return nil
 	}
@@ -169,5 +174,5 @@ func MarkNow(ctx context.Context, rc redis.Scripter, route string, tags []string
 	for i, t := range tags {
 		args[i] = t
 	}
-	return markScript.Run(ctx, rc, []string{PendingKey(route)}, args...).Err()
+	return markScript.Run(ctx, rc, []string{key}, args...).Err()
 }

@@ -38,22 +38,32 @@ type Bucket struct {
 	// away mid-scan); the other fields are then zero.
 	Err error
 	// Outbox is the outbox's length, and OldestMs its oldest entry's time (Redis's, Unix ms;
-	// 0 when empty).
+	// 0 when empty): ForSweep.
 	Outbox, OldestMs int64
 	// Meta's fields: State ("" when the bucket has no meta), End, Route and Buckets.
 	State, End, Route, Buckets string
-	// Buyers, Results and Reserved count the buyers hash, the results hash and the
-	// reservations.
+	// Buyers and Results count the buyers hash and the results hash (ForLate), Reserved the
+	// reservations of a split sale's bucket (ForSweep).
 	Buyers, Results, Reserved int64
 }
+
+// What says what a scan reads besides each bucket's meta.
+type What string
+
+const (
+	// ForSweep reads the outbox (length, oldest entry) and a split sale's reservations.
+	ForSweep What = "sweep"
+	// ForLate reads the buyers and the results counted.
+	ForLate What = "late"
+)
 
 // HasMeta says whether the bucket has a meta (a sale, or a bucket of one).
 func (b Bucket) HasMeta() bool { return b.Err == nil && b.State != "" }
 
-// Scan reads tags' buckets: the tags are grouped by the master that owns them, and each
-// group is read in calls of at most Chunk tags. The result is in tags' order. A call that
-// fails sets Err on its tags only.
-func Scan(ctx context.Context, rc *redis.ClusterClient, tags []string) []Bucket {
+// Scan reads tags' buckets' meta and what: the tags are grouped by the master that owns them,
+// and each group is read in calls of at most Chunk tags. The result is in tags' order. A call
+// that fails sets Err on its tags only.
+func Scan(ctx context.Context, rc *redis.ClusterClient, what What, tags []string) []Bucket {
 	out := make([]Bucket, len(tags))
 	groups := map[string][]int{}
 	clients := map[string]*redis.Client{}
@@ -76,7 +86,7 @@ func Scan(ctx context.Context, rc *redis.ClusterClient, tags []string) []Bucket 
 		idx := groups[addr]
 		for len(idx) > 0 {
 			n := min(len(idx), Chunk)
-			scanChunk(ctx, clients[addr], idx[:n], out)
+			scanChunk(ctx, clients[addr], what, idx[:n], out)
 			idx = idx[n:]
 		}
 	}
@@ -84,9 +94,9 @@ func Scan(ctx context.Context, rc *redis.ClusterClient, tags []string) []Bucket 
 }
 
 // scanChunk reads the buckets out[i] for i in idx, on one master.
-func scanChunk(ctx context.Context, c *redis.Client, idx []int, out []Bucket) {
-	args := make([]any, 0, len(idx)+1)
-	args = append(args, sale.SaleKeyPrefix)
+func scanChunk(ctx context.Context, c *redis.Client, what What, idx []int, out []Bucket) {
+	args := make([]any, 0, len(idx)+2)
+	args = append(args, sale.SaleKeyPrefix, string(what))
 	for _, i := range idx {
 		args = append(args, out[i].Tag)
 	}

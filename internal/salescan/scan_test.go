@@ -50,15 +50,19 @@ func TestScan(t *testing.T) {
 		tags = append(tags, fmt.Sprintf("scan_none_%s_%d", run, i))
 	}
 	tags[7], tags[Chunk+3] = open, bucket
-	got := Scan(ctx, rc, tags)
+	got := Scan(ctx, rc, ForSweep, tags)
 	if len(got) != len(tags) {
 		t.Fatalf("%d buckets for %d tags", len(got), len(tags))
 	}
+	late := Scan(ctx, rc, ForLate, tags)
 	msPart, _, _ := strings.Cut(first, "-")
 	ms, _ := strconv.ParseInt(msPart, 10, 64)
 	want := map[int]Bucket{
-		7:         {Tag: open, Outbox: 2, OldestMs: ms, State: "open", End: "0", Route: "topic=t schema=2", Buyers: 2, Results: 1},
+		7:         {Tag: open, Outbox: 2, OldestMs: ms, State: "open", End: "0", Route: "topic=t schema=2"},
 		Chunk + 3: {Tag: bucket, State: "closed", End: "12345", Buckets: "0,3", Reserved: 1},
+	}
+	if w := (Bucket{Tag: open, State: "open", End: "0", Route: "topic=t schema=2", Buyers: 2, Results: 1}); late[7] != w {
+		t.Errorf("for the late watch: %+v, want %+v", late[7], w)
 	}
 	for i, b := range got {
 		w, ok := want[i]
@@ -94,7 +98,7 @@ func TestScanPastABrokenBucket(t *testing.T) {
 	if err := rc.HSet(ctx, kb.Meta, "state", "open").Err(); err != nil {
 		t.Fatal(err)
 	}
-	got := Scan(ctx, rc, []string{broken, good, broken})
+	got := Scan(ctx, rc, ForSweep, []string{broken, good, broken})
 	if got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "WRONGTYPE") || got[2].Err == nil {
 		t.Errorf("the broken bucket: %+v, %+v; want WRONGTYPE", got[0], got[2])
 	}

@@ -1,6 +1,7 @@
--- Takes stock buckets the sweeper found with nothing to do out of the pending set, unless a
--- proxy marked one again within the quiet time: it is selling there, and will write again.
--- KEYS[1]: the pending set; ARGV[1]: the quiet time (ms); ARGV[2..]: the tags.
+-- Takes stock buckets found with nothing to do out of a set of marked buckets (the pending
+-- set, the unsettled set), unless a proxy marked one again within the quiet time: it is
+-- selling there, and will write again.
+-- KEYS[1]: the set; ARGV[1]: the quiet time (ms); ARGV[2..]: the tags.
 -- Returns how many left the set.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
