@@ -295,8 +295,11 @@ func (t *Tee) flushDeletes() {
 		clear(batch)
 		n = 0
 	}
-	ticker := time.NewTicker(t.outbox.DeleteFlush)
-	defer ticker.Stop()
+	// The timer runs only while entries wait: an idle proxy is not woken every DeleteFlush.
+	timer := time.NewTimer(t.outbox.DeleteFlush)
+	timer.Stop()
+	defer timer.Stop()
+	armed := false
 	for {
 		select {
 		case ref, ok := <-t.deletes:
@@ -307,8 +310,12 @@ func (t *Tee) flushDeletes() {
 			batch[ref.tag] = append(batch[ref.tag], ref.id)
 			if n++; n >= 1024 {
 				flush()
+			} else if !armed {
+				timer.Reset(t.outbox.DeleteFlush)
+				armed = true
 			}
-		case <-ticker.C:
+		case <-timer.C:
+			armed = false
 			flush()
 		}
 	}
