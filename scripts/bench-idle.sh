@@ -1,24 +1,57 @@
 #!/usr/bin/env bash
 # bench-idle.sh: what open sales cost when nobody buys. SALES sales are warmed through one
 # proxy (in one pipeline, timed), PROXIES proxies then sit idle in front of the cluster, and
-# for SECONDS the commands every Redis master processes (INFO commandstats) and each proxy's
-# CPU time (/proc/<pid>/stat) are counted.
+# for SECONDS the commands every Redis master processes (INFO commandstats: a script's own
+# calls count, each), each proxy's CPU time (/proc/<pid>/stat) and memory (VmRSS) are
+# counted.
 #
-#   scripts/bench-idle.sh [sales] [proxies] [seconds]      (defaults: 1000 1 10)
+#   scripts/bench-idle.sh [sales] [proxies] [seconds]      (defaults: 1000 1 60)
+#   scripts/bench-idle.sh all                              make bench's table (q)
+#
+# The window starts 35 s after the last proxy, past its start and the late-order watch's first
+# pass (a full one); it takes in two of the sweeper's full sweeps (every 30 s), not the late
+# watch's (every 5 minutes: 3 calls a sale).
 #
 # Prints one Markdown row: the sales in the set of sales (the run's, and any others left open
-# on the cluster), proxies, the warm's time, Redis commands/s in all and per
-# open sale, the proxies' mean and highest CPU (% of a core), and the three commands most
-# sent; and appends the row to $WORK/idle.tsv. The sales, their keys and their MySQL rows are
-# deleted at the end.
+# on the cluster), proxies, the warm's time, Redis commands/s in all and per open sale, the
+# proxies' mean and highest CPU (% of a core), their mean memory, and the three commands
+# most sent; and appends the row to $WORK/idle.tsv. The sales, their keys and their MySQL
+# rows are deleted at the end. `all` runs 10, 1,000 and 10,000 sales with 1, 4 and 16
+# proxies and writes $WORK/idle.md: the rows, and the fit of commands/s = a x proxies + b x
+# sales, extrapolated to 10,000 sales and 300 sidecars.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-SALES=${1:-1000}
-PROXIES=${2:-1}
-SECS=${3:-10}
 WORK=${BENCH_WORK:-$ROOT/.stack/bench}
 mkdir -p "$WORK"
+if [[ ${1:-} == all ]]; then
+  : >"$WORK/idle.tsv"
+  for sales in 10 1000 10000; do
+    for proxies in 1 4 16; do
+      "$0" "$sales" "$proxies" 60 >/dev/null
+    done
+  done
+  {
+    echo "| open sales | proxies | warm (s) | Redis commands/s | per sale per second | proxy CPU mean (% of a core) | highest | proxy memory (MB) | commands most sent (/s) |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    cat "$WORK/idle.tsv"
+    echo
+    # The per-proxy term from the rows of the fewest sales (1 against 16 proxies), the per-sale
+    # term from the rows of 1 proxy (the fewest sales against the most).
+    awk -F'|' '{ s = $2 + 0; p = $3 + 0; c[s, p] = $5 + 0; m[s, p] = $9 + 0; if (!(s in seen)) { seen[s] = 1; ss[n++] = s } }
+      END {
+        lo = ss[0]; hi = ss[n - 1]
+        a = (c[lo, 16] - c[lo, 1]) / 15; b = (c[hi, 1] - c[lo, 1]) / (hi - lo)
+        printf "Fit: Redis commands/s = %.1f x proxies + %.3f x open sales (from the rows of %d and %d sales). At 10,000 open sales and 300 sidecars: %.0f commands/s. Memory: %.2f KB per open sale on the proxy that warmed them (%d against %d sales, 1 proxy).\n",
+          a, b, lo, hi, a * 300 + b * 10000, (m[hi, 1] - m[lo, 1]) * 1024 / (hi - lo), hi, lo
+      }' "$WORK/idle.tsv"
+  } >"$WORK/idle.md"
+  cat "$WORK/idle.md"
+  exit 0
+fi
+SALES=${1:-1000}
+PROXIES=${2:-1}
+SECS=${3:-60}
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
 go build -o bin/ ./cmd/seckill-proxy
@@ -59,16 +92,20 @@ seq 0 $((SALES - 1)) | awk -v r="$run" '{ s = r "_" $1; printf "*2\r\n$12\r\nSEC
 warm_ms=$((($(date +%s%N) - t0) / 1000000))
 grep -q "errors: 0," "$WORK/idle-warm.log" || { echo "the warm failed: $(tail -2 "$WORK/idle-warm.log")" >&2; exit 1; }
 for ((n = 1; n < PROXIES; n++)); do start_proxy "$n"; done
-sleep 3 # past the proxies' start: their first reads of every sale are not idle cost
+sleep 35 # past the proxies' start and the late watch's first (full) pass: not idle cost
 
-# snapshot: every master's commandstats ("command calls" lines), then "cpu PID TICKS" per proxy.
+# snapshot: every master's commandstats ("command calls" lines), then "cpu PID TICKS" and
+# "rss PID KB" per proxy.
 snapshot() {
   local addr p
   for addr in $(masters); do
     redis-cli -h "${addr%:*}" -p "${addr#*:}" info commandstats | tr -d '\r' |
       sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p'
   done
-  for p in "${pids[@]}"; do echo "cpu $p $(awk '{ print $14 + $15 }' "/proc/$p/stat")"; done
+  for p in "${pids[@]}"; do
+    echo "cpu $p $(awk '{ print $14 + $15 }' "/proc/$p/stat")"
+    echo "rss $p $(awk '/^VmRSS/ { print $2 }' "/proc/$p/status")"
+  done
 }
 in_set=$(redis-cli -c -p 7000 scard seckill:sales) # the run's, and any other left open
 snapshot >"$WORK/idle-before.txt"
@@ -76,8 +113,8 @@ sleep "$SECS"
 snapshot >"$WORK/idle-after.txt"
 hz=$(getconf CLK_TCK)
 awk -v secs="$SECS" -v hz="$hz" -v sales="$in_set" -v proxies="$PROXIES" -v warm="$warm_ms" '
-  FNR == NR { if ($1 == "cpu") c0[$2] = $3; else b[$1] += $2; next }
-  { if ($1 == "cpu") c1[$2] = $3; else a[$1] += $2 }
+  FNR == NR { if ($1 == "cpu") c0[$2] = $3; else if ($1 != "rss") b[$1] += $2; next }
+  { if ($1 == "cpu") c1[$2] = $3; else if ($1 == "rss") rss += $3; else a[$1] += $2 }
   END {
     for (k in a) { d = a[k] - b[k]; if (d > 0) { total += d; per[k] = d } }
     n = 0
@@ -88,6 +125,6 @@ awk -v secs="$SECS" -v hz="$hz" -v sales="$in_set" -v proxies="$PROXIES" -v warm
       if (best == "") break
       top = top (top == "" ? "" : ", ") best " " sprintf("%.0f", per[best] / secs); delete per[best]
     }
-    printf "| %d | %d | %.1f | %.0f | %.3f | %.2f | %.2f | %s |\n", sales, proxies, warm / 1000, total / secs,
-      total / secs / sales, sum / n, hi, top
+    printf "| %d | %d | %.1f | %.0f | %.3f | %.2f | %.2f | %.0f | %s |\n", sales, proxies, warm / 1000, total / secs,
+      total / secs / sales, sum / n, hi, rss / n / 1024, top
   }' "$WORK/idle-before.txt" "$WORK/idle-after.txt" | tee -a "$WORK/idle.tsv"

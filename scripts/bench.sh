@@ -105,6 +105,9 @@ ADMISSION_SPLIT=1 ADMISSION_HOG=1 scripts/bench-admission.sh 500 50 700000 100 >
 echo "== (m) a hot SKU over 1 and 3 stock buckets: per-master CPU, throughput, drain" >&2
 scripts/bench-buckets.sh 100000 300000 >"$WORK/buckets.md"
 
+echo "== (q) open sales nobody buys: 10, 1,000 and 10,000 sales, 1, 4 and 16 proxies" >&2
+scripts/bench-idle.sh all >/dev/null
+
 echo "== (p) buyers waiting for their outcome against polling" >&2
 SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkStatusWait -benchtime 1x -count 3 -timeout 20m >"$WORK/statuswait.txt"
 

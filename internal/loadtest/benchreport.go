@@ -46,6 +46,7 @@ type benchData struct {
 	Admission, Metrics         string
 	AdmissionRush, Hot         string
 	AdmissionBusy              string // the same rush, a load process per proxy and a core kept busy
+	Idle                       string // scripts/bench-idle.sh all: open sales nobody buys
 	Buckets                    string
 	Cost, CostRatios, Profiles string
 	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
@@ -112,6 +113,9 @@ func BenchReport(run BenchRun) (string, error) {
 	busy, err := os.ReadFile(w("admission-busy.md"))
 	must(err)
 	d.AdmissionBusy = strings.TrimSpace(string(busy))
+	idle, err := os.ReadFile(w("idle.md"))
+	must(err)
+	d.Idle = strings.TrimSpace(string(idle))
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)

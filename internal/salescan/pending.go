@@ -56,8 +56,8 @@ const UnsettledKey = leadPrefix + "unsettled"
 type Pending struct {
 	rc   redis.Scripter
 	keys []string // the route's pending set, and the unsettled set
-	log *zap.Logger
-	now func() time.Time
+	log  *zap.Logger
+	now  func() time.Time
 
 	sent sync.Map // tag -> time.Time of its last mark queued
 
