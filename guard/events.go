@@ -24,6 +24,7 @@ const (
 	eventSoldOut = "soldout" // sold out: answer locally
 	eventLimit   = "limit"   // the sale's rate changed: read it again
 	eventDeny    = "deny"    // the deny list changed ("deny list"): read it again
+	eventRetire  = "retire"  // over, drained and out of the set of sales: forget it
 )
 
 // signal publishes an event without holding up the caller; a lost event costs at most the
@@ -111,6 +112,8 @@ func (g *Guard) apply(ctx context.Context, payload string) {
 		g.kickRate(sku)
 	case eventDeny:
 		g.kickSync()
+	case eventRetire:
+		g.forgetIfRetired(ctx, sku)
 	case eventClose, eventSoldOut:
 		g.recheck(ctx, sku, payload)
 	default:

@@ -49,9 +49,11 @@ type Sweeper struct {
 
 // Settler settles a split sale's old reservations in one bucket (guard.Guard does): buyers
 // reserved at home while a proxy asked a donor bucket for their units, and left so by a proxy
-// that stopped between the steps.
+// that stopped between the steps. It also hears of each sale the sweeper retires, to forget
+// it (Retired).
 type Settler interface {
 	SettleReservations(ctx context.Context, l sale.Layout, bucket int, now time.Time) error
+	Retired(sku string)
 }
 
 // SweeperStats are a sweeper's counters.
@@ -521,6 +523,9 @@ next:
 			}
 		}
 		s.retired.Add(1)
+		if s.settler != nil {
+			s.settler.Retired(l.SKU)
+		}
 		s.log.Info("sale over and drained: the sweepers stop visiting it", zap.String("sku", l.SKU))
 	}
 }
