@@ -44,7 +44,8 @@ SINK_ADMIN_PORTS=(6421 6422)
 mkdir -p "$WORK"
 
 go build -o bin/ ./cmd/...
-# PLAN: a line per fault, "NAME KIND RUNS" (unknown names stop the suite here).
+# PLAN: a line per fault, "NAME KIND RUNS BUCKETS CROWD" (unknown names stop the suite here):
+# BUCKETS is the sale's stock buckets, CROWD how many other sales are open beside it.
 PLAN=$(./bin/seckill-bench fault-plan -runs "$RUNS" "$@")
 
 scripts/devstack.sh up >&2
@@ -152,7 +153,7 @@ bucket_tag() { redis-cli -c -p 7000 hget "$(sale_key "$1" meta)" buckets | cut -
 inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
   local port pid cur ask tag began
   case $1 in
-    proxy-kill)
+    proxy-kill|crowd-proxy-kill)
       kill -9 "${PIDS[proxy0]}"; wait "${PIDS[proxy0]}" 2>/dev/null || true
       sleep 1; start_proxy 0 ;;
     sink-kill|bucket-sink-kill)
@@ -162,7 +163,7 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
       scripts/devstack.sh stop kafka >&2; sleep 5; scripts/devstack.sh up >&2 ;;
     mysql-stop)
       scripts/devstack.sh stop mysql >&2; sleep 5; scripts/devstack.sh up >&2 ;;
-    master-kill|bucket-master-kill)
+    master-kill|bucket-master-kill|crowd-master-kill)
       tag=0
       [[ $1 == bucket-master-kill ]] && tag=$(bucket_tag "$2" 1)
       port=$(owner_port "$2" 7000 "$tag")
@@ -275,7 +276,28 @@ clock_off_run() {
 rows=()
 failed=0
 faults=0
-while read -r fault kind runs buckets <&3; do
+# warm_crowd N: N sales of this run's own (crowd_<run>_<i>, 100 units each) warmed through
+# proxy 0 in one pipeline and left idle, so that the fault strikes one sale among many.
+warm_crowd() {
+  local n=$1
+  seq 0 $((n - 1)) | awk -v r="$id" '{ printf "INSERT INTO seckill_items (sku, stock) VALUES (\"crowd_%s_%d\", 100);\n", r, $1 }' |
+    mariadb --no-defaults -h 127.0.0.1 -u root seckill
+  seq 0 $((n - 1)) | awk -v r="$id" '{ s = "crowd_" r "_" $1; printf "*2\r\n$12\r\nSECKILL.WARM\r\n$%d\r\n%s\r\n", length(s), s }' |
+    redis-cli -p "${PORTS[0]}" --pipe >"$DIR/crowd-warm.log" 2>&1
+  log "$n other sales open: $(tail -1 "$DIR/crowd-warm.log")"
+}
+# drop_crowd: the crowd's keys (each master's own, deleted through a client that follows
+# MOVED), its place in the set of sales and its MySQL rows.
+drop_crowd() {
+  local addr
+  for addr in $(redis-cli -p 7000 cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'); do
+    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "*crowd_${id}_*" | sed 's/^/DEL /' | redis-cli -c -p 7000 >/dev/null
+  done
+  redis-cli -c -p 7000 smembers seckill:sales | grep "^crowd_${id}_" | xargs -r -n 500 redis-cli -c -p 7000 srem seckill:sales >/dev/null || true
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku LIKE 'crowd\_${id}\_%'"
+}
+
+while read -r fault kind runs buckets crowd <&3; do
   faults=$((faults + 1))
   for ((run = 1; run <= runs; run++)); do
     id=${fault}_${run}_$(date +%s)
@@ -294,6 +316,7 @@ while read -r fault kind runs buckets <&3; do
     start_proxy 0 && start_proxy 1
     start_sink 0; start_sink 1
     await_sinks || true
+    if ((crowd > 0)); then warm_crowd "$crowd"; fi
     log "$fault, run $run: sale $sku"
     load=(-buyers "$BUYERS" -conns "$CONNS" -rate "$RATE")
     case $fault in
@@ -315,6 +338,7 @@ while read -r fault kind runs buckets <&3; do
     rc=0
     wait "$bench" || rc=$?
     stop_all
+    if ((crowd > 0)); then drop_crowd; fi
     row=$(./bin/seckill-bench fault-row -report "$DIR/bench.json" -stderr "$DIR/bench.err" -fault "$fault" -run "$run" \
       -injected "$delay" -lasted "$healed" -rc "$rc")
     echo "$row" >&2

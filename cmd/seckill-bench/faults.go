@@ -36,7 +36,7 @@ func faultPlan(fs *flag.FlagSet, args []string) int {
 		return 2
 	}
 	for _, s := range plan {
-		fmt.Printf("%s %s %d %d\n", s.Fault.Name, s.Fault.Kind, s.Runs, s.Fault.SaleBuckets())
+		fmt.Printf("%s %s %d %d %d\n", s.Fault.Name, s.Fault.Kind, s.Runs, s.Fault.SaleBuckets(), s.Fault.Crowd())
 	}
 	return 0
 }

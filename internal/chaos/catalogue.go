@@ -51,6 +51,12 @@ var splitSales = map[string]int{"bucket-master-kill": 3, "bucket-sink-kill": 3}
 // split.
 func (f Fault) SaleBuckets() int { return max(1, splitSales[f.Name]) }
 
+// crowdSales are the faults whose sale is one among many open ones, with how many others.
+var crowdSales = map[string]int{"crowd-proxy-kill": 1000, "crowd-master-kill": 1000}
+
+// Crowd is how many other sales are warmed and left open, idle, beside the fault's sale.
+func (f Fault) Crowd() int { return crowdSales[f.Name] }
+
 // Links are the links a network fault may be put on.
 var Links = []string{"redis", "kafka", "mysql"}
 
@@ -69,6 +75,8 @@ var saleFaults = []Fault{
 	{"topic-drift", DuringSale, "one proxy restarted with another kafka.topic for 5 s, then with the sale's: while drifted it must sell nothing (-DRIFT), and every order a buyer was told of must still reach MySQL"},
 	{"sink-mysql-down", DuringSale, "MariaDB stopped, both sinks killed -9 and started again while it is down (they must wait, not exit), MariaDB started 5 s later: the sinks drain"},
 	{"bucket-master-kill", DuringSale, "a sale split into 3 stock buckets: the Redis master that owns its second bucket killed -9, then back as a replica (as master-kill)"},
+	{"crowd-proxy-kill", DuringSale, "as proxy-kill, the sale one of 1,001 open sales (1,000 others warmed through the proxies and left idle): the sweeper must find the killed proxy's orders among them"},
+	{"crowd-master-kill", DuringSale, "as master-kill, the sale one of 1,001 open sales (1,000 others warmed and left idle, a third of them on the killed master)"},
 	{"bucket-sink-kill", DuringSale, "a sale split into 3 stock buckets: one sink killed -9 mid-drain, restarted 1 s later"},
 }
 

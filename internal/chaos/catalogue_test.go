@@ -27,8 +27,13 @@ func TestCatalogue(t *testing.T) {
 	if got := DuringSale.String() + " " + Network.String() + " " + OwnRun.String(); got != "sale network own" {
 		t.Errorf("kinds read %q, which scripts/chaos.sh does not know", got)
 	}
-	if len(seen) != 15+3*5+2 {
-		t.Errorf("%d faults, want 31", len(seen))
+	if len(seen) != 17+3*5+2 {
+		t.Errorf("%d faults, want 34", len(seen))
+	}
+	for name, n := range crowdSales {
+		if f, ok := Lookup(name); !ok || f.Crowd() != n || f.Kind != DuringSale {
+			t.Errorf("crowd of %s: in the catalogue %v, %d others, want %d during a sale", name, ok, f.Crowd(), n)
+		}
 	}
 	for name, k := range splitSales {
 		if f, ok := Lookup(name); !ok || f.SaleBuckets() != k || f.Kind != DuringSale {
