@@ -492,3 +492,49 @@ func TestSubscriberBuys(t *testing.T) {
 		t.Fatalf("alice's order in Redis: %q, want %s", order, id)
 	}
 }
+
+// TestWarmPipeline: a pipeline of WARMs runs them several at a time and answers each in its
+// place; a second WARM of a SKU in the same pipeline runs after the first, as alone (refused
+// without FORCE), and a malformed one gets its own error.
+func TestWarmPipeline(t *testing.T) {
+	s := start(t, nil)
+	c := s.client(t, 1)
+	ctx := context.Background()
+	var skus []string
+	for range 30 {
+		sku := newSKU("wpipe")
+		s.item(t, sku, 5)
+		skus = append(skus, sku)
+	}
+	pipe := c.Pipeline()
+	var cmds []*redis.Cmd
+	for i, sku := range skus {
+		cmds = append(cmds, pipe.Do(ctx, "seckill.warm", sku))
+		if i == 10 {
+			cmds = append(cmds, pipe.Do(ctx, "seckill.warm", skus[3]), pipe.Do(ctx, "seckill.warm", skus[4], "LIMIT", "x"))
+		}
+	}
+	_, _ = pipe.Exec(ctx)
+	n := 0
+	for i, cmd := range cmds {
+		switch i {
+		case 11: // skus[3] again
+			if err := cmd.Err(); err == nil || !strings.Contains(err.Error(), "FORCE") {
+				t.Errorf("the second WARM of %s: %v, want a refusal that names FORCE", skus[3], err)
+			}
+		case 12:
+			if code(cmd.Err()) != "ERR" {
+				t.Errorf("a malformed WARM: %v, want ERR", cmd.Err())
+			}
+		default:
+			reply, err := cmd.Result()
+			if m := infoMap(t, reply); err != nil || m["sku"] != skus[n] || warmed(t, reply) != "stock 5 in_flight 0" {
+				t.Errorf("reply %d: %v, %v; want the warm of %s", i, reply, err, skus[n])
+			}
+			n++
+		}
+	}
+	if n != len(skus) {
+		t.Fatalf("%d warms answered, want %d", n, len(skus))
+	}
+}

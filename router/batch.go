@@ -2,14 +2,15 @@ package router
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"seckill-proxy/guard"
 )
 
-// batch gathers one Serve call's consecutive buys, and its consecutive pass-through commands,
-// to send each run at once; a command of another kind sends what is gathered first, so that
-// replies keep their commands' order.
+// batch gathers one Serve call's consecutive buys, its consecutive pass-through commands and
+// its consecutive SECKILL.WARMs, to send each run at once; a command of another kind sends
+// what is gathered first, so that replies keep their commands' order.
 type batch struct {
 	r       *Router
 	s       *Session
@@ -19,12 +20,18 @@ type batch struct {
 	buyErrs []error // per gathered buy, its argument error or nil
 	pass    [][][]byte
 	queued  [][][]byte // commands for the open transaction (s.tx)
+	warms   [][][]byte // SECKILL.WARMs of distinct SKUs, run at once (flushWarms)
 }
+
+// warmsAtOnce bounds the WARMs of one pipeline that run at once: each is a dozen round trips
+// to MySQL and Redis, so a pipeline of ten thousand run one at a time takes nearly a minute.
+const warmsAtOnce = 8
 
 // addBuy gathers a buy (req, or the argument error err that answers it).
 func (b *batch) addBuy(req guard.BuyRequest, err error) {
 	b.flushPass()
 	b.flushQueued()
+	b.flushWarms()
 	if err == nil {
 		b.buys = append(b.buys, req)
 	}
@@ -35,6 +42,7 @@ func (b *batch) addBuy(req guard.BuyRequest, err error) {
 func (b *batch) addPass(args [][]byte) {
 	b.flushBuys()
 	b.flushQueued()
+	b.flushWarms()
 	b.pass = append(b.pass, args)
 }
 
@@ -42,7 +50,23 @@ func (b *batch) addPass(args [][]byte) {
 func (b *batch) addQueued(args [][]byte) {
 	b.flushBuys()
 	b.flushPass()
+	b.flushWarms()
 	b.queued = append(b.queued, args)
+}
+
+// addWarm gathers a SECKILL.WARM (args, which stay valid until Serve returns); one of a SKU
+// already gathered runs after those, as it would alone.
+func (b *batch) addWarm(args [][]byte) {
+	b.flushBuys()
+	b.flushPass()
+	b.flushQueued()
+	for _, w := range b.warms {
+		if len(args) > 1 && string(w[1]) == string(args[1]) {
+			b.flushWarms()
+			break
+		}
+	}
+	b.warms = append(b.warms, args)
 }
 
 // flush sends what is gathered.
@@ -50,6 +74,33 @@ func (b *batch) flush() {
 	b.flushBuys()
 	b.flushPass()
 	b.flushQueued()
+	b.flushWarms()
+}
+
+// flushWarms runs the gathered WARMs, warmsAtOnce at a time, and writes their replies in order.
+func (b *batch) flushWarms() {
+	if len(b.warms) == 0 {
+		return
+	}
+	type result struct {
+		reply Reply
+		err   error
+	}
+	out := make([]result, len(b.warms))
+	slots := make(chan struct{}, warmsAtOnce)
+	var wg sync.WaitGroup
+	for i, args := range b.warms {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i].reply, out[i].err = b.r.cmdWarm(b.ctx, b.s, args)
+		})
+	}
+	wg.Wait()
+	for _, o := range out {
+		b.write(o.reply, o.err)
+	}
+	b.warms = b.warms[:0]
 }
 
 func (b *batch) flushQueued() {

@@ -322,6 +322,8 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		b.addPass(args)
 	case err == nil && c.flags&flagBuy != 0:
 		b.addBuy(guard.ParseBuy(args[1:]))
+	case err == nil && c.name == "seckill.warm":
+		b.addWarm(args)
 	default:
 		b.flush()
 		if err != nil {
