@@ -275,14 +275,7 @@ const rateActiveFor = 30 * time.Second
 
 // rateSync is what syncAdmission's goroutine knows between its rounds.
 type rateSync struct {
-	full bool                    // every sale's rate has been read once since start
-	seen map[string]rateActivity // each SKU's buys here, as last counted
-}
-
-// rateActivity is a SKU's outcome counters' sum when it last moved, and when.
-type rateActivity struct {
-	sum int64
-	at  time.Time
+	full bool // every sale's rate has been read once since start
 }
 
 // syncAdmission keeps the sales' rates and the deny list as Redis has them, until Close.
@@ -373,7 +366,7 @@ func (g *Guard) syncRates(ctx context.Context, st *rateSync) error {
 		}
 		skus = all
 	} else {
-		skus = g.activeRates(st, now)
+		skus = g.activeRates(now)
 	}
 	g.adm.ratesMu.Lock()
 	for sku := range g.adm.stale {
@@ -393,37 +386,9 @@ func (g *Guard) syncRates(ctx context.Context, st *rateSync) error {
 	return nil
 }
 
-// activeRates are the SKUs whose buys this proxy answered within rateActiveFor, by their
-// counters (st.seen keeps the last sums), and those first bought after a quiet spell.
-func (g *Guard) activeRates(st *rateSync, now time.Time) []string {
-	var m map[string]*skuCounters
-	if p := g.perSKU.Load(); p != nil {
-		m = *p
-	}
-	if st.seen == nil {
-		st.seen = map[string]rateActivity{}
-	}
-	for sku := range st.seen {
-		if _, ok := m[sku]; !ok {
-			delete(st.seen, sku)
-		}
-	}
-	var out []string
-	for sku, c := range m {
-		n := c.sum()
-		a, ok := st.seen[sku]
-		switch {
-		case !ok && n == 0:
-			st.seen[sku] = rateActivity{sum: n} // a sale only heard of: quiet until it moves
-			continue
-		case !ok || n != a.sum:
-			st.seen[sku] = rateActivity{sum: n, at: now}
-		}
-		if !st.seen[sku].at.IsZero() && now.Sub(st.seen[sku].at) < rateActiveFor {
-			out = append(out, sku)
-		}
-	}
-	return out
+// activeRates are the SKUs this proxy answered buys of within rateActiveFor (recentSales).
+func (g *Guard) activeRates(now time.Time) []string {
+	return g.recentSince(now.Add(-rateActiveFor), now.Add(-shownFor))
 }
 
 // readRates reads skus' rates and bursts in one pipeline, and puts them in force.

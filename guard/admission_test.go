@@ -132,7 +132,7 @@ func TestRatesFollowBuys(t *testing.T) {
 		t.Errorf("a's rate %d before any buy here, want the old 5 (no read while idle)", g.localRate(a))
 	}
 	c, _ := g.counters(a)
-	c.successes.Add(1) // a buy answered here
+	g.touch(a, c, time.Now()) // a buy answered here
 	rounds(3)
 	if g.localRate(a) != 9 {
 		t.Errorf("a's rate %d after a buy here, want 9", g.localRate(a))

@@ -94,6 +94,7 @@ type skuCounters struct {
 	lastLimited                              atomic.Pointer[LimitedError] // the last LIMITED rate answer
 	lease                                    atomic.Pointer[admit.Lease]  // the sale's rate here; nil: none
 	known                                    knownBuyers
+	active                                   atomic.Int64 // Unix second of the last buy (touch)
 }
 
 // counters returns sku's counters if this proxy has served its sale.

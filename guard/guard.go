@@ -85,13 +85,14 @@ type Guard struct {
 	driftLog    driftLog      // when each SKU's DRIFT was last logged (drift.go)
 	subscribed  atomic.Bool   // the sale events' subscription was confirmed once
 	refreshing  atomic.Bool   // a ReloadSlots refresh is running (slots.go)
-	activityMu  sync.Mutex
-	activity    map[string]*saleActivity // what SaleMetrics knows of each SKU's buys here (salemetrics.go)
-	lateFrom    string                   // the last sale the late-order watch looked at (its goroutine's)
-	latePasses  int                      // the late-order watch's passes since it began to lead (its goroutine's)
-	lateSettled map[string]lateSeen      // sales whose every order had its outcome (late.go; its goroutine's)
-	waits       waiters                  // buyers waiting for their outcome (waiters.go)
-	statusAsks  chan statusAsk           // their first status reads, gathered (statusbatch.go)
+	recent      recentSales   // the SKUs bought here lately (recent.go)
+	lateMu      sync.Mutex
+	lateShown   map[string]bool     // the SKUs whose last figures showed late orders (salemetrics.go)
+	lateFrom    string              // the last sale the late-order watch looked at (its goroutine's)
+	latePasses  int                 // the late-order watch's passes since it began to lead (its goroutine's)
+	lateSettled map[string]lateSeen // sales whose every order had its outcome (late.go; its goroutine's)
+	waits       waiters             // buyers waiting for their outcome (waiters.go)
+	statusAsks  chan statusAsk      // their first status reads, gathered (statusbatch.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once

@@ -44,6 +44,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	if !flagged {
 		c, ok := g.counters(r.SKU)
 		if ok {
+			g.touch(r.SKU, c, now)
 			if id, dup := c.known.order(h, now, g.opt.Buy.SoldOutReprobe); dup {
 				g.adm.knownDuplicates.Add(1)
 				g.stats.duplicates.Add(1)
@@ -63,6 +64,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 		return BuyResult{}, false
 	}
 	c := g.countersFor(r.SKU)
+	g.touch(r.SKU, c, now)
 	c.local.Add(1)
 	g.stats.localSoldOut.Add(1)
 	switch id, dup := buyers.order(r.UID); {

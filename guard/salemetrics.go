@@ -41,74 +41,36 @@ type OutcomeCount struct {
 // answered one of its buys.
 const shownFor = 10 * time.Minute
 
-// saleActivity is what SaleMetrics knows of one SKU's buys at this proxy: the sum of its
-// outcome counters when it last moved, and when; late says its last read found late orders.
-type saleActivity struct {
-	sum  int64
-	at   time.Time
-	late bool
-}
-
-// sum is every outcome counted for the SKU here (a buy counts in one of them, or in none
-// while it is in flight).
-func (c *skuCounters) sum() int64 {
-	return c.successes.Load() + c.soldOut.Load() + c.duplicates.Load() + c.closed.Load() + c.local.Load() +
-		c.limitedRate.Load() + c.limitedBuyer.Load() + c.limitedDenied.Load()
-}
-
 // shownSales picks the sales SaleMetrics reads, at most most: those whose buys this proxy
-// answered within shownFor, the latest first, and those whose last read found late orders.
-// A sale this proxy only heard of (a WARM's event) costs nothing, however many are open.
+// answered within shownFor (recentSales), and those whose last read found late orders. A
+// sale this proxy only heard of (a WARM's event) costs nothing, however many are open.
 func (g *Guard) shownSales(now time.Time, most int) []string {
-	g.activityMu.Lock()
-	defer g.activityMu.Unlock()
-	if g.activity == nil {
-		g.activity = map[string]*saleActivity{}
-	}
-	var m map[string]*skuCounters
-	if p := g.perSKU.Load(); p != nil {
-		m = *p
-	}
-	for sku := range g.activity {
-		if _, ok := m[sku]; !ok {
-			delete(g.activity, sku) // the sale left this proxy's memory
-		}
-	}
-	var picked []string
-	for sku, c := range m {
-		n := c.sum()
-		a := g.activity[sku]
-		if a == nil {
-			a = &saleActivity{sum: n}
-			if n > 0 {
-				a.at = now
-			}
-			g.activity[sku] = a
-		} else if n != a.sum {
-			a.sum, a.at = n, now
-		}
-		if a.late || (!a.at.IsZero() && now.Sub(a.at) < shownFor) {
+	picked := g.recentSince(now.Add(-shownFor), now.Add(-shownFor))
+	g.lateMu.Lock()
+	for sku := range g.lateShown {
+		if _, ok := g.counters(sku); !ok {
+			delete(g.lateShown, sku)
+		} else if !slices.Contains(picked, sku) {
 			picked = append(picked, sku)
 		}
 	}
-	slices.SortFunc(picked, func(x, y string) int {
-		if c := g.activity[y].at.Compare(g.activity[x].at); c != 0 {
-			return c
-		}
-		return strings.Compare(x, y)
-	})
-	picked = picked[:min(len(picked), most)]
+	g.lateMu.Unlock()
 	slices.Sort(picked)
-	return picked
+	return picked[:min(len(picked), most)]
 }
 
 // markLate records whether the last read of sku found late orders.
 func (g *Guard) markLate(sku string, late bool) {
-	g.activityMu.Lock()
-	defer g.activityMu.Unlock()
-	if a := g.activity[sku]; a != nil {
-		a.late = late
+	g.lateMu.Lock()
+	defer g.lateMu.Unlock()
+	if !late {
+		delete(g.lateShown, sku)
+		return
 	}
+	if g.lateShown == nil {
+		g.lateShown = map[string]bool{}
+	}
+	g.lateShown[sku] = true
 }
 
 // SaleMetrics returns the figures of the open sales this proxy answered buys of within
