@@ -113,5 +113,7 @@ SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkStatusWait -
 
 echo "== Go benchmarks of the hot paths" >&2
 go test ./guard ./sink -run XXX -bench 'ParseBuy|OrderID|BuySoldOut|SoldOutCheck|EncodeOrder|Admit' -benchtime 1000000x >"$WORK/hot.txt"
+# What an open sale costs a proxy's heap (B/sale), for 10,000 sales at a time.
+go test ./guard -run XXX -bench 'SaleMemory' -benchtime 3x | grep '^Benchmark' >>"$WORK/hot.txt"
 
 ./bin/seckill-bench bench-report -work "$WORK" -out "$OUT" -n "$N" -base "$BASE" -metrics-base "$MBASE"
