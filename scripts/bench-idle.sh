@@ -19,6 +19,10 @@
 # rows are deleted at the end. `all` runs 10, 1,000 and 10,000 sales with 1, 4 and 16
 # proxies and writes $WORK/idle.md: the rows, and the fit of commands/s = a x proxies + b x
 # sales, extrapolated to 10,000 sales and 300 sidecars.
+#
+# IDLE_SALE=1 (which `all` sets for its rows of one proxy): after the window, the seeds' sale
+# (2,000 units, 80,000 buyers, 200 connections) through the first proxy, among the open
+# sales; its requests/s is the row's last column.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -28,22 +32,23 @@ if [[ ${1:-} == all ]]; then
   : >"$WORK/idle.tsv"
   for sales in 10 1000 10000; do
     for proxies in 1 4 16; do
-      "$0" "$sales" "$proxies" 60 >/dev/null
+      IDLE_SALE=$((proxies == 1)) "$0" "$sales" "$proxies" 60 >/dev/null
     done
   done
   {
-    echo "| open sales | proxies | warm (s) | Redis commands/s | per sale per second | proxy CPU mean (% of a core) | highest | proxy memory (MB) | commands most sent (/s) |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| open sales | proxies | warm (s) | Redis commands/s | per sale per second | proxy CPU mean (% of a core) | highest | proxy memory (MB) | commands most sent (/s) | the seeds' sale among them (requests/s) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     cat "$WORK/idle.tsv"
     echo
     # The per-proxy term from the rows of the fewest sales (1 against 16 proxies), the per-sale
     # term from the rows of 1 proxy (the fewest sales against the most).
-    awk -F'|' '{ s = $2 + 0; p = $3 + 0; c[s, p] = $5 + 0; m[s, p] = $9 + 0; if (!(s in seen)) { seen[s] = 1; ss[n++] = s } }
+    awk -F'|' '{ s = $2 + 0; p = $3 + 0; c[s, p] = $5 + 0; m[s, p] = $9 + 0; if (p == 1) t[s] = $11 + 0; if (!(s in seen)) { seen[s] = 1; ss[n++] = s } }
       END {
         lo = ss[0]; hi = ss[n - 1]
         a = (c[lo, 16] - c[lo, 1]) / 15; b = (c[hi, 1] - c[lo, 1]) / (hi - lo)
-        printf "Fit: Redis commands/s = %.1f x proxies + %.3f x open sales (from the rows of %d and %d sales). At 10,000 open sales and 300 sidecars: %.0f commands/s. Memory: %.2f KB per open sale on the proxy that warmed them (%d against %d sales, 1 proxy).\n",
+        printf "Fit: Redis commands/s = %.1f x proxies + %.3f x open sales (from the rows of %d and %d sales). At 10,000 open sales and 300 sidecars: %.0f commands/s. Memory: %.2f KB per open sale on the proxy that warmed them (%d against %d sales, 1 proxy, RSS).\n",
           a, b, lo, hi, a * 300 + b * 10000, (m[hi, 1] - m[lo, 1]) * 1024 / (hi - lo), hi, lo
+        if (t[hi] > 0 && t[lo] > 0) printf "\nThe seeds\047 sale among %d open sales: %.0f requests/s, %.2f of its %.0f among %d (goal: at least 0.9).\n", hi, t[hi], t[hi] / t[lo], t[lo], lo
       }' "$WORK/idle.tsv"
   } >"$WORK/idle.md"
   cat "$WORK/idle.md"
@@ -54,7 +59,7 @@ PROXIES=${2:-1}
 SECS=${3:-60}
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
-go build -o bin/ ./cmd/seckill-proxy
+go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
 run=idle$(date +%s%N)
 export SECKILL_KAFKA_TOPIC=bench.$run SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.$run.dlq
 BASE=6500
@@ -112,7 +117,13 @@ snapshot >"$WORK/idle-before.txt"
 sleep "$SECS"
 snapshot >"$WORK/idle-after.txt"
 hz=$(getconf CLK_TCK)
-awk -v secs="$SECS" -v hz="$hz" -v sales="$in_set" -v proxies="$PROXIES" -v warm="$warm_ms" '
+sale_rps=-
+if [[ ${IDLE_SALE:-0} == 1 ]]; then
+  ./bin/seckill-bench -addr "127.0.0.1:$BASE" -sku "${run}_seeds" -units 2000 -buyers 80000 -conns 200 -check=false -json \
+    >"$WORK/idle-sale.json" 2>"$WORK/idle-sale.err" || { cat "$WORK/idle-sale.err" >&2; exit 1; }
+  sale_rps=$(sed -n 's/.*"throughput_rps": *\([0-9.]*\).*/\1/p' "$WORK/idle-sale.json" | head -1 | cut -d. -f1)
+fi
+awk -v secs="$SECS" -v sale="$sale_rps" -v hz="$hz" -v sales="$in_set" -v proxies="$PROXIES" -v warm="$warm_ms" '
   FNR == NR { if ($1 == "cpu") c0[$2] = $3; else if ($1 != "rss") b[$1] += $2; next }
   { if ($1 == "cpu") c1[$2] = $3; else if ($1 == "rss") rss += $3; else a[$1] += $2 }
   END {
@@ -125,6 +136,6 @@ awk -v secs="$SECS" -v hz="$hz" -v sales="$in_set" -v proxies="$PROXIES" -v warm
       if (best == "") break
       top = top (top == "" ? "" : ", ") best " " sprintf("%.0f", per[best] / secs); delete per[best]
     }
-    printf "| %d | %d | %.1f | %.0f | %.3f | %.2f | %.2f | %.0f | %s |\n", sales, proxies, warm / 1000, total / secs,
-      total / secs / sales, sum / n, hi, rss / n / 1024, top
+    printf "| %d | %d | %.1f | %.0f | %.3f | %.2f | %.2f | %.0f | %s | %s |\n", sales, proxies, warm / 1000, total / secs,
+      total / secs / sales, sum / n, hi, rss / n / 1024, top, sale
   }' "$WORK/idle-before.txt" "$WORK/idle-after.txt" | tee -a "$WORK/idle.tsv"
