@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -59,6 +60,35 @@ func TestRetiredForgotten(t *testing.T) {
 		}
 		if msg.Payload == eventRetire+" "+b+" test" {
 			break
+		}
+	}
+}
+
+// TestOwnDuplicateIsTheOrder: a call that ran twice (its first reply lost) answers DUPLICATE
+// with the attempt's own order id: the buyer is told that order (with reply_after=kafka, not
+// known, since it was never teed); a DUPLICATE of another order id stays a duplicate.
+func TestOwnDuplicateIsTheOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name, replyID, after string
+		want                 func(BuyResult) bool
+	}{
+		{"own, reply after lua", "o1", conf.ReplyAfterLua, func(r BuyResult) bool { return r.Err == nil && r.OrderID == "o1" }},
+		{"own, reply after kafka", "o1", conf.ReplyAfterKafka, func(r BuyResult) bool { return errors.Is(r.Err, ErrUnavailable) }},
+		{"another's", "o0", conf.ReplyAfterLua, func(r BuyResult) bool {
+			var d *DuplicateError
+			return errors.As(r.Err, &d) && d.OrderID == "o0"
+		}},
+	} {
+		buy := conf.Default().Buy
+		buy.ReplyAfter = tt.after
+		g := &Guard{opt: Options{Buy: buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour), adm: newAdmission(conf.Default().Admission)}
+		a := &Attempt{req: &BuyRequest{SKU: "s", UID: "u", Qty: 1}, orderID: "o1", version: "1", reply: []string{"DUPLICATE", tt.replyID}}
+		var res BuyResult
+		if retry := g.settle(a, &res, 0); retry || !tt.want(res) {
+			t.Errorf("%s: %+v (retry %v)", tt.name, res, retry)
+		}
+		if a.sold.OrderID != "" {
+			t.Errorf("%s: the order would be teed again (%+v)", tt.name, a.sold)
 		}
 	}
 }

@@ -3,10 +3,12 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/sale"
 )
 
@@ -65,6 +67,9 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 			g.signal(eventSoldOut, a.req.SKU)
 		}
 	case "DUPLICATE":
+		if arg == a.orderID { // this attempt's own order: its call ran before, its reply was lost
+			return g.settleOwnDuplicate(a, res, counters)
+		}
 		g.stats.duplicates.Add(1)
 		counters.duplicates.Add(1)
 		if a.version != "" {
@@ -121,4 +126,24 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 func isRedirect(err error) bool {
 	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
 		redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
+}
+
+// settleOwnDuplicate answers an attempt whose call ran twice: the script answered DUPLICATE
+// with the attempt's own order id, so its first run sold the order (a connection that died
+// after the script and before its reply, and a call sent again). The buyer is told the order;
+// it was not teed (the first reply never came), so the sweeper publishes it from the outbox.
+// With buy.reply_after=kafka the order is not known to be in Kafka: not known (UNAVAILABLE),
+// and a retry answers DUPLICATE with it.
+func (g *Guard) settleOwnDuplicate(a *Attempt, res *BuyResult, c *skuCounters) bool {
+	if g.opt.Buy.ReplyAfter == conf.ReplyAfterKafka {
+		g.stats.unavailable.Add(1)
+		g.stats.notKnown.Add(1)
+		res.Err = unavailable(fmt.Errorf("order %s is in the outbox, not yet in Kafka (its call ran twice)", a.orderID))
+		return false
+	}
+	g.stats.successes.Add(1)
+	c.successes.Add(1)
+	res.OrderID = a.orderID
+	c.known.add(a.req.UID, a.orderID, a.version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
+	return false
 }
