@@ -108,6 +108,9 @@ scripts/bench-buckets.sh 100000 300000 >"$WORK/buckets.md"
 echo "== (q) open sales nobody buys: 10, 1,000 and 10,000 sales, 1, 4 and 16 proxies" >&2
 scripts/bench-idle.sh all >/dev/null
 
+echo "== (r) buys spread over 1,000 SKUs against one SKU" >&2
+scripts/bench-skus.sh 1000 200000 3 >/dev/null
+
 echo "== (p) buyers waiting for their outcome against polling" >&2
 SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkStatusWait -benchtime 1x -count 3 -timeout 20m >"$WORK/statuswait.txt"
 

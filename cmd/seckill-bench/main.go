@@ -122,6 +122,7 @@ func main() {
 //	seckill-bench owner -sku S [-ask HOST:PORT]
 //	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
 //	seckill-bench bench-report -work DIR -out FILE -n N -base REV -metrics-base REV
+//	seckill-bench spread -addr A -prefix P -skus N [-requests R] [-conns C] [-pipeline D]
 func table(name string, args []string) int {
 	fs := flag.NewFlagSet("seckill-bench "+name, flag.ContinueOnError)
 	switch name {
@@ -135,6 +136,8 @@ func table(name string, args []string) int {
 		return faultPlan(fs, args)
 	case "fault-intro":
 		return faultIntro(fs, args)
+	case "spread":
+		return spread(fs, args)
 	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
@@ -154,7 +157,7 @@ func table(name string, args []string) int {
 		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, owner, toxi, bench-report; flags for a sale)\n", name)
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, owner, toxi, bench-report, spread; flags for a sale)\n", name)
 	return 2
 }
 

@@ -47,6 +47,7 @@ type benchData struct {
 	AdmissionRush, Hot         string
 	AdmissionBusy              string // the same rush, a load process per proxy and a core kept busy
 	Idle                       string // scripts/bench-idle.sh all: open sales nobody buys
+	Skus                       string // scripts/bench-skus.sh: buys spread over many SKUs
 	Buckets                    string
 	Cost, CostRatios, Profiles string
 	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
@@ -116,6 +117,9 @@ func BenchReport(run BenchRun) (string, error) {
 	idle, err := os.ReadFile(w("idle.md"))
 	must(err)
 	d.Idle = strings.TrimSpace(string(idle))
+	skus, err := os.ReadFile(w("skus.md"))
+	must(err)
+	d.Skus = strings.TrimSpace(string(skus))
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)

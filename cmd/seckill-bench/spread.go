@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill-proxy/sale"
+)
+
+// spread drives buys spread over many SKUs, flat out (make bench's (r), scripts/bench-skus.sh):
+// request i is SECKILL.BUY <prefix><i mod skus> <uid-prefix><i> 1, so that every buyer is new
+// and each SKU gets the same share. It prints "orders requests seconds".
+//
+//	seckill-bench spread -addr A -prefix P -skus N [-requests R] [-conns C] [-pipeline D] [-uid-prefix U]
+func spread(fs *flag.FlagSet, args []string) int {
+	addr := fs.String("addr", "127.0.0.1:6380", "the proxy")
+	prefix := fs.String("prefix", "", "the SKUs are <prefix>0 .. <prefix><skus-1>")
+	skus := fs.Int("skus", 1, "how many SKUs the buys are spread over")
+	requests := fs.Int("requests", 100000, "buys in all")
+	conns := fs.Int("conns", 50, "connections, each with one pipeline in flight")
+	depth := fs.Int("pipeline", 16, "buys per pipeline")
+	uids := fs.String("uid-prefix", "u", "the buyers' uids are <uid-prefix><i>")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	switch {
+	case *skus < 1 || *requests < 1 || *conns < 1 || *depth < 1:
+		fmt.Fprintln(os.Stderr, "seckill-bench spread: -skus, -requests, -conns and -pipeline must be at least 1")
+		return 2
+	case !sale.ValidID([]byte(*prefix+strconv.Itoa(*skus-1))) || !sale.ValidID([]byte(*uids+strconv.Itoa(*requests-1))):
+		fmt.Fprintf(os.Stderr, "seckill-bench spread: -prefix %q or -uid-prefix %q makes invalid ids\n", *prefix, *uids)
+		return 2
+	}
+	c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *conns, Protocol: 2, ReadTimeout: 10 * time.Second})
+	defer c.Close()
+	ctx := context.Background()
+	var next, orders atomic.Int64
+	total, d := int64(*requests), int64(*depth)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range *conns {
+		wg.Go(func() {
+			for {
+				base := next.Add(d) - d
+				if base >= total {
+					return
+				}
+				n := min(d, total-base)
+				pipe := c.Pipeline()
+				cmds := make([]*redis.Cmd, n)
+				for j := range n {
+					i := base + j
+					cmds[j] = pipe.Do(ctx, "seckill.buy", *prefix+strconv.FormatInt(i%int64(*skus), 10), *uids+strconv.FormatInt(i, 10), 1)
+				}
+				_, _ = pipe.Exec(ctx)
+				for _, cmd := range cmds {
+					if cmd.Err() == nil {
+						orders.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("%d %d %.3f\n", orders.Load(), total, time.Since(start).Seconds())
+	return 0
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench-skus.sh: buys spread over many SKUs against the same buys of one SKU, through one
+# proxy in front of the cluster, flat out: orders per second of the proxy's CPU (user +
+# system time from /proc), since an event day sells many SKUs at once and the proxy gathers a
+# script call per SKU.
+#
+#   scripts/bench-skus.sh [skus] [requests] [rounds]      (defaults: 1000 200000 3)
+#
+# Each round runs the one-SKU load, then the spread one (seckill-bench spread: request i buys
+# SKU i mod skus as a new buyer; 50 connections, pipelines of 16), so that the machine's drift
+# weighs on both alike. Prints a Markdown table, a row per round, and the median of the ratio
+# (spread / one; the goal is at least 0.9); writes it to $WORK/skus.md.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+SKUS=${1:-1000}
+N=${2:-200000}
+ROUNDS=${3:-3}
+WORK=${BENCH_WORK:-$ROOT/.stack/bench}
+mkdir -p "$WORK"
+scripts/devstack.sh up >&2
+eval "$(scripts/devstack.sh env)"
+go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
+run=skus$(date +%s)
+export SECKILL_KAFKA_TOPIC=bench.$run SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.$run.dlq
+PORT=6460
+# No sink runs, so no order gets its outcome: the late-order watch is put off (1 h) so that it
+# does not read the rounds' buyers while they are measured.
+SECKILL_LISTEN=127.0.0.1:$PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_OUTBOX_LATE_AFTER=1h \
+  ./bin/seckill-proxy >"$WORK/skus-proxy.log" 2>&1 &
+pid=$!
+cleanup() {
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local addr
+  for addr in $(redis-cli -p 7000 cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'); do
+    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "*${run}_*" | sed 's/^/DEL /' | redis-cli -c -p 7000 >/dev/null
+  done
+  redis-cli -c -p 7000 smembers seckill:sales | grep "^${run}_" | xargs -r -n 500 redis-cli -c -p 7000 srem seckill:sales >/dev/null || true
+  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku LIKE '${run}\_%'"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+# The sales: ${run}_one_0, with stock for every round, and ${run}_m_0 .. ${run}_m_<skus-1>.
+{
+  echo "INSERT INTO seckill_items (sku, stock) VALUES ('${run}_one_0', $((N * ROUNDS * 2)));"
+  seq 0 $((SKUS - 1)) | awk -v r="$run" -v s=$((N * ROUNDS / SKUS + 100)) '{ printf "INSERT INTO seckill_items (sku, stock) VALUES (\"%s_m_%d\", %d);\n", r, $1, s }'
+} | mariadb --no-defaults -h 127.0.0.1 -u root seckill
+{ echo "${run}_one_0"; seq 0 $((SKUS - 1)) | sed "s/^/${run}_m_/"; } |
+  awk '{ printf "*2\r\n$12\r\nSECKILL.WARM\r\n$%d\r\n%s\r\n", length($0), $0 }' |
+  redis-cli -p "$PORT" --pipe >"$WORK/skus-warm.log" 2>&1
+grep -q "errors: 0," "$WORK/skus-warm.log" || { echo "the warm failed: $(tail -2 "$WORK/skus-warm.log")" >&2; exit 1; }
+
+HZ=$(getconf CLK_TCK)
+ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+# load PREFIX SKUS ROUND: one load; prints its orders per CPU-second and its orders per second.
+load() {
+  local t0 out
+  t0=$(ticks)
+  out=$(./bin/seckill-bench spread -addr "127.0.0.1:$PORT" -prefix "$1" -skus "$2" -requests "$N" -uid-prefix "r$3-")
+  awk -v t=$(($(ticks) - t0)) -v hz="$HZ" -v out="$out" 'BEGIN { split(out, f, " "); printf "%.0f %.0f\n", f[1] / (t / hz), f[1] / f[3] }'
+}
+{
+  echo "| round | one SKU: orders per CPU-second | orders/s | $SKUS SKUs: orders per CPU-second | orders/s | ratio |"
+  echo "|---|---|---|---|---|---|"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    read -r one_cpu one_rps < <(load "${run}_one_" 1 "$r")
+    read -r many_cpu many_rps < <(load "${run}_m_" "$SKUS" "$r")
+    awk -v r="$r" -v a="$one_cpu" -v b="$one_rps" -v c="$many_cpu" -v d="$many_rps" 'BEGIN { printf "| %d | %d | %d | %d | %d | %.2f |\n", r, a, b, c, d, c / a }'
+  done
+} | tee "$WORK/skus.tsv"
+median=$(awk -F'|' 'NR > 2 { print $7 + 0 }' "$WORK/skus.tsv" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+printf '\nMedian ratio, %d SKUs against one: %s (goal: at least 0.9).\n' "$SKUS" "$median" | tee -a "$WORK/skus.tsv"
+cp "$WORK/skus.tsv" "$WORK/skus.md"
