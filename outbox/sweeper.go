@@ -105,15 +105,16 @@ func NewSweeper(rc *redis.ClusterClient, tee *Tee, cfg conf.Outbox, instance str
 // rejoins). Call it before Run.
 func (s *Sweeper) FenceWith(replicas func(addr string) (int, time.Duration)) { s.fence = replicas }
 
-// FullSweepEvery is how many sweeps make one full sweep: one sweep in this many reads every
-// open sale (SweepOnce), the others only the pending buckets (salescan.Pending).
+// FullSweepEvery is how many sweeps one pass over every open sale takes: each sweep reads the
+// pending buckets (salescan.Pending) and this share of the set of sales (SSCAN), so that the
+// pass costs Redis and the leader the same each second rather than all at once.
 const FullSweepEvery = 30
 
 // Run sweeps each sweep interval until ctx ends, while this proxy leads the sweeping of its
 // route's sales (salescan.Lead: one proxy per Kafka topic, whatever the number of sidecars;
 // another takes over within outbox.lease_ttl of the leader's stopping). The others only try
-// the lease, a command each interval. A sweep reads the buckets the proxies marked pending;
-// every FullSweepEvery-th, and the first a proxy leads, reads every open sale. An entry's age
+// the lease, a command each interval. A sweep reads the buckets the proxies marked pending,
+// and the next 1/FullSweepEvery of the set of sales (sweepChunk). An entry's age
 // is taken by Redis's clock, which gave the entry its ID, so a proxy whose own clock is off
 // neither republishes entries early nor leaves them late.
 func (s *Sweeper) Run(ctx context.Context) {
@@ -125,7 +126,8 @@ func (s *Sweeper) Run(ctx context.Context) {
 		defer cancel()
 		_ = salescan.Unlead(uctx, s.rc, lead, s.instance)
 	}()
-	sinceFull := 0
+	var cursor uint64 // where the pass over the set of sales is
+	var chunk int64   // how many sales a sweep reads of it, set at each pass's start
 	for {
 		select {
 		case <-ctx.Done():
@@ -140,7 +142,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			continue
 		}
 		if !s.leading.Swap(true) {
-			sinceFull = 0 // a new leader begins with a full sweep
+			cursor = 0 // a new leader begins a pass
 		}
 		now, err := s.rc.Time(ctx).Result()
 		if err != nil {
@@ -149,12 +151,17 @@ func (s *Sweeper) Run(ctx context.Context) {
 			}
 			continue
 		}
-		sweep := s.SweepPending
-		if sinceFull == 0 {
-			sweep = s.SweepOnce
+		n, err := s.SweepPending(ctx, now)
+		if cursor == 0 {
+			if card, cerr := s.rc.SCard(ctx, sale.SalesKey).Result(); cerr == nil {
+				chunk = max(100, card/FullSweepEvery+1)
+			}
 		}
-		sinceFull = (sinceFull + 1) % FullSweepEvery
-		if n, err := sweep(ctx, now); err != nil && ctx.Err() == nil {
+		var m int
+		var cerr error
+		m, cursor, cerr = s.sweepChunk(ctx, now, cursor, chunk)
+		n += m
+		if err = errors.Join(err, cerr); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweep failed", zap.Error(err))
 		} else if n > 0 {
 			s.log.Info("republished outbox entries", zap.Int("entries", n))
@@ -164,6 +171,20 @@ func (s *Sweeper) Run(ctx context.Context) {
 
 // Leading says whether this proxy swept in its last interval (it held the sweep lease).
 func (s *Sweeper) Leading() bool { return s.leading.Load() }
+
+// sweepChunk sweeps the next count or so sales of the set of sales from cursor (SSCAN), as
+// SweepOnce sweeps them all, and returns the cursor to go on from (0: the pass is over).
+func (s *Sweeper) sweepChunk(ctx context.Context, now time.Time, cursor uint64, count int64) (int, uint64, error) {
+	if !s.tee.Healthy() {
+		return 0, cursor, nil
+	}
+	skus, next, err := s.rc.SScan(ctx, sale.SalesKey, cursor, "", count).Result()
+	if err != nil {
+		return 0, cursor, err
+	}
+	n, err := s.sweepSales(ctx, now, skus)
+	return n, next, err
+}
 
 // SweepOnce is a full sweep: it reads every open sale's buckets through salescan (a call per
 // master and salescan.Chunk buckets), sweeps them (sweep), marks pending those with work
@@ -176,6 +197,14 @@ func (s *Sweeper) SweepOnce(ctx context.Context, now time.Time) (int, error) {
 	skus, err := s.rc.SMembers(ctx, sale.SalesKey).Result()
 	if err != nil {
 		return 0, err
+	}
+	return s.sweepSales(ctx, now, skus)
+}
+
+// sweepSales is SweepOnce for the sales skus.
+func (s *Sweeper) sweepSales(ctx context.Context, now time.Time, skus []string) (int, error) {
+	if len(skus) == 0 {
+		return 0, nil
 	}
 	var errs []error
 	fail := func(tag, what string, err error) {
