@@ -315,9 +315,9 @@ func TestSweeper(t *testing.T) {
 	}
 }
 
-// TestSweepPending: a sweep between full sweeps reads only the pending buckets: an old entry
-// of a sale nobody marked waits for the full sweep, which republishes it and marks the sale
-// pending; a marked sale's entries are republished by the next pending sweep; and a bucket
+// TestSweepPending: a sweep reads the pending buckets: an old entry of a sale nobody marked
+// waits for the pass over every sale (sweepChunk, a chunk at a time), which republishes it
+// and marks the sale pending; a marked sale's entries are republished by the next pending sweep; and a bucket
 // with nothing left leaves the pending set once nobody has marked it for the quiet time.
 func TestSweepPending(t *testing.T) {
 	f := newFixture(t)
@@ -344,8 +344,17 @@ func TestSweepPending(t *testing.T) {
 	if n, err := s.SweepPending(ctx, later); err != nil || n != 0 || pending() {
 		t.Fatalf("a pending sweep of an unmarked sale: %d republished, %v, pending %v; want nothing", n, err, pending())
 	}
-	if n, err := s.SweepOnce(ctx, later); err != nil || n < len(old) || !pending() {
-		t.Fatalf("the full sweep: %d republished, %v, pending %v; want %d, and the sale marked", n, err, pending(), len(old))
+	// The pass over every sale, a chunk at a time from cursor 0 until it comes back to 0.
+	total, cursor := 0, uint64(0)
+	for first := true; first || cursor != 0; first = false {
+		var n int
+		if n, cursor, err = s.sweepChunk(ctx, later, cursor, 100); err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	if total < len(old) || !pending() {
+		t.Fatalf("the pass over every sale: %d republished, pending %v; want %d, and the sale marked", total, pending(), len(old))
 	}
 	f.consumed(t, len(old))
 	await(t, "the republished entries to leave the outbox", func() bool { return f.outboxLen(t) == 0 })
