@@ -119,20 +119,28 @@ func (o *ownSlots) capOf(ctx context.Context, addr string) int {
 	// One read per node however many callers need it at once (the blocked clients of a
 	// master just promoted, reconnecting together).
 	v, _, _ := o.reads.Do(addr, func() (any, error) {
+		// A caller that missed the cache just before another flight stored it starts a flight
+		// of its own after that one ended: it finds the value here.
+		o.mu.Lock()
+		cached, ok := o.caps[addr]
+		o.mu.Unlock()
+		if ok {
+			return cached, nil
+		}
 		n := defaultMaxClients
 		if o.maxClients != nil {
 			if m, err := o.maxClients(ctx, addr); err == nil && m > 0 {
 				n = m
 			}
 		}
-		limit := max(1, int(o.share*float64(n)))
+		capped := max(1, int(o.share*float64(n)))
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if o.caps == nil {
 			o.caps = map[string]int{}
 		}
-		o.caps[addr] = limit
-		return limit, nil
+		o.caps[addr] = capped
+		return capped, nil
 	})
 	return v.(int)
 }
