@@ -128,6 +128,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 	}()
 	var cursor uint64 // where the pass over the set of sales is
 	var chunk int64   // how many sales a sweep reads of it, set at each pass's start
+	var inPass int    // sweeps since the pass began: a pass done early waits for FullSweepEvery
 	for {
 		select {
 		case <-ctx.Done():
@@ -142,7 +143,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			continue
 		}
 		if !s.leading.Swap(true) {
-			cursor = 0 // a new leader begins a pass
+			cursor, inPass = 0, FullSweepEvery // a new leader begins a pass
 		}
 		now, err := s.rc.Time(ctx).Result()
 		if err != nil {
@@ -152,15 +153,19 @@ func (s *Sweeper) Run(ctx context.Context) {
 			continue
 		}
 		n, err := s.SweepPending(ctx, now)
-		if cursor == 0 {
-			if card, cerr := s.rc.SCard(ctx, sale.SalesKey).Result(); cerr == nil {
-				chunk = max(100, card/FullSweepEvery+1)
-			}
-		}
-		var m int
+		inPass++
 		var cerr error
-		m, cursor, cerr = s.sweepChunk(ctx, now, cursor, chunk)
-		n += m
+		if cursor != 0 || inPass >= FullSweepEvery { // a small set is read at once, and then rests
+			if cursor == 0 {
+				inPass = 0
+				if card, serr := s.rc.SCard(ctx, sale.SalesKey).Result(); serr == nil {
+					chunk = max(100, card/FullSweepEvery+1)
+				}
+			}
+			var m int
+			m, cursor, cerr = s.sweepChunk(ctx, now, cursor, chunk)
+			n += m
+		}
 		if err = errors.Join(err, cerr); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweep failed", zap.Error(err))
 		} else if n > 0 {
