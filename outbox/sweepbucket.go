@@ -124,34 +124,22 @@ func (s *Sweeper) takeLeases(ctx context.Context, tags []string, fail func(strin
 func (s *Sweeper) readOutboxes(ctx context.Context, tags []string, cutoff string, fail func(string, string, error)) ([]*redis.XMessageSliceCmd, []bool) {
 	ranges := make([]*redis.XMessageSliceCmd, len(tags))
 	fenced := make([]bool, len(tags))
-	byMaster := map[string][]int{}
-	clients := map[string]*redis.Client{}
-	var order []string
-	for i, tag := range tags {
-		m, err := s.rc.MasterForKey(ctx, sale.KeysFor(tag).Outbox)
-		if err != nil {
-			fail(tag, "outbox", err)
-			continue
-		}
-		addr := m.Options().Addr
-		if _, ok := byMaster[addr]; !ok {
-			order = append(order, addr)
-			clients[addr] = m
-		}
-		byMaster[addr] = append(byMaster[addr], i)
+	groups, errs := salescan.ByMaster(ctx, s.rc, tags)
+	for i, err := range errs {
+		fail(tags[i], "outbox", err)
 	}
-	for _, addr := range order {
+	for _, g := range groups {
 		want, timeout := 0, time.Duration(0)
 		if s.fence != nil {
-			want, timeout = s.fence(addr)
+			want, timeout = s.fence(g.Client.Options().Addr)
 		}
-		pipe := clients[addr].Pipeline() // one connection: WAIT covers the renewals before it
-		for _, i := range byMaster[addr] {
+		pipe := g.Client.Pipeline() // one connection: WAIT covers the renewals before it
+		for _, i := range g.Idx {
 			ranges[i] = pipe.XRangeN(ctx, sale.KeysFor(tags[i]).Outbox, "-", cutoff, int64(s.cfg.SweepBatch))
 		}
 		var acked *redis.Cmd
 		if want > 0 {
-			for _, i := range byMaster[addr] {
+			for _, i := range g.Idx {
 				pipe.PExpire(ctx, sale.KeysFor(tags[i]).SweepLease, s.cfg.LeaseTTL)
 			}
 			acked = pipe.Do(ctx, "WAIT", want, timeout.Milliseconds())
@@ -160,7 +148,7 @@ func (s *Sweeper) readOutboxes(ctx context.Context, tags []string, cutoff string
 		if acked != nil {
 			if n, err := acked.Int64(); err != nil || n < int64(want) {
 				s.fenced.Add(1)
-				for _, i := range byMaster[addr] {
+				for _, i := range g.Idx {
 					fenced[i] = true
 				}
 			}

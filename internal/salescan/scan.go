@@ -65,32 +65,54 @@ func (b Bucket) HasMeta() bool { return b.Err == nil && b.State != "" }
 // that fails sets Err on its tags only.
 func Scan(ctx context.Context, rc *redis.ClusterClient, what What, tags []string) []Bucket {
 	out := make([]Bucket, len(tags))
-	groups := map[string][]int{}
-	clients := map[string]*redis.Client{}
-	var order []string
 	for i, tag := range tags {
 		out[i].Tag = tag
-		m, err := rc.MasterForKey(ctx, sale.KeysFor(tag).Meta)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		addr := m.Options().Addr
-		if _, ok := groups[addr]; !ok {
-			order = append(order, addr)
-			clients[addr] = m
-		}
-		groups[addr] = append(groups[addr], i)
 	}
-	for _, addr := range order {
-		idx := groups[addr]
+	groups, errs := ByMaster(ctx, rc, tags)
+	for i, err := range errs {
+		out[i].Err = err
+	}
+	for _, g := range groups {
+		idx := g.Idx
 		for len(idx) > 0 {
 			n := min(len(idx), Chunk)
-			scanChunk(ctx, clients[addr], what, idx[:n], out)
+			scanChunk(ctx, g.Client, what, idx[:n], out)
 			idx = idx[n:]
 		}
 	}
 	return out
+}
+
+// Group is the stock buckets of one master: its client, and the indexes of its tags.
+type Group struct {
+	Client *redis.Client
+	Idx    []int
+}
+
+// ByMaster groups tags (sales' hash tags) by the master that owns each in the slot map, the
+// masters in the order first seen; a tag whose master is not known has its error in errs, by
+// index.
+func ByMaster(ctx context.Context, rc *redis.ClusterClient, tags []string) (groups []Group, errs map[int]error) {
+	at := map[string]int{} // master's address -> its group
+	for i, tag := range tags {
+		m, err := rc.MasterForKey(ctx, sale.KeysFor(tag).Meta)
+		if err != nil {
+			if errs == nil {
+				errs = map[int]error{}
+			}
+			errs[i] = err
+			continue
+		}
+		addr := m.Options().Addr
+		g, ok := at[addr]
+		if !ok {
+			g = len(groups)
+			at[addr] = g
+			groups = append(groups, Group{Client: m})
+		}
+		groups[g].Idx = append(groups[g].Idx, i)
+	}
+	return groups, errs
 }
 
 // scanChunk reads the buckets out[i] for i in idx, on one master.
