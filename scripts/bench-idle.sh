@@ -67,13 +67,7 @@ pids=()
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
-  local addr
-  for addr in $(masters); do # the run's keys, each deleted through a client that follows MOVED
-    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "*${run}_*" | sed 's/^/DEL /' |
-      redis-cli -c -p 7000 >/dev/null
-  done
-  redis-cli -c -p 7000 smembers seckill:sales | grep "^${run}_" | xargs -r -n 500 redis-cli -c -p 7000 srem seckill:sales >/dev/null || true
-  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku LIKE '${run}\_%'"
+  scripts/devstack.sh drop-sales "${run}_"
 }
 # masters: the cluster's masters that answer, host:port each.
 masters() { redis-cli -p 7000 cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'; }

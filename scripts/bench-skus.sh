@@ -32,12 +32,7 @@ pid=$!
 cleanup() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  local addr
-  for addr in $(redis-cli -p 7000 cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'); do
-    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "*${run}_*" | sed 's/^/DEL /' | redis-cli -c -p 7000 >/dev/null
-  done
-  redis-cli -c -p 7000 smembers seckill:sales | grep "^${run}_" | xargs -r -n 500 redis-cli -c -p 7000 srem seckill:sales >/dev/null || true
-  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku LIKE '${run}\_%'"
+  scripts/devstack.sh drop-sales "${run}_"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done

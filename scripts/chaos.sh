@@ -286,16 +286,8 @@ warm_crowd() {
     redis-cli -p "${PORTS[0]}" --pipe >"$DIR/crowd-warm.log" 2>&1
   log "$n other sales open: $(tail -1 "$DIR/crowd-warm.log")"
 }
-# drop_crowd: the crowd's keys (each master's own, deleted through a client that follows
-# MOVED), its place in the set of sales and its MySQL rows.
-drop_crowd() {
-  local addr
-  for addr in $(redis-cli -p 7000 cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'); do
-    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "*crowd_${id}_*" | sed 's/^/DEL /' | redis-cli -c -p 7000 >/dev/null
-  done
-  redis-cli -c -p 7000 smembers seckill:sales | grep "^crowd_${id}_" | xargs -r -n 500 redis-cli -c -p 7000 srem seckill:sales >/dev/null || true
-  mariadb --no-defaults -h 127.0.0.1 -u root seckill -e "DELETE FROM seckill_items WHERE sku LIKE 'crowd\_${id}\_%'"
-}
+# drop_crowd: the crowd's keys, its place in the set of sales and its MySQL rows.
+drop_crowd() { scripts/devstack.sh drop-sales "crowd_${id}_"; }
 
 while read -r fault kind runs buckets crowd <&3; do
   faults=$((faults + 1))

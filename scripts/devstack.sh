@@ -10,6 +10,9 @@
 #                                          (cluster bus and replication, both ways, with iptables),
 #                                          while clients on 127.0.0.1 still reach it
 #   scripts/devstack.sh heal               end every partition
+#   scripts/devstack.sh drop-sales PREFIX  remove every sale whose SKU starts with PREFIX (a bench's
+#                                          or a fault run's own): its keys on every master, its place
+#                                          in the set of sales, its MySQL item
 #
 # Services:
 #   Redis Cluster  6 nodes of Debian's redis-server (3 masters, 3 replicas), 127.0.0.1:7000-7005
@@ -433,6 +436,19 @@ cmd_heal() {
   log "no partition"
 }
 
+cmd_drop_sales() {
+  local prefix=${1:-} addr
+  [[ $prefix =~ ^[A-Za-z0-9_.:-]{3,}$ ]] || die "usage: $0 drop-sales PREFIX (3 or more of A-Z a-z 0-9 _ . : -)"
+  for addr in $(redis_cli "${REDIS_PORTS[0]}" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { sub(/@.*/, "", $2); print $2 }'); do
+    # each master's own keys, each deleted through a client that follows MOVED
+    redis-cli -h "${addr%:*}" -p "${addr#*:}" --scan --pattern "seckill:{${prefix}*" | sed 's/^/DEL /' |
+      redis-cli -c -p "${REDIS_PORTS[0]}" >/dev/null
+  done
+  redis-cli -c -p "${REDIS_PORTS[0]}" smembers seckill:sales | grep "^${prefix}" |
+    xargs -r -n 500 redis-cli -c -p "${REDIS_PORTS[0]}" srem seckill:sales >/dev/null || true
+  mysql_root seckill -e "DELETE FROM seckill_items WHERE sku LIKE '${prefix//_/\\_}%'"
+}
+
 cmd_env() {
   local addrs=() port
   for port in "${REDIS_PORTS[@]}"; do addrs+=("$HOST:$port"); done
@@ -455,8 +471,9 @@ case ${1:-} in
   stop) cmd_stop_one "${2:-}" ;;
   partition) cmd_partition "${2:-}" ;;
   heal) cmd_heal ;;
+  drop-sales) cmd_drop_sales "${2:-}" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) echo "usage: $0 up|down|status|env|stop kafka|mysql|partition PORT|heal" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|env|stop kafka|mysql|partition PORT|heal|drop-sales PREFIX" >&2; exit 2 ;;
 esac
