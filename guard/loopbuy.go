@@ -161,7 +161,7 @@ const MaxBuysPerCall = 64
 // MasterOf is the address of the node that owns the keys of hash tag tag (CallGroup.Tag: a
 // SKU, or one of its stock buckets), from the slot map.
 func (g *Guard) MasterOf(ctx context.Context, tag string) (string, error) {
-	m, err := g.rc.MasterForKey(ctx, sale.KeysFor(tag).Stock)
+	m, err := g.rc.MasterForKey(ctx, sale.Key(tag, "stock"))
 	if err != nil {
 		return "", err
 	}

@@ -281,7 +281,7 @@ func (t *Tee) flushDeletes() {
 		pipe := t.rc.Pipeline()
 		cmds := make([]*redis.IntCmd, 0, len(batch))
 		for tag, ids := range batch {
-			cmds = append(cmds, pipe.XDel(ctx, sale.KeysFor(tag).Outbox, ids...))
+			cmds = append(cmds, pipe.XDel(ctx, sale.Key(tag, "outbox"), ids...))
 		}
 		_, _ = pipe.Exec(ctx)
 		for _, c := range cmds {

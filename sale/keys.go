@@ -37,6 +37,10 @@ type Keys struct {
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
 func KeysFor(sku string) Keys { return keysTagged(sku) }
 
+// Key is one of the keys of tag's sale or bucket, by its name in Named ("stock", "outbox",
+// ...), made alone: for a hot path that needs one key of many sales.
+func Key(tag, name string) string { return SaleKeyPrefix + tag + "}:" + name }
+
 // keysTagged are the keys of a sale, or of one of its buckets, under the hash tag {tag}.
 func keysTagged(tag string) Keys {
 	base := SaleKeyPrefix + tag + "}:"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -11,15 +12,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 
 	"seckill-proxy/sale"
 )
 
-// spread drives buys spread over many SKUs, flat out (make bench's (r), scripts/bench-skus.sh):
-// request i is SECKILL.BUY <prefix><i mod skus> <uid-prefix><i> 1, so that every buyer is new
-// and each SKU gets the same share. It prints "orders requests seconds".
+// spread drives buys spread over many SKUs, flat out or at -rate buys a second (make bench's
+// (r), scripts/bench-skus.sh): request i is SECKILL.BUY <prefix><i mod skus> <uid-prefix><i> 1,
+// so that every buyer is new and each SKU gets the same share. It prints "orders requests
+// seconds".
 //
-//	seckill-bench spread -addr A -prefix P -skus N [-requests R] [-conns C] [-pipeline D] [-uid-prefix U]
+//	seckill-bench spread -addr A -prefix P -skus N [-requests R] [-conns C] [-pipeline D] [-uid-prefix U] [-rate B]
 func spread(fs *flag.FlagSet, args []string) int {
 	addr := fs.String("addr", "127.0.0.1:6380", "the proxy")
 	prefix := fs.String("prefix", "", "the SKUs are <prefix>0 .. <prefix><skus-1>")
@@ -28,12 +31,16 @@ func spread(fs *flag.FlagSet, args []string) int {
 	conns := fs.Int("conns", 50, "connections, each with one pipeline in flight")
 	depth := fs.Int("pipeline", 16, "buys per pipeline")
 	uids := fs.String("uid-prefix", "u", "the buyers' uids are <uid-prefix><i>")
+	perSecond := fs.Float64("rate", 0, "buys sent per second, in all (0: flat out)")
 	if fs.Parse(args) != nil {
 		return 2
 	}
 	switch {
 	case *skus < 1 || *requests < 1 || *conns < 1 || *depth < 1:
 		fmt.Fprintln(os.Stderr, "seckill-bench spread: -skus, -requests, -conns and -pipeline must be at least 1")
+		return 2
+	case !(*perSecond >= 0) || math.IsInf(*perSecond, 0):
+		fmt.Fprintf(os.Stderr, "seckill-bench spread: -rate %v must be a number of buys a second, 0 for flat out\n", *perSecond)
 		return 2
 	case !sale.ValidID([]byte(*prefix+strconv.Itoa(*skus-1))) || !sale.ValidID([]byte(*uids+strconv.Itoa(*requests-1))):
 		fmt.Fprintf(os.Stderr, "seckill-bench spread: -prefix %q or -uid-prefix %q makes invalid ids\n", *prefix, *uids)
@@ -44,6 +51,10 @@ func spread(fs *flag.FlagSet, args []string) int {
 	ctx := context.Background()
 	var next, orders atomic.Int64
 	total, d := int64(*requests), int64(*depth)
+	pace := rate.NewLimiter(rate.Inf, 0)
+	if *perSecond > 0 {
+		pace = rate.NewLimiter(rate.Limit(*perSecond), int(d))
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range *conns {
@@ -54,6 +65,9 @@ func spread(fs *flag.FlagSet, args []string) int {
 					return
 				}
 				n := min(d, total-base)
+				if pace.WaitN(ctx, int(n)) != nil {
+					return
+				}
 				pipe := c.Pipeline()
 				cmds := make([]*redis.Cmd, n)
 				for j := range n {
