@@ -294,6 +294,7 @@ func Default() Config {
 			SpareConns:          2,
 			MaxOwnConns:         1000,
 			OwnConnsShare:       0.1,
+			KeysMax:             1000000,
 			AdminAllow:          []string{},
 			AppScripts:          []string{},
 			EventLoops:          1,

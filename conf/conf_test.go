@@ -221,6 +221,7 @@ func TestValidate(t *testing.T) {
 		{"redis.max_own_conns", func(c *Config) { c.Redis.MaxOwnConns = -1 }},
 		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = 1.5 }},
 		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = -0.1 }},
+		{"redis.keys_max", func(c *Config) { c.Redis.KeysMax = -1 }},
 		{"limits.outcome_channels_per_conn", func(c *Config) { c.Limits.OutcomeChannelsPerConn = 0 }},
 		{"limits.outcome_channels", func(c *Config) { c.Limits.OutcomeChannels = 0 }},
 		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000"} }},

@@ -55,6 +55,9 @@ type Redis struct {
 	// one proxy's blocked clients never fill a node that every sidecar and operator needs.
 	// 0: no bound per master.
 	OwnConnsShare float64 `koanf:"own_conns_share"`
+	// KeysMax is the most keys one KEYS reply may name: KEYS is served as a walk of SCAN over
+	// every master, and a pattern matching more gets an error (use SCAN). 0: no bound.
+	KeysMax int `koanf:"keys_max"`
 	// AdminAllow names commands that pass-through refuses (FLUSHALL, CONFIG, ...) but an admin
 	// user may run all the same.
 	AdminAllow []string `koanf:"admin_allow"`

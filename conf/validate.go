@@ -68,6 +68,7 @@ func (c *Config) Validate() error {
 	if c.Redis.OwnConnsShare < 0 || c.Redis.OwnConnsShare > 1 {
 		v.fail("redis.own_conns_share", c.Redis.OwnConnsShare, "must be from 0 (no bound per master) to 1")
 	}
+	v.atLeast("redis.keys_max", c.Redis.KeysMax, 0)
 	if c.Redis.EventLoops < 0 || c.Redis.EventLoops > 64 {
 		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 0 (a goroutine per client) to 64")
 	}

@@ -319,6 +319,13 @@ func TestClientCommands(t *testing.T) {
 	if got := app.do(t, "CLIENT", "LIST"); !strings.HasPrefix(got, "-NOPERM") {
 		t.Errorf("app CLIENT LIST = %q, want NOPERM", got)
 	}
+	// A bare CLIENT KILL is an arity error, for anyone, as redis-server says.
+	wantBare := direct.do(t, "CLIENT", "KILL")
+	for _, c := range []*rawClient{admin, app} {
+		if got := c.do(t, "CLIENT", "KILL"); got != wantBare || !strings.Contains(got, "wrong number of arguments") {
+			t.Errorf("bare CLIENT KILL = %q, redis-server's %q", got, wantBare)
+		}
+	}
 	if got := app.do(t, "CLIENT", "KILL", "ID", victimID); !strings.HasPrefix(got, "-NOPERM") {
 		t.Errorf("app CLIENT KILL = %q, want NOPERM", got)
 	}

@@ -367,3 +367,46 @@ func TestOutcomePatternReachesRedis(t *testing.T) {
 		t.Fatalf("an outcome channel beside Redis's pattern = %q, want the refusal", got)
 	}
 }
+
+// TestUnsubscribeOutsideSubscriberMode: an UNSUBSCRIBE, PUNSUBSCRIBE or SUNSUBSCRIBE from a
+// connection that subscribed to nothing answers byte for byte as redis-server does, in RESP2
+// and RESP3 (one reply per channel named, or one with a nil channel), and the connection goes
+// on as before.
+func TestUnsubscribeOutsideSubscriberMode(t *testing.T) {
+	eachUpstream(t, func(t *testing.T, s *stack) {
+		for _, proto := range []string{"2", "3"} {
+			proxy, direct := dialRaw(t, s.addr), dialRaw(t, testenv.Standalone(t))
+			for _, c := range []*rawClient{proxy, direct} {
+				if got := c.do(t, "HELLO", proto); strings.HasPrefix(got, "-") {
+					t.Fatalf("HELLO %s = %q", proto, got)
+				}
+			}
+			for _, cmd := range [][]string{{"UNSUBSCRIBE"}, {"PUNSUBSCRIBE"}, {"SUNSUBSCRIBE"}, {"UNSUBSCRIBE", "a", "b"}, {"PUNSUBSCRIBE", "p*"}, {"SUNSUBSCRIBE", "{s}x"}} {
+				raw := respCmd(cmd...) + respCmd("PING")
+				n := max(1, len(cmd)-1) + 1
+				want := readAll(t, direct, raw, n)
+				if got := readAll(t, proxy, raw, n); got != want {
+					t.Errorf("RESP%s %v then PING = %q, redis-server's %q", proto, cmd, got, want)
+				}
+			}
+		}
+	})
+}
+
+// readAll writes raw and reads n replies, concatenated.
+func readAll(t *testing.T, c *rawClient, raw string, n int) string {
+	t.Helper()
+	_ = c.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.c.Write([]byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for range n {
+		r, err := resp.ReadReply(c.r)
+		if err != nil {
+			t.Fatalf("after %q: %v", b.String(), err)
+		}
+		b.Write(r)
+	}
+	return b.String()
+}

@@ -136,6 +136,9 @@ func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply,
 		}
 		return BulkString(r.clientLine(s, time.Now(), "client|info", args)), nil
 	case "list", "kill":
+		if sub == "kill" && len(args) < 3 {
+			return nil, wrongArgs // Redis checks the arity first, as here
+		}
 		// Other clients' addresses, names and users are an admin's (@admin in Redis too).
 		if !s.Admin {
 			return nil, respError("NOPERM User " + s.User + " has no permissions to run the 'client|" + sub + "' command")

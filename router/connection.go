@@ -91,6 +91,40 @@ type noReply struct{}
 
 func (noReply) write(Writer) {}
 
+// cmdUnsubscribe answers an UNSUBSCRIBE, PUNSUBSCRIBE or SUNSUBSCRIBE of a connection that
+// is not in subscriber mode (a subscriber's go to its subscription), as Redis does: nothing to
+// leave.
+func cmdUnsubscribe(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+	return unsubscribed{kind: strings.ToLower(string(args[0])), channels: args[1:]}, nil
+}
+
+// unsubscribed is Redis's answer to leaving channels a connection is not subscribed to: one
+// [kind, channel, 0] per channel named (a push in RESP3), or one [kind, nil, 0] when none is.
+type unsubscribed struct {
+	kind     string
+	channels [][]byte
+}
+
+func (u unsubscribed) write(w Writer) {
+	one := func(ch Reply) {
+		if isRESP3(w) {
+			w.WriteRaw([]byte(">3\r\n"))
+		} else {
+			w.WriteArray(3)
+		}
+		BulkString(u.kind).write(w)
+		ch.write(w)
+		Int(0).write(w)
+	}
+	if len(u.channels) == 0 {
+		one(NullBulk{})
+		return
+	}
+	for _, ch := range u.channels {
+		one(BulkString(ch))
+	}
+}
+
 func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 	if s.inTx() {
 		return nil, respError("ERR Command not allowed inside a transaction")

@@ -30,16 +30,12 @@ var refused = map[string]string{
 	"bgsave": "", "bgrewriteaof": "", "acl": "", "module": "", "failover": "",
 	"sync": "", "psync": "", "migrate": "", "swapdb": "", "move": "",
 	"lastsave": "", "slowlog": "", "latency": "", "function": "",
-	"keys": "ERR KEYS is refused by seckill-proxy: it blocks every master; use SCAN",
 }
 
 // unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
 // DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the
-// connection to subscriber mode; an UNSUBSCRIBE outside that mode has nothing to do.)
-var unsupported = map[string]bool{
-	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, "wait": true, "waitaof": true,
-	"reset": true,
-}
+// connection to subscriber mode; an UNSUBSCRIBE outside that mode is the router's.)
+var unsupported = map[string]bool{"wait": true, "waitaof": true, "reset": true}
 
 // scripting are the commands that run code in Redis: what that code writes, only Redis's
 // ACL can check.

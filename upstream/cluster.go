@@ -51,6 +51,8 @@ type Options struct {
 	Standalone string
 	// Protocol is 3 for connections that log in with HELLO 3 (see RESP3); else RESP2.
 	Protocol int
+	// KeysMax is the most keys a KEYS reply may name (0: no bound); see keys.
+	KeysMax int
 	// Log gets what a client's reply leaves out: which masters refused a whole-server command
 	// that the others did. Nil logs nothing.
 	Log *zap.Logger
@@ -156,7 +158,7 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 func FromConf(rc *redis.ClusterClient, c conf.Redis, log *zap.Logger) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, SpareConns: c.SpareConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
-		AddressMap: conf.AddressMap(c.AddressMap), Log: log, MaxOwn: c.MaxOwnConns, OwnShare: c.OwnConnsShare}
+		AddressMap: conf.AddressMap(c.AddressMap), Log: log, MaxOwn: c.MaxOwnConns, OwnShare: c.OwnConnsShare, KeysMax: c.KeysMax}
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -15,22 +16,61 @@ import (
 // Commands that read or reset a whole server, answered in front of a cluster as one server
 // holding every master's data would answer them.
 
-// keys answers KEYS with the union of every master's (each key lives on one master, so the
-// union is a concatenation).
+// keysStep is the COUNT of each SCAN of a KEYS walk: how much of its keyspace a master
+// looks at in one step.
+const keysStep = "1000"
+
+// keys answers KEYS pattern as a walk of SCAN 0.. MATCH pattern over every master (or the
+// one server), a step at a time, so that no master is held for its whole keyspace as KEYS
+// would hold it; each key once. A key written or deleted during the walk may be named or
+// not, as with SCAN; past keys_max keys the walk stops with an error rather than build a
+// reply without bound.
 func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
-	_, replies, err := c.OnEveryMaster(ctx, args)
+	if len(args) != 2 {
+		return errorReply("ERR wrong number of arguments for 'keys' command")
+	}
+	ms, err := c.masters(ctx)
 	if err != nil {
 		return unavailable(err)
 	}
+	limit := c.opt.KeysMax
 	var all [][]byte
-	for _, r := range replies {
-		els, err := resp.SplitArray(r)
-		if err != nil {
-			return r // Redis's error (a wrong argument count), or UNAVAILABLE
+	for _, m := range ms {
+		seen := map[string]bool{} // SCAN may name a key twice; keys of two masters differ
+		cursor := []byte("0")
+		for {
+			r := c.one(ctx, m, [][]byte{[]byte("SCAN"), cursor, []byte("MATCH"), args[1], []byte("COUNT"), []byte(keysStep)})
+			els, err := resp.SplitArray(r)
+			if err != nil || len(els) != 2 {
+				return r // UNAVAILABLE, or Redis's error
+			}
+			found, err := resp.SplitArray(els[1])
+			if err != nil {
+				return errorReply("ERR upstream SCAN reply")
+			}
+			for _, k := range found {
+				if !seen[string(k)] {
+					seen[string(k)] = true
+					all = append(all, k)
+				}
+			}
+			if limit > 0 && len(all) > limit {
+				return errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d keys (redis.keys_max); walk them with SCAN", clipArg(args[1]), limit))
+			}
+			if cursor = bulkValue(els[0]); string(cursor) == "0" || len(cursor) == 0 {
+				break
+			}
 		}
-		all = append(all, els...)
 	}
 	return arrayReply(all)
+}
+
+// clipArg is an argument for an error text: at most 64 bytes of it.
+func clipArg(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..."
+	}
+	return string(b)
 }
 
 // randomKey answers RANDOMKEY from the masters in a random order: the first key one of them
