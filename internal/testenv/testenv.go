@@ -20,8 +20,7 @@ import (
 	"time"
 
 	"seckill-proxy/conf"
-
-	_ "github.com/go-sql-driver/mysql" // registers the "mysql" driver
+	"seckill-proxy/internal/schema"
 )
 
 // Required reports whether missing services fail tests rather than skip them.
@@ -89,11 +88,12 @@ func Kafka(t testing.TB) []string {
 	return addrs
 }
 
-// MySQL opens the configured database and pings it. The handle is closed when the test ends.
+// MySQL opens the configured database as the binaries do (schema.Open) and pings it. The
+// handle is closed when the test ends.
 func MySQL(t testing.TB) *sql.DB {
 	t.Helper()
 	dsn := Config(t).MySQL.DSN
-	db, err := sql.Open("mysql", dsn)
+	db, err := schema.Open(Config(t).MySQL)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		err = db.PingContext(ctx)
