@@ -181,9 +181,6 @@ func TestRefusedAndKeyless(t *testing.T) {
 			t.Errorf("%v = %q, want a refusal", cmd, got)
 		}
 	}
-	if got := c.do(t, "WAIT", "1", "0"); !strings.Contains(got, "not supported") {
-		t.Errorf("WAIT = %q", got)
-	}
 	ctx := context.Background()
 	var sizes atomic.Int64
 	if err := s.rc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {

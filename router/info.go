@@ -89,7 +89,8 @@ func bulkText(raw []byte) string {
 // are summed (clients, memory, keys, commands, CPU), except those below; anything else
 // (versions, modes, ratios, human-readable sizes) is the first master's. The replication
 // section is per node and meaningless summed: it is the first master's, with connected_slaves
-// summed.
+// the least of any master's, the replicas a client may WAIT for wherever it wrote (Redisson
+// reads it, then asks WAIT for that many after each lock).
 var (
 	// infoMax are the fields where one master's state stands for all: any loading or
 	// rewriting shows.
@@ -167,7 +168,20 @@ func mergeValue(section, name string, vs []string) string {
 	switch {
 	case section == "Keyspace":
 		return mergeKeyspace(vs)
-	case section == "Replication" && name != "connected_slaves", infoFirst[name]:
+	case section == "Replication" && name == "connected_slaves":
+		least, err := strconv.ParseInt(vs[0], 10, 64)
+		for _, v := range vs[1:] {
+			n, err2 := strconv.ParseInt(v, 10, 64)
+			if err2 != nil {
+				err = err2
+			}
+			least = min(least, n)
+		}
+		if err != nil {
+			return vs[0]
+		}
+		return strconv.FormatInt(least, 10)
+	case section == "Replication", infoFirst[name]:
 		return vs[0]
 	}
 	sum, best := int64(0), int64(0)

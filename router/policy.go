@@ -35,7 +35,7 @@ var refused = map[string]string{
 // unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
 // DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the
 // connection to subscriber mode; an UNSUBSCRIBE outside that mode is the router's.)
-var unsupported = map[string]bool{"wait": true, "waitaof": true, "reset": true}
+var unsupported = map[string]bool{"reset": true}
 
 // scripting are the commands that run code in Redis: what that code writes, only Redis's
 // ACL can check.
@@ -83,6 +83,11 @@ func (r *Router) pass(s *Session, args [][]byte) error {
 	name := resp.AppendLower(buf[:0], args[0])
 	if policyNames[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
+			if err == nil && r.opt.Upstream != nil {
+				if d := r.opt.Upstream.Describe(args); !d.ReadOnly {
+					s.written.add(d.Keys, d.AnyArg) // a script's writes: what a WAIT must wait for
+				}
+			}
 			return err
 		}
 	}
@@ -102,6 +107,7 @@ func (r *Router) pass(s *Session, args [][]byte) error {
 	case d.AnyArg && namesProtected(args[1:]), namesProtected(d.Keys):
 		return respError(ProtectedKeysError)
 	}
+	s.written.add(d.Keys, d.AnyArg) // what a WAIT of its must wait for
 	return nil
 }
 

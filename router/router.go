@@ -90,6 +90,8 @@ type Session struct {
 
 	// view is what other connections see of this one (CLIENT LIST, CLIENT KILL).
 	view clientView
+	// written are the slots its commands may have written since its last WAIT.
+	written writtenSlots
 
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
@@ -204,6 +206,8 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "subscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
+		{name: "wait", arity: 3, flags: flagQueued, handler: r.cmdWait},
+		{name: "waitaof", arity: -1, flags: flagQueued, handler: r.cmdWait}, // Redis before 7.2 does not know it: its answer
 		{name: "unsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
 		{name: "punsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
 		{name: "sunsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
