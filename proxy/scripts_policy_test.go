@@ -13,9 +13,11 @@ import (
 	"seckill-proxy/router"
 )
 
-// TestAppScriptsAllowList: an app user may run only the scripts on redis.app_scripts (and the
-// legacy stock scripts, as buys), so an endless script cannot take a master away from the
-// sales on it; an admin may run any. Run on a private redis-server: if the policy failed, the
+// TestAppScriptsAllowList: an app user may run a script that ends in time bounded by its input
+// (internal/luabound), one on redis.app_scripts, and the legacy stock scripts (as buys), so an
+// endless script cannot take a master away from the sales on it; an admin may run any. An
+// EVALSHA of a SHA1 the proxy never judged gets NOSCRIPT, and a client's EVAL of the text then
+// runs (go-redis's Script.Run). Run on a private redis-server: if the policy failed, the
 // endless script would freeze it, not the shared cluster.
 func TestAppScriptsAllowList(t *testing.T) {
 	addr, startRedis := ownRedis(t)
@@ -39,6 +41,20 @@ func TestAppScriptsAllowList(t *testing.T) {
 			}
 		}
 		refused("EVAL of an endless script", shop.Eval(ctx, endless, nil).Err())
+		refused("EVAL of a loop on a value", shop.Eval(ctx, "for i = 1, tonumber(ARGV[1]) do end return 1", nil, "1000000000").Err())
+		if err := shop.Eval(ctx, endless, nil).Err(); err == nil || !strings.Contains(err.Error(), redis.NewScript(endless).Hash()) || !strings.Contains(err.Error(), "while loop") {
+			t.Errorf("RESP%d: the refusal %v names neither the SHA1 nor the reason", proto, err)
+		}
+		bounded := redis.NewScript("for i = 1, #ARGV do redis.call('incr', KEYS[1]) end return #ARGV -- " + newSKU("b"))
+		if err := shop.EvalSha(ctx, bounded.Hash(), []string{"appscripts:n"}, "a").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			t.Errorf("RESP%d: EVALSHA of a script the proxy never saw: %v, want NOSCRIPT", proto, err)
+		}
+		if got, err := bounded.Run(ctx, shop, []string{"appscripts:n"}, "a", "b").Int(); err != nil || got != 2 {
+			t.Errorf("RESP%d: a bounded script as app (Script.Run): %d, %v", proto, got, err)
+		}
+		if got, err := shop.EvalSha(ctx, bounded.Hash(), []string{"appscripts:n"}, "a").Int(); err != nil || got != 1 {
+			t.Errorf("RESP%d: EVALSHA of the bounded script once judged: %d, %v", proto, got, err)
+		}
 		refused("EVAL_RO of an endless script", shop.EvalRO(ctx, endless, nil).Err())
 		refused("SCRIPT LOAD of an endless script", shop.ScriptLoad(ctx, endless).Err())
 		sha, err := ops.ScriptLoad(ctx, endless).Result()

@@ -17,8 +17,10 @@ import (
 // be routed around is the Redis ACL user that pass-through connections log in as
 // (redis.passthrough_username, sale.PassthroughACL): Redis checks it inside scripts,
 // functions and transactions too. Without that user, every script and function is refused.
-// With it, an app user's scripts are still limited to redis.app_scripts (appScript): what a
-// script writes Redis checks, but how long it runs nothing can bound once it is sent.
+// With it, an app user's scripts are judged by what they can do (appScript, scripts.go): what
+// a script writes Redis checks, but how long it runs nothing can bound once it is sent, so an
+// app user may run only a script that ends in time bounded by its input (internal/luabound),
+// or one an admin listed in redis.app_scripts.
 
 // refused are commands a shared proxy does not pass through: they act on whole servers or the
 // cluster, or leak or change what other clients see. An admin may run those named in
@@ -135,17 +137,22 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 		if string(sub) != "load" && string(sub) != "exists" && !(s.Admin && r.adminAllowed(name)) {
 			return respError("ERR 'script|" + string(sub) + "' is refused by seckill-proxy")
 		}
-		if string(sub) == "load" && len(args) == 3 && !s.Admin && !r.appScript([]byte("eval"), args[1:]) {
-			return respError(appScriptError)
+		if string(sub) == "load" && len(args) == 3 {
+			if s.Admin {
+				r.judgeAdmin([]byte("eval"), args[1:])
+				return nil
+			}
+			return r.appScript([]byte("eval"), args[1:])
 		}
 		return nil
 	case scripting[string(name)] || string(name) == "function":
 		if !restricted {
 			return respError(noScriptsError)
 		}
-		if !s.Admin && !r.appScript(name, args) {
-			return respError(appScriptError)
+		if !s.Admin {
+			return r.appScript(name, args)
 		}
+		r.judgeAdmin(name, args)
 		return nil // what the code writes, Redis's ACL checks
 	case publishing[string(name)]:
 		if len(args) > 1 && sale.ProtectedChannel(args[1]) {
@@ -157,39 +164,6 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 		return nil
 	}
 	return errNotSpecial
-}
-
-// appScriptError answers an app user's script that is not on redis.app_scripts.
-const appScriptError = "NOPERM this script is not one app users may run (redis.app_scripts lists their SHA1s): a script that never ends makes its master answer BUSY to every client and sale on it; ask an admin to allow it"
-
-// appScript says whether an app user may run the script or function that args calls (name
-// lower-cased): EVAL[_RO] (or SCRIPT LOAD) of a body whose SHA1 is listed or that is a legacy
-// stock script, EVALSHA[_RO] of such a SHA1; functions only with "*".
-func (r *Router) appScript(name []byte, args [][]byte) bool {
-	if r.appScripts["*"] {
-		return true
-	}
-	if len(args) < 2 {
-		return true // the arity error is Redis's to give
-	}
-	var sha string
-	switch string(name) {
-	case "eval", "eval_ro":
-		sha = sha1Hex(string(args[1]))
-		if r.appScripts[sha] || r.legacy != nil && r.legacy.byBody(args[1]) != nil {
-			return true
-		}
-	case "evalsha", "evalsha_ro":
-		sha = strings.ToLower(string(args[1]))
-		if r.appScripts[sha] {
-			return true
-		}
-		if r.legacy != nil {
-			ls, _ := r.legacy.bySHAOf(sha)
-			return ls != nil
-		}
-	}
-	return false
 }
 
 // killsScript: args is SCRIPT KILL or FUNCTION KILL.

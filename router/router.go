@@ -164,8 +164,11 @@ type Router struct {
 	commands atomic.Int64
 	started  time.Time
 	auth     authStats
-	// appScripts is Options.AppScripts as a set, SHA1s lower-cased.
+	// appScripts is Options.AppScripts as a set, SHA1s lower-cased; verdicts are the app
+	// users' scripts judged (scripts.go), scriptLog the pace of the log of refusals.
 	appScripts map[string]bool
+	verdicts   verdicts
+	scriptLog  rate.Sometimes
 }
 
 // New builds the command table once.
@@ -180,6 +183,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		r.legacy = newLegacyScripts(opt.LegacyScripts)
 	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
+	r.scriptLog = rate.Sometimes{Interval: 10 * time.Second}
 	r.auth.sources = newFailureLimits(authSourceEvery, authSourceBurst)
 	r.auth.users = newFailureLimits(authUserEvery, authUserBurst)
 	r.auth.now = time.Now
