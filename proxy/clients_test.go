@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/internal/testenv"
 )
 
@@ -55,5 +56,46 @@ func TestRealClients(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedisson: Redisson 3.52 with its default Config, only the address and the user set,
+// through the proxy (useSingleServer) and its cluster facade (useClusterServers), as an admin
+// and as an app user with no redis.app_scripts: bucket, atomic long, map, locks (reentrant,
+// contended, with a lease), read-write lock, semaphore, rate limiter, topic, blocking queue,
+// scored sorted set, batch, transaction, bloom filter, map cache with a TTL. In cluster mode
+// Redisson sends WAIT after each lock, for INFO's connected_slaves replicas. The app user's one
+// exception is the read-write lock: its unlock script loops on a counter stored in the lock's
+// hash, which an app user can set, so the proxy cannot show that it ends.
+func TestRedisson(t *testing.T) {
+	if _, err := exec.LookPath("mvn"); err != nil {
+		if testenv.Required() {
+			t.Fatalf("mvn is not installed: %v", err)
+		}
+		t.Skip("mvn is not installed")
+	}
+	s := start(t, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	})
+	for _, u := range []struct{ user, password, want string }{
+		{"ops", "ops-pw", "Redisson ops: 32 of 32 checks pass"},
+		{"shop", "shop-pw", "Redisson shop: 30 of 32 checks pass; failed: [single/shop read-write lock, cluster/shop read-write lock]"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold install
+		out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", "redisson", s.addr, u.user, u.password).CombinedOutput()
+		cancel()
+		var summary []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "Redisson ") {
+				summary = append(summary, l)
+			}
+		}
+		t.Logf("%s: %s", u.user, strings.Join(summary, "\n"))
+		if err != nil {
+			t.Fatalf("run.sh redisson as %s: %v\n%s", u.user, err, out)
+		}
+		if !strings.Contains(string(out), u.want+"\n") {
+			t.Errorf("as %s: no %q in the output", u.user, u.want)
+		}
 	}
 }

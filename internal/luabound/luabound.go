@@ -134,7 +134,7 @@ func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 	case *ast.NumberForStmt:
 		for _, e := range []ast.Expr{s.Init, s.Limit} {
 			if !number(e, c.f.bounded, c.f.sources) {
-				return fmt.Errorf("%s: a for loop whose bounds are not literals, #ARGV, #KEYS or a table's length", at(s))
+				return fmt.Errorf("%s: a for loop whose bounds are not literals, #ARGV, #KEYS, the length of an argument or a reply, or names given only those", at(s))
 			}
 		}
 		if s.Step != nil && !literalStep(s.Step) {

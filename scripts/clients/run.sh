@@ -6,6 +6,7 @@
 #   scripts/clients/run.sh python <host:port> <sku> <sku>
 #   scripts/clients/run.sh node   <host:port> <sku> <sku> <sku> <sku>
 #   scripts/clients/run.sh java   <host:port> <sku> <sku>
+#   scripts/clients/run.sh redisson <host:port> [user password]
 #
 # The Go test proxy/clients_test.go starts a proxy, warms the sales and calls this.
 set -euo pipefail
@@ -34,17 +35,19 @@ node)
   cp "$HERE/check.mjs" "$dir/check.mjs"
   exec node "$dir/check.mjs" "$@"
   ;;
-java)
+java | redisson)
   dir=$CACHE/java-$(sha1sum "$HERE/java/pom.xml" | cut -c1-12)
   if [[ ! -d $dir/lib ]]; then
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
     (cd "$HERE/java" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$dir.tmp/lib" >&2)
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
-  exec java -cp "$dir/lib/*" "$HERE/java/Check.java" "$@"
+  main=Check.java
+  [[ $lang == redisson ]] && main=RedissonCheck.java
+  exec java -cp "$dir/lib/*" "$HERE/java/$main" "$@"
   ;;
 *)
-  echo "run.sh: unknown client language $lang (python, node, java)" >&2
+  echo "run.sh: unknown client language $lang (python, node, java, redisson)" >&2
   exit 2
   ;;
 esac
