@@ -64,8 +64,10 @@ type Cluster struct {
 	rc  *redis.ClusterClient
 	opt Options
 
-	mu    sync.Mutex // guards making nodes
-	nodes sync.Map   // addr -> *node
+	mu sync.Mutex // guards making nodes
+	// loaded are the keyless EVALs' scripts loaded on every master (keyless.go).
+	loaded loadedScripts
+	nodes  sync.Map // addr -> *node
 	*shared
 	// resp3 is the sibling whose connections speak RESP3 (made on first use); a RESP3
 	// sibling's own is nil.

@@ -173,6 +173,8 @@ func (c *Cluster) latency(ctx context.Context, args [][]byte) []byte {
 	switch {
 	case sub == "reset":
 		return c.sumOverMasters(ctx, args)
+	case sub == "histogram":
+		return c.latencyHistogram(ctx, args)
 	case sub == "latest" && len(args) == 2, sub == "history" && len(args) == 3:
 	default:
 		ms, err := c.masters(ctx)

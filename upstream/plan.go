@@ -77,7 +77,11 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 			return plan{anyMaster: true}
 		}
 		return plan{special: func(ctx context.Context) []byte { return c.everyMaster(ctx, args) }}
-	case "script", "function", "config", "flushall", "flushdb":
+	case "eval", "eval_ro":
+		if c.opt.Standalone == "" && len(args) > 2 && len(commandKeys(name, ci, args)) == 0 && string(args[2]) == "0" {
+			return plan{special: func(ctx context.Context) []byte { return c.keylessEval(ctx, args) }}
+		}
+	case "script", "function", "config", "flushall", "flushdb", "save", "bgsave", "bgrewriteaof":
 		if len(args) < 2 && (name == "script" || name == "function" || name == "config") {
 			return plan{reply: errorReply("ERR wrong number of arguments for '" + name + "' command")}
 		}
@@ -85,11 +89,18 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 			return plan{special: func(ctx context.Context) []byte { return c.everyMaster(ctx, args) }}
 		}
 	}
+	if ci != nil && len(ci.Flags) == 0 && len(args) > 1 {
+		// A container (XGROUP, XINFO, OBJECT, MEMORY, ...): its subcommand's entry says where
+		// the keys are, so that it goes to their master, not to any master and then MOVED.
+		if sci := table.info[name+"|"+strings.ToLower(string(args[1]))]; sci != nil {
+			ci = sci
+		}
+	}
 	return c.routeByKeys(ctx, name, flagsOf(ci), args, commandKeys(name, ci, args))
 }
 
 // servedSpecially are the commands that plan serves itself rather than route by key.
-var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true, "debug": true, "publish": true, "pubsub": true}
+var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true, "randomkey": true, "slowlog": true, "latency": true, "script": true, "function": true, "config": true, "flushall": true, "flushdb": true, "save": true, "bgsave": true, "bgrewriteaof": true, "debug": true, "publish": true, "pubsub": true}
 
 // debugKeyed are the DEBUG subcommands that read the keys after them: they go to the keys'
 // master. debugOneServer are those that compute a reply and change nothing (a protocol's

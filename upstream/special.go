@@ -187,7 +187,7 @@ func bulkValue(raw []byte) []byte {
 // they go to every master, and the replies are merged as a cluster client merges them.
 // Anything else of a container (FUNCTION LIST, CONFIG GET, ...) reads one master.
 var broadcast = map[string]map[string]bool{
-	"flushall": nil, "flushdb": nil,
+	"flushall": nil, "flushdb": nil, "save": nil, "bgsave": nil, "bgrewriteaof": nil,
 	"script":   {"load": true, "exists": true, "flush": true, "kill": true},
 	"function": {"load": true, "delete": true, "flush": true, "restore": true, "kill": true},
 	"config":   {"set": true, "resetstat": true},

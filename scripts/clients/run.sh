@@ -7,6 +7,7 @@
 #   scripts/clients/run.sh node   <host:port> <sku> <sku> <sku> <sku>
 #   scripts/clients/run.sh java   <host:port> <sku> <sku>
 #   scripts/clients/run.sh redisson <host:port> [user password]
+#   scripts/clients/run.sh spring <host:port> [user password]
 #
 # The Go test proxy/clients_test.go starts a proxy, warms the sales and calls this.
 set -euo pipefail
@@ -14,6 +15,18 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${SECKILL_CLIENTS_CACHE:-$HOME/.cache/seckill-proxy-clients}
 lang=$1
 shift
+# maven_lib DIR: the jars that $HERE/DIR/pom.xml names, fetched once into the cache; prints
+# their folder.
+maven_lib() {
+  local dir
+  dir=$CACHE/$1-$(sha1sum "$HERE/$1/pom.xml" | cut -c1-12)
+  if [[ ! -d $dir/lib ]]; then
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    (cd "$HERE/$1" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$dir.tmp/lib" >&2)
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir/lib"
+}
 case $lang in
 python)
   env=$CACHE/python-redis-8.1.0
@@ -36,18 +49,17 @@ node)
   exec node "$dir/check.mjs" "$@"
   ;;
 java | redisson)
-  dir=$CACHE/java-$(sha1sum "$HERE/java/pom.xml" | cut -c1-12)
-  if [[ ! -d $dir/lib ]]; then
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    (cd "$HERE/java" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$dir.tmp/lib" >&2)
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-  fi
   main=Check.java
   [[ $lang == redisson ]] && main=RedissonCheck.java
-  exec java -cp "$dir/lib/*" "$HERE/java/$main" "$@"
+  lib=$(maven_lib java)
+  exec java -cp "$lib/*" "$HERE/java/$main" "$@"
+  ;;
+spring)
+  lib=$(maven_lib spring)
+  exec java -cp "$lib/*" "$HERE/spring/SpringCheck.java" "$@"
   ;;
 *)
-  echo "run.sh: unknown client language $lang (python, node, java, redisson)" >&2
+  echo "run.sh: unknown client language $lang (python, node, java, redisson, spring)" >&2
   exit 2
   ;;
 esac
