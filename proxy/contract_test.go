@@ -556,3 +556,56 @@ func testTransactionJudgedAsQueued(t *testing.T, s *stack) {
 		})
 	}
 }
+
+// TestReset: RESET answers and resets as redis-server does (byte for byte, beside it): a
+// transaction dropped (EXEC after it has no MULTI), the name gone, RESP2 again, a WATCH
+// forgotten (a changed watched key no longer fails the next EXEC); and with users, the
+// connection is the default user's again, which must log in.
+func TestReset(t *testing.T) {
+	eachUpstream(t, func(t *testing.T, s *stack) {
+		proxy, direct := dialRaw(t, s.addr), dialRaw(t, testenv.Standalone(t))
+		key := "reset:{r}" + newSKU("k")
+		script := [][]string{
+			{"HELLO", "3"}, {"CLIENT", "SETNAME", "before"}, {"MULTI"}, {"SET", key, "1"}, {"RESET"},
+			{"EXEC"}, {"CLIENT", "GETNAME"}, {"PING"}, {"GET", key},
+		}
+		for _, cmd := range script {
+			want, got := direct.do(t, cmd...), proxy.do(t, cmd...)
+			if cmd[0] == "HELLO" {
+				continue // the servers' own fields
+			}
+			if got != want {
+				t.Errorf("%v = %q, redis-server's %q", cmd, got, want)
+			}
+		}
+		other := s.client(t, 1)
+		proxy.do(t, "WATCH", key)
+		if err := other.Set(context.Background(), key, "2", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := proxy.do(t, "RESET"); got != "+RESET\r\n" {
+			t.Fatalf("RESET after WATCH = %q", got)
+		}
+		proxy.do(t, "MULTI")
+		proxy.do(t, "SET", key, "3")
+		if got := proxy.do(t, "EXEC"); got != "*1\r\n+OK\r\n" {
+			t.Errorf("EXEC after RESET dropped the WATCH = %q, want it to run", got)
+		}
+	})
+	s := start(t, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	})
+	c := dialRaw(t, s.addr)
+	if got := c.do(t, "AUTH", "shop", "shop-pw"); got != "+OK\r\n" {
+		t.Fatalf("AUTH = %q", got)
+	}
+	if got := c.do(t, "RESET"); got != "+RESET\r\n" {
+		t.Fatalf("RESET = %q", got)
+	}
+	if got := c.do(t, "GET", "x"); !strings.HasPrefix(got, "-NOAUTH") {
+		t.Errorf("GET after RESET = %q, want NOAUTH (the default user needs a password here)", got)
+	}
+	if got := c.do(t, "AUTH", "shop", "shop-pw"); got != "+OK\r\n" {
+		t.Errorf("AUTH after RESET = %q", got)
+	}
+}

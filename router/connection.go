@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/sale"
 )
 
@@ -90,6 +91,33 @@ func cmdSelect(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
 type noReply struct{}
 
 func (noReply) write(Writer) {}
+
+// cmdReset serves RESET as Redis does for a connection outside subscriber mode (a
+// subscriber's goes to its subscription), inside MULTI too: the transaction and every WATCH
+// dropped, RESP2, no name, the slots written forgotten (WAIT), and the default user again,
+// logged in only if it needs no password (no password and no users).
+func (r *Router) cmdReset(ctx context.Context, s *Session, _ [][]byte) (Reply, error) {
+	if s.tx != nil {
+		if s.tx.Active() {
+			s.tx.Discard(ctx)
+		}
+		s.tx.Unwatch()
+		if s.Proto != 2 && r.opt.Upstream != nil {
+			s.tx.SwitchProto(ctx, r.opt.Upstream.For(2), 2)
+		}
+	}
+	creds := r.creds.Load()
+	open := creds.open()
+	s.Proto, s.Name, s.written, s.authFailures = 2, "", writtenSlots{}, 0
+	s.Authed, s.Admin, s.User, s.creds, s.login = open, open, "default", creds, conf.User{}
+	if open {
+		s.login = conf.User{Name: "default", Role: conf.RoleAdmin}
+	}
+	s.view.mu.Lock()
+	s.view.name, s.view.user, s.view.proto = "", "default", 2
+	s.view.mu.Unlock()
+	return SimpleString("RESET"), nil
+}
 
 // cmdUnsubscribe answers an UNSUBSCRIBE, PUNSUBSCRIBE or SUNSUBSCRIBE of a connection that
 // is not in subscriber mode (a subscriber's go to its subscription), as Redis does: nothing to

@@ -37,7 +37,7 @@ var refused = map[string]string{
 // unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
 // DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the
 // connection to subscriber mode; an UNSUBSCRIBE outside that mode is the router's.)
-var unsupported = map[string]bool{"reset": true}
+var unsupported = map[string]bool{}
 
 // scripting are the commands that run code in Redis: what that code writes, only Redis's
 // ACL can check.

@@ -210,6 +210,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "subscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
+		{name: "reset", arity: 1, flags: flagNoAuth, handler: r.cmdReset},
 		{name: "wait", arity: 3, flags: flagQueued, handler: r.cmdWait},
 		{name: "waitaof", arity: -1, flags: flagQueued, handler: r.cmdWait}, // Redis before 7.2 does not know it: its answer
 		{name: "unsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
@@ -326,7 +327,7 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 	switch {
 	case s.inTx() && queueable(c, err, args):
 		b.addQueued(args)
-	case s.inTx() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit")):
+	case s.inTx() && (err != nil || (c.flags&flagTx == 0 && c.name != "quit" && c.name != "reset")):
 		b.flush()
 		r.queue(b.ctx, s, c, err, args, b.w)
 	case err == errPassThrough:
