@@ -20,6 +20,11 @@ import (
 // looks at in one step.
 const keysStep = "1000"
 
+// keysAtOnce bounds the KEYS walks of one proxy at once; keysWalks holds their places.
+const keysAtOnce = 4
+
+var keysWalks = make(chan struct{}, keysAtOnce)
+
 // keys answers KEYS pattern as a walk of SCAN 0.. MATCH pattern over every master (or the
 // one server), a step at a time, so that no master is held for its whole keyspace as KEYS
 // would hold it; each key once. A key written or deleted during the walk may be named or
@@ -28,6 +33,14 @@ const keysStep = "1000"
 func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
 	if len(args) != 2 {
 		return errorReply("ERR wrong number of arguments for 'keys' command")
+	}
+	// At most keysAtOnce walks at a time, so that the replies held meanwhile stay within
+	// keysAtOnce x keys_max keys, whatever the clients ask.
+	select {
+	case keysWalks <- struct{}{}:
+		defer func() { <-keysWalks }()
+	case <-ctx.Done():
+		return unavailable(ctx.Err())
 	}
 	ms, err := c.masters(ctx)
 	if err != nil {
