@@ -2,6 +2,7 @@ package luabound
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/yuin/gopher-lua/ast"
 )
@@ -28,11 +29,18 @@ type facts struct {
 func learn(chunk []ast.Stmt) *facts {
 	f := &facts{assigned: map[string][]ast.Expr{}, counters: map[string]bool{}, stored: map[string]bool{}, aliased: map[string]bool{}}
 	f.stmts(chunk)
-	f.sources = map[string]bool{}
+	// ARGV and KEYS are the input, unless the script writes to them or gives them something.
+	input := map[string]bool{}
+	for _, name := range []string{"ARGV", "KEYS"} {
+		if !f.stored[name] && !f.aliased[name] && len(f.assigned[name]) == 0 {
+			input[name] = true
+		}
+	}
+	f.sources = maps.Clone(input)
 	for name, es := range f.assigned {
 		ok := !f.stored[name] && !f.aliased[name]
 		for _, e := range es {
-			ok = ok && e != nil && source(e, nil)
+			ok = ok && e != nil && source(e, input)
 		}
 		if ok {
 			f.sources[name] = true
@@ -151,8 +159,9 @@ func (f *facts) expr(e ast.Expr) {
 			}
 		case e.Receiver != nil && !stringMethods[e.Method], e.Receiver == nil && !knownFunc(e.Func):
 			// a function of the script's may write to any table it is given, or its receiver
+			// (ARGV[i] and KEYS[i] are strings: giving one gives nothing to write to)
 			for _, a := range append([]ast.Expr{e.Receiver}, e.Args...) {
-				if n, ok := baseName(a); ok {
+				if n, ok := baseName(a); ok && !elementOfInput(a) {
 					f.stored[n] = true
 				}
 			}
@@ -186,6 +195,16 @@ func spreads(e ast.Expr) bool {
 	return false
 }
 
+// elementOfInput: e is ARGV[i] or KEYS[i].
+func elementOfInput(e ast.Expr) bool {
+	a, ok := e.(*ast.AttrGetExpr)
+	if !ok {
+		return false
+	}
+	id, ok := a.Object.(*ast.IdentExpr)
+	return ok && (id.Value == "ARGV" || id.Value == "KEYS")
+}
+
 // baseName is the name at the root of t, t.a, t[k].b.
 func baseName(e ast.Expr) (string, bool) {
 	for {
@@ -213,12 +232,12 @@ func funcName(e *ast.FuncCallExpr) string {
 }
 
 // source: e holds the script's arguments or part of them, a reply, or what was decoded from
-// one: ARGV, KEYS, ARGV[i], redis.call(...), redis.pcall(...), cjson.decode(...),
-// cmsgpack.unpack(...), or a name of sources.
+// one: ARGV and KEYS (if nothing writes to them), ARGV[i], redis.call(...),
+// redis.pcall(...), cjson.decode(...), cmsgpack.unpack(...), or a name of sources.
 func source(e ast.Expr, sources map[string]bool) bool {
 	switch e := e.(type) {
 	case *ast.IdentExpr:
-		return e.Value == "ARGV" || e.Value == "KEYS" || sources[e.Value]
+		return sources[e.Value]
 	case *ast.AttrGetExpr:
 		return source(e.Object, sources)
 	case *ast.FuncCallExpr:
