@@ -252,8 +252,9 @@ func (w *Waiter) know(orderID string) (early Status, ok bool) {
 }
 
 // offer gives the waiter an outcome of its buyer's: taken if it is of the order waited for
-// (an outcome of an order of an earlier sale is not).
-func (w *Waiter) offer(st Status) bool {
+// (an outcome of an order of an earlier sale is not), and then counted in count before the
+// waiter can answer its buyer, so that a reader of the counters who saw the answer sees the count.
+func (w *Waiter) offer(st Status, count *atomic.Int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -266,6 +267,7 @@ func (w *Waiter) offer(st Status) bool {
 		return false
 	}
 	w.done = true
+	count.Add(1)
 	w.C <- st
 	return true
 }
@@ -373,9 +375,7 @@ func (ws *waiters) wake(r *outcomeReader, uid string, st Status, count *atomic.I
 	list := slices.Collect(maps.Keys(r.byUID[uid]))
 	ws.mu.Unlock()
 	for _, w := range list {
-		if w.offer(st) {
-			count.Add(1)
-		}
+		w.offer(st, count)
 	}
 }
 
