@@ -144,6 +144,10 @@ func (c *Config) Validate() error {
 	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
 	v.atLeast("buy.legacy_uidless_per_conn", c.Buy.LegacyUIDLessPerConn, 1)
+	v.atLeast("redis.app_script_fuel", c.Redis.AppScriptFuel, 0)
+	if c.Redis.AppScriptFuel > maxAppScriptFuel {
+		v.fail("redis.app_script_fuel", c.Redis.AppScriptFuel, "must be at most "+strconv.Itoa(maxAppScriptFuel)+": each step may be a Redis call, and a master running a script answers BUSY to every other client")
+	}
 	for i, s := range c.Redis.AppScripts {
 		if s != "*" && !isSHA1(s) {
 			v.fail("redis.app_scripts["+strconv.Itoa(i)+"]", s, `not 40 hex digits, nor "*"`)
@@ -384,3 +388,7 @@ func loopbackOnly(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// maxAppScriptFuel bounds redis.app_script_fuel: 10,000,000 steps of one INCR each hold a
+// master for about 8 s, past Redis's own busy-script threshold (5 s).
+const maxAppScriptFuel = 10_000_000

@@ -13,9 +13,10 @@ import (
 	"seckill-proxy/router"
 )
 
-// TestAppScriptsAllowList: an app user may run a script that ends in time bounded by its input
-// (internal/luabound), one on redis.app_scripts, and the legacy stock scripts (as buys), so an
-// endless script cannot take a master away from the sales on it; an admin may run any. An
+// TestAppScriptsAllowList: with no loop fuel (redis.app_script_fuel 0), an app user may run a
+// script that ends in time bounded by its input (internal/luabound), one on redis.app_scripts,
+// and the legacy stock scripts (as buys), so an endless script cannot take a master away from
+// the sales on it; an admin may run any. An
 // EVALSHA of a SHA1 the proxy never judged gets NOSCRIPT, and a client's EVAL of the text then
 // runs (go-redis's Script.Run). Run on a private redis-server: if the policy failed, the
 // endless script would freeze it, not the shared cluster.
@@ -26,6 +27,7 @@ func TestAppScriptsAllowList(t *testing.T) {
 	s := startOn(t, addr, func(c *conf.Config) {
 		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}, {Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}}
 		c.Redis.AppScripts = []string{redis.NewScript(allowed).Hash()}
+		c.Redis.AppScriptFuel = 0
 	})
 	ctx := context.Background()
 	direct := redis.NewClient(&redis.Options{Addr: addr})
@@ -92,5 +94,88 @@ func TestAppScriptsAllowList(t *testing.T) {
 		}
 		_ = shop.Close()
 		_ = ops.Close()
+	}
+}
+
+// TestAppScriptsFueled: an app user's script that loops on a value runs rewritten to count its
+// steps (redis.app_script_fuel): an endless one stops with a clear error and leaves its master
+// answering, one whose loops end below the fuel answers as it would directly, and the client
+// never sees the rewrite: EVALSHA of its own SHA1 runs it, SCRIPT LOAD answers its own SHA1,
+// SCRIPT EXISTS of it answers 1, Script.Run falls back from NOSCRIPT, MULTI queues it. What no
+// count of steps bounds (string.rep of a value), and a script that names the counter, are
+// refused. Run on a private redis-server: if the fuel failed, the endless script would freeze
+// it, not the shared cluster.
+func TestAppScriptsFueled(t *testing.T) {
+	addr, startRedis := ownRedis(t)
+	startRedis()
+	s := startOn(t, addr, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+		c.Redis.AppScriptFuel = 1000
+	})
+	ctx := context.Background()
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	for _, proto := range []int{2, 3} {
+		shop := redis.NewClient(&redis.Options{Addr: s.addr, Username: "shop", Password: "shop-pw", Protocol: proto, PoolSize: 1})
+		tag := newSKU("fuel")
+		endless := "while true do redis.call('incr', KEYS[1]) end -- " + tag
+		start := time.Now()
+		err := shop.Eval(ctx, endless, []string{"fuel:n:" + tag}).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR script stopped by seckill-proxy after 1000 steps") {
+			t.Fatalf("RESP%d: an endless script as app: %v, want it stopped by its fuel", proto, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("RESP%d: the endless script took %v", proto, d)
+		}
+		if n, err := direct.Get(ctx, "fuel:n:"+tag).Int(); err != nil || n != 1000 {
+			t.Errorf("RESP%d: the endless script ran %d steps (%v), want 1000", proto, n, err)
+		}
+		caught := "while true do pcall(function() while true do end end) end -- " + tag
+		if err := shop.Eval(ctx, caught, nil).Err(); err == nil || !strings.Contains(err.Error(), "stopped by seckill-proxy") {
+			t.Errorf("RESP%d: an endless script that catches errors: %v, want it stopped", proto, err)
+		}
+
+		counter := redis.NewScript("local n = 0 for i = 1, tonumber(ARGV[1]) do n = n + redis.call('incr', KEYS[1]) - redis.call('get', KEYS[1]) + 1 end return n -- " + tag)
+		keys := []string{"fuel:c:" + tag}
+		if err := shop.EvalSha(ctx, counter.Hash(), keys, 10).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			t.Errorf("RESP%d: EVALSHA of a script the proxy never saw: %v, want NOSCRIPT", proto, err)
+		}
+		if got, err := counter.Run(ctx, shop, keys, 10).Int(); err != nil || got != 10 {
+			t.Errorf("RESP%d: a loop on a value below the fuel (Script.Run): %d, %v; want 10", proto, got, err)
+		}
+		if got, err := shop.EvalSha(ctx, counter.Hash(), keys, 5).Int(); err != nil || got != 5 {
+			t.Errorf("RESP%d: EVALSHA of the client's SHA1: %d, %v; want 5", proto, got, err)
+		}
+		loaded := "local n = tonumber(ARGV[1]) while n > 0 do n = n - 1 end return 7 -- load " + tag
+		sha, err := shop.ScriptLoad(ctx, loaded).Result()
+		if want := redis.NewScript(loaded).Hash(); err != nil || sha != want {
+			t.Errorf("RESP%d: SCRIPT LOAD as app: %q, %v; want the client's SHA1 %s", proto, sha, err, want)
+		}
+		if got, err := shop.ScriptExists(ctx, sha).Result(); err != nil || len(got) != 1 || !got[0] {
+			t.Errorf("RESP%d: SCRIPT EXISTS of the loaded script: %v, %v; want [true]", proto, got, err)
+		}
+		if got, err := shop.EvalSha(ctx, sha, nil, 3).Int(); err != nil || got != 7 {
+			t.Errorf("RESP%d: EVALSHA of the loaded script: %d, %v; want 7", proto, got, err)
+		}
+		cmds, err := shop.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Eval(ctx, loaded, nil, 2)
+			return nil
+		})
+		if err != nil || len(cmds) != 1 || cmds[0].(*redis.Cmd).Val() != int64(7) {
+			t.Errorf("RESP%d: a fueled script inside MULTI: %v, %v", proto, cmds, err)
+		}
+		for what, src := range map[string]string{
+			"string.rep of a value": "while true do local s = string.rep('x', ARGV[1]) end",
+			"the counter named":     "__seckill_fuel = 1e9 while true do end",
+		} {
+			if err := shop.Eval(ctx, src+" -- "+tag, nil, 10).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+				t.Errorf("RESP%d: %s as app: %v, want NOPERM", proto, what, err)
+			}
+		}
+		start = time.Now()
+		if err := direct.Ping(ctx).Err(); err != nil || time.Since(start) > time.Second {
+			t.Fatalf("the server after the fueled scripts: %v in %v; it must still answer", err, time.Since(start))
+		}
+		_ = shop.Close()
 	}
 }

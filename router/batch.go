@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/redcon"
+
 	"seckill-proxy/guard"
 )
 
@@ -19,6 +21,7 @@ type batch struct {
 	buys    []guard.BuyRequest
 	buyErrs []error // per gathered buy, its argument error or nil
 	pass    [][][]byte
+	answers [][]byte   // per gathered pass-through command (when any has one), its bulk reply's replacement
 	queued  [][][]byte // commands for the open transaction (s.tx)
 	warms   [][][]byte // SECKILL.WARMs of distinct SKUs, run at once (flushWarms)
 }
@@ -39,11 +42,17 @@ func (b *batch) addBuy(req guard.BuyRequest, err error) {
 }
 
 // addPass gathers a pass-through command.
-func (b *batch) addPass(args [][]byte) {
+// addPass gathers a pass-through command; answer, if not nil, replaces its reply when Redis
+// answers with a bulk string (scriptLoad's).
+func (b *batch) addPass(args [][]byte, answer []byte) {
 	b.flushBuys()
 	b.flushQueued()
 	b.flushWarms()
 	b.pass = append(b.pass, args)
+	if answer != nil {
+		b.answers = append(b.answers, make([][]byte, len(b.pass)-len(b.answers))...)
+		b.answers[len(b.pass)-1] = answer
+	}
 }
 
 // addQueued gathers a command for the open transaction.
@@ -137,10 +146,13 @@ func (b *batch) flushPass() {
 			observe(b.pass[i], reply, d)
 		}
 	}
-	for _, reply := range replies {
+	for i, reply := range replies {
+		if i < len(b.answers) && b.answers[i] != nil && len(reply) > 0 && reply[0] == '$' {
+			reply = redcon.AppendBulk(nil, b.answers[i])
+		}
 		b.w.WriteRaw(reply)
 	}
-	b.pass = b.pass[:0]
+	b.pass, b.answers = b.pass[:0], b.answers[:0]
 }
 
 // write writes reply, or err, in the protocol the session speaks (after HELLO, the one it

@@ -22,7 +22,7 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if r.opt.Upstream == nil || s.inTx() {
 		return "", 0
 	}
-	if _, err := r.check(s, args); err != errPassThrough {
+	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil {
 		return "", 0
 	}
 	if r.isLegacyKeyCommand(args) {
@@ -41,7 +41,7 @@ func (r *Router) StartBlocking(ctx context.Context, s *Session, args [][]byte) (
 	if r.opt.Upstream == nil || s.inTx() {
 		return nil, false
 	}
-	if _, err := r.check(s, args); err != errPassThrough || r.isLegacyKeyCommand(args) {
+	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {
 		return nil, false
 	}
 	w, ok := r.opt.Upstream.For(s.Proto).StartBlocking(ctx, args)

@@ -83,6 +83,7 @@ var policyNames = func() map[string]bool {
 func (r *Router) pass(s *Session, args [][]byte) error {
 	var buf [32]byte
 	name := resp.AppendLower(buf[:0], args[0])
+	s.rewrite = nil
 	if policyNames[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			if err == nil && r.opt.Upstream != nil {
@@ -137,12 +138,13 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 		if string(sub) != "load" && string(sub) != "exists" && !(s.Admin && r.adminAllowed(name)) {
 			return respError("ERR 'script|" + string(sub) + "' is refused by seckill-proxy")
 		}
-		if string(sub) == "load" && len(args) == 3 {
-			if s.Admin {
-				r.judgeAdmin([]byte("eval"), args[1:])
-				return nil
-			}
-			return r.appScript([]byte("eval"), args[1:])
+		switch {
+		case string(sub) == "load" && len(args) == 3 && s.Admin:
+			r.judgeAdmin([]byte("eval"), args[1:])
+		case string(sub) == "load" && len(args) == 3:
+			return r.scriptLoad(s, args)
+		case string(sub) == "exists" && !s.Admin:
+			r.scriptExists(s, args)
 		}
 		return nil
 	case scripting[string(name)] || string(name) == "function":
@@ -150,7 +152,7 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 			return respError(noScriptsError)
 		}
 		if !s.Admin {
-			return r.appScript(name, args)
+			return r.appScript(s, name, args, 1)
 		}
 		r.judgeAdmin(name, args)
 		return nil // what the code writes, Redis's ACL checks

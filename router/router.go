@@ -92,6 +92,9 @@ type Session struct {
 	view clientView
 	// written are the slots its commands may have written since its last WAIT.
 	written writtenSlots
+	// rewrite is set by the check of a pass-through command that must go to Redis changed (an
+	// app user's script, fueled; scripts.go): such a command goes through Serve, never Direct.
+	rewrite *rewrite
 
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
@@ -134,6 +137,9 @@ type Options struct {
 	// AppScripts are the SHA1s of the scripts an app user may run; "*": any (conf's
 	// redis.app_scripts).
 	AppScripts []string
+	// AppScriptFuel is the loop steps an app user's script that loops on a value may run,
+	// rewritten to count them (conf's redis.app_script_fuel); 0 refuses such a script.
+	AppScriptFuel int
 	// ProtectedMode refuses clients from outside loopback while there are no credentials.
 	ProtectedMode bool
 	// MaxStatusWait bounds SECKILL.STATUS ... WAIT (status.max_wait; 0: conf's default).
@@ -312,6 +318,10 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		return
 	}
 	c, err := r.check(s, args)
+	var answer []byte
+	if err == errPassThrough && s.rewrite != nil {
+		args, answer = s.rewrite.apply(args), s.rewrite.answer
+	}
 	if err == errPassThrough && r.legacy != nil {
 		if reply, lerr, ok := r.legacyKeyCommand(b.ctx, args); ok {
 			b.flush()
@@ -331,7 +341,7 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		b.flush()
 		r.queue(b.ctx, s, c, err, args, b.w)
 	case err == errPassThrough:
-		b.addPass(args)
+		b.addPass(args, answer)
 	case err == nil && c.flags&flagBuy != 0:
 		b.addBuy(guard.ParseBuy(args[1:]))
 	case err == nil && c.name == "seckill.warm":

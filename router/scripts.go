@@ -14,9 +14,14 @@ import (
 // an app user may run a script only if internal/luabound finds that it ends in time bounded by
 // its input (its loops walk its arguments or a reply, or count to a literal), or if an admin
 // listed its SHA1 in redis.app_scripts ("*": any), or if it is one of the seeds' stock scripts
-// (run as a buy). EVALSHA names no text: a SHA1 whose script this proxy judged (by EVAL or
-// SCRIPT LOAD) gets that verdict, and one it never saw gets NOSCRIPT, on which clients send
-// the text with EVAL. Functions run only with "*".
+// (run as a buy). A script refused only for how it loops (a while, a for to a value,
+// recursion) runs fueled, when redis.app_script_fuel is above 0: rewritten by luabound.Fuel to
+// stop after that many loop steps and function calls. The client never sees the rewrite: its
+// EVAL sends the fueled text, its EVALSHA the fueled SHA1, its SCRIPT LOAD loads the fueled
+// text and answers the client's SHA1, its SCRIPT EXISTS asks for the fueled SHA1. EVALSHA
+// names no text: a SHA1 whose script this proxy judged (by EVAL or SCRIPT LOAD) gets that
+// verdict, and one it never saw gets NOSCRIPT, on which clients send the text with EVAL.
+// Functions run only with "*".
 
 // noScriptReply makes a client send a script's text (EVAL) in place of its SHA1.
 const noScriptReply = "NOSCRIPT No matching script. Please use EVAL."
@@ -25,32 +30,59 @@ const noScriptReply = "NOSCRIPT No matching script. Please use EVAL."
 // next EVALSHA then gets NOSCRIPT and sends the text again).
 const maxVerdicts = 4096
 
-// verdicts are the scripts this proxy judged, by SHA1: nil for one that may run, else why not.
+// verdict is what this proxy decided of a script: why it may not run as it is (nil: it may),
+// and, for one that may run fueled, its fueled text and that text's SHA1.
+type verdict struct {
+	why       error
+	fueled    []byte
+	fueledSHA []byte
+}
+
+// verdicts are the scripts this proxy judged, by SHA1.
 type verdicts struct {
 	mu sync.Mutex
-	m  map[string]error
+	m  map[string]verdict
 }
 
-func (v *verdicts) get(sha string) (err error, ok bool) {
+func (v *verdicts) get(sha string) (verdict, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	err, ok = v.m[sha]
-	return err, ok
+	d, ok := v.m[sha]
+	return d, ok
 }
 
-func (v *verdicts) put(sha string, err error) {
+func (v *verdicts) put(sha string, d verdict) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil || len(v.m) >= maxVerdicts {
-		v.m = map[string]error{}
+		v.m = map[string]verdict{}
 	}
-	v.m[sha] = err
+	v.m[sha] = d
+}
+
+// rewrite is what the proxy sends in place of a command's argument (an app user's script made
+// fueled), and the reply's replacement when Redis answers with a bulk string (SCRIPT LOAD's
+// SHA1: the client's own).
+type rewrite struct {
+	arg    int
+	value  []byte
+	answer []byte
+}
+
+// apply returns args with the rewrite made, in a new slice (args point into a read buffer
+// that a server may forward as it is).
+func (w *rewrite) apply(args [][]byte) [][]byte {
+	out := append([][]byte(nil), args...)
+	out[w.arg] = w.value
+	return out
 }
 
 // appScript says whether an app user may run the script or function that args calls (name
 // lower-cased: EVAL[_RO] and SCRIPT LOAD, as "eval", of a text; EVALSHA[_RO] of a SHA1; FCALL):
-// nil, or the error to answer.
-func (r *Router) appScript(name []byte, args [][]byte) error {
+// nil, or the error to answer. A script that runs fueled sets s.rewrite, argument 1 of args
+// (of SCRIPT LOAD: first the argument after LOAD) to be replaced; at is where args[1] is in
+// the command.
+func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error {
 	if r.appScripts["*"] || len(args) < 2 {
 		return nil // any; or the arity error is Redis's to give
 	}
@@ -60,7 +92,12 @@ func (r *Router) appScript(name []byte, args [][]byte) error {
 		if r.appScripts[sha] || r.legacy != nil && r.legacy.byBody(args[1]) != nil {
 			return nil
 		}
-		return r.refuseScript(sha, r.judge(sha, args[1]))
+		d := r.judge(sha, args[1])
+		if d.fueled != nil {
+			s.rewrite = &rewrite{arg: at, value: d.fueled}
+			return nil
+		}
+		return r.refuseScript(sha, d.why)
 	case "evalsha", "evalsha_ro":
 		sha := strings.ToLower(string(args[1]))
 		if r.appScripts[sha] {
@@ -71,23 +108,60 @@ func (r *Router) appScript(name []byte, args [][]byte) error {
 				return nil
 			}
 		}
-		why, ok := r.verdicts.get(sha)
-		if !ok {
+		d, ok := r.verdicts.get(sha)
+		switch {
+		case !ok:
 			return respError(noScriptReply)
+		case d.fueled != nil:
+			s.rewrite = &rewrite{arg: at, value: d.fueledSHA}
+			return nil
 		}
-		return r.refuseScript(sha, why)
+		return r.refuseScript(sha, d.why)
 	}
 	return respError("NOPERM functions are not ones app users may run: an admin may allow them all with redis.app_scripts: [\"*\"]")
 }
 
-// judge is the verdict on body, whose SHA1 is sha: the one kept, or luabound's, kept.
-func (r *Router) judge(sha string, body []byte) error {
-	why, ok := r.verdicts.get(sha)
-	if !ok {
-		why = luabound.Check(string(body))
-		r.verdicts.put(sha, why)
+// scriptLoad says whether an app user may SCRIPT LOAD args[2]: a fueled one loads the fueled
+// text, and its answer is the client's SHA1.
+func (r *Router) scriptLoad(s *Session, args [][]byte) error {
+	err := r.appScript(s, []byte("eval"), args[1:], 2)
+	if err == nil && s.rewrite != nil {
+		s.rewrite.answer = []byte(sha1Hex(string(args[2])))
 	}
-	return why
+	return err
+}
+
+// scriptExists asks, for an app user, of the fueled script in place of each SHA1 that runs
+// fueled (SCRIPT EXISTS is answered per argument, so only one may be rewritten this way: the
+// first; a client asks of one script at a time, as Redisson and go-redis do).
+func (r *Router) scriptExists(s *Session, args [][]byte) {
+	if r.appScripts["*"] {
+		return
+	}
+	for i := 2; i < len(args); i++ {
+		if d, ok := r.verdicts.get(strings.ToLower(string(args[i]))); ok && d.fueled != nil {
+			s.rewrite = &rewrite{arg: i, value: d.fueledSHA}
+			return
+		}
+	}
+}
+
+// judge is the verdict on body, whose SHA1 is sha: the one kept, or luabound's, kept.
+func (r *Router) judge(sha string, body []byte) verdict {
+	d, ok := r.verdicts.get(sha)
+	if ok {
+		return d
+	}
+	d.why = luabound.Check(string(body))
+	if d.why != nil && r.opt.AppScriptFuel > 0 {
+		if f, err := luabound.Fuel(string(body), r.opt.AppScriptFuel); err == nil {
+			d.fueled, d.fueledSHA = []byte(f), []byte(sha1Hex(f))
+		} else {
+			d.why = err // what even fuel cannot bound
+		}
+	}
+	r.verdicts.put(sha, d)
+	return d
 }
 
 // judgeAdmin keeps the verdict on the text of an admin's EVAL or SCRIPT LOAD (which runs

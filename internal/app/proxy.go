@@ -150,7 +150,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	ropt := router.Options{Upstream: p.Pass, Password: cfg.Password, Users: cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy,
 		LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
-		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts,
+		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, AppScriptFuel: cfg.Redis.AppScriptFuel,
 		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
 		Clients:     func() int64 { return p.Server.Clients() },
 		ObservePass: func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}

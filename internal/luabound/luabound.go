@@ -40,7 +40,12 @@ const MaxLiteral = 1 << 20
 const MaxSource = 1 << 20
 
 // Check returns nil if src ends in time bounded by its input, or why it may not.
-func Check(src string) (err error) {
+func Check(src string) error {
+	return check(src, false)
+}
+
+// check is Check; with fuel, loops and calls of function values pass (Fuel counts them).
+func check(src string, fuel bool) (err error) {
 	if len(src) > MaxSource {
 		return fmt.Errorf("the script is over %d bytes", MaxSource)
 	}
@@ -61,7 +66,7 @@ func Check(src string) (err error) {
 	if perr != nil {
 		return fmt.Errorf("the script does not parse: %v", oneLine(perr.Error()))
 	}
-	c := &checker{f: learn(chunk)}
+	c := &checker{f: learn(chunk), fuel: fuel}
 	return c.stmts(chunk, false)
 }
 
@@ -72,8 +77,13 @@ func oneLine(s string) string {
 	return s
 }
 
-// checker walks a script's tree.
-type checker struct{ f *facts }
+// checker walks a script's tree; with fuel, it lets loops of any kind and calls of function
+// values pass, and checks only what no count of steps can bound (string.rep of a value, load,
+// goto, ...).
+type checker struct {
+	f    *facts
+	fuel bool
+}
 
 // unsafe are globals that hide calls or loops from the text.
 var unsafe = map[string]bool{
@@ -110,8 +120,14 @@ func (c *checker) stmts(ss []ast.Stmt, inFunc bool) error {
 func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 	switch s := s.(type) {
 	case *ast.WhileStmt:
+		if c.fuel {
+			return c.loop(s.Condition, s.Stmts, inFunc)
+		}
 		return fmt.Errorf("%s: a while loop (its end depends on values, not on the input's size)", at(s))
 	case *ast.RepeatStmt:
+		if c.fuel {
+			return c.loop(s.Condition, s.Stmts, inFunc)
+		}
 		return fmt.Errorf("%s: a repeat loop (its end depends on values, not on the input's size)", at(s))
 	case *ast.GotoStmt, *ast.LabelStmt:
 		return fmt.Errorf("%s: goto", at(s))
@@ -132,6 +148,12 @@ func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 		}
 		return c.stmts(s.Else, inFunc)
 	case *ast.NumberForStmt:
+		if c.fuel {
+			if err := c.exprs([]ast.Expr{s.Init, s.Limit, s.Step}, inFunc); err != nil {
+				return err
+			}
+			return c.stmts(s.Stmts, inFunc)
+		}
 		for _, e := range []ast.Expr{s.Init, s.Limit} {
 			if !number(e, c.f.bounded, c.f.sources) {
 				return fmt.Errorf("%s: a for loop whose bounds are not literals, #ARGV, #KEYS, the length of an argument or a reply, or names given only those", at(s))
@@ -145,7 +167,7 @@ func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 		if err := c.exprs(s.Exprs, inFunc); err != nil {
 			return err
 		}
-		if err := c.walkable(s); err != nil {
+		if err := c.walkable(s); err != nil && !c.fuel {
 			return err
 		}
 		return c.stmts(s.Stmts, inFunc)
@@ -162,6 +184,14 @@ func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 		return nil
 	}
 	return fmt.Errorf("%s: a statement this check does not know (%T)", at(s), s)
+}
+
+// loop checks a while or repeat loop's condition and body (with fuel).
+func (c *checker) loop(cond ast.Expr, body []ast.Stmt, inFunc bool) error {
+	if err := c.expr(cond, inFunc); err != nil {
+		return err
+	}
+	return c.stmts(body, inFunc)
 }
 
 func (c *checker) exprs(es []ast.Expr, inFunc bool) error {
@@ -227,7 +257,7 @@ func (c *checker) call(e *ast.FuncCallExpr, inFunc bool) error {
 		if e.Method == "rep" && !literalArgs(e.Args) {
 			return fmt.Errorf("%s: :rep, whose work is its count", at(e))
 		}
-		if inFunc && !stringMethods[e.Method] {
+		if inFunc && !c.fuel && !stringMethods[e.Method] {
 			return fmt.Errorf("%s: a function calls %s, a function value: recursion cannot be ruled out", at(e), e.Method)
 		}
 		if err := c.expr(e.Receiver, inFunc); err != nil {
@@ -244,10 +274,10 @@ func (c *checker) call(e *ast.FuncCallExpr, inFunc bool) error {
 	if err := c.expr(e.Func, inFunc); err != nil {
 		return err
 	}
-	if inFunc && !knownFunc(e.Func) {
+	if inFunc && !c.fuel && !knownFunc(e.Func) {
 		return fmt.Errorf("%s: a function calls a function value: recursion cannot be ruled out", at(e))
 	}
-	if id, ok := e.Func.(*ast.IdentExpr); ok && (id.Value == "pcall" || id.Value == "xpcall") && inFunc && len(e.Args) > 0 {
+	if id, ok := e.Func.(*ast.IdentExpr); ok && (id.Value == "pcall" || id.Value == "xpcall") && inFunc && !c.fuel && len(e.Args) > 0 {
 		if _, isFunc := e.Args[0].(*ast.FunctionExpr); !isFunc && !knownFunc(e.Args[0]) {
 			return fmt.Errorf("%s: a function calls %s of a function value: recursion cannot be ruled out", at(e), id.Value)
 		}

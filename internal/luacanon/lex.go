@@ -23,6 +23,7 @@ const (
 type token struct {
 	kind kind
 	text string
+	end  int // the offset just past the token in the script
 }
 
 var keywords = map[string]bool{
@@ -63,7 +64,7 @@ func lex(s string) ([]token, error) {
 			if keywords[s[i:j]] {
 				k = kKeyword
 			}
-			toks = append(toks, token{k, s[i:j]})
+			toks = append(toks, token{k, s[i:j], j})
 			i = j
 		case isDigit(c) || (c == '.' && i+1 < len(s) && isDigit(s[i+1])):
 			j := i + 1
@@ -71,14 +72,14 @@ func lex(s string) ([]token, error) {
 				((s[j] == '-' || s[j] == '+') && strings.IndexByte("eEpP", s[j-1]) >= 0)) {
 				j++
 			}
-			toks = append(toks, token{kNumber, number(s[i:j])})
+			toks = append(toks, token{kNumber, number(s[i:j]), j})
 			i = j
 		case c == '"' || c == '\'':
 			str, end, ok := quoted(s, i)
 			if !ok {
 				return nil, ErrMalformed
 			}
-			toks = append(toks, token{kString, luaQuote(str)})
+			toks = append(toks, token{kString, luaQuote(str), end})
 			i = end
 		case c == '[':
 			if level, ok := longBracket(s, i); ok {
@@ -93,18 +94,18 @@ func lex(s string) ([]token, error) {
 				} else if strings.HasPrefix(body, "\n") {
 					body = body[1:]
 				}
-				toks = append(toks, token{kString, luaQuote(body)})
+				toks = append(toks, token{kString, luaQuote(body), end})
 				i = end
 				continue
 			}
-			toks = append(toks, token{kOp, "["})
+			toks = append(toks, token{kOp, "[", i + 1})
 			i++
 		default:
 			op := operator(s[i:])
 			if op == "" {
 				return nil, ErrMalformed
 			}
-			toks = append(toks, token{kOp, op})
+			toks = append(toks, token{kOp, op, i + len(op)})
 			i += len(op)
 		}
 	}

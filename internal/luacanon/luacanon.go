@@ -317,3 +317,26 @@ func renameLocals(toks []token) []token {
 	}
 	return out
 }
+
+// Token is one of a script's tokens as Tokens reads it: its text (a string decoded and quoted
+// one way, a number in one spelling), whether it is one of Lua's keywords, and the offset
+// just past it in the script.
+type Token struct {
+	Text    string
+	Keyword bool
+	End     int
+}
+
+// Tokens are body's tokens, comments, whitespace and semicolons dropped, with where each
+// ends, for a caller that rewrites the text at token boundaries (internal/luabound's fuel).
+func Tokens(body string) ([]Token, error) {
+	toks, err := lex(body)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Token, len(toks))
+	for i, t := range toks {
+		out[i] = Token{Text: t.text, Keyword: t.kind == kKeyword, End: t.end}
+	}
+	return out, nil
+}
