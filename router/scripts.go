@@ -26,9 +26,13 @@ import (
 // noScriptReply makes a client send a script's text (EVAL) in place of its SHA1.
 const noScriptReply = "NOSCRIPT No matching script. Please use EVAL."
 
-// maxVerdicts bounds the verdicts kept by SHA1; past it they are forgotten together (a client's
-// next EVALSHA then gets NOSCRIPT and sends the text again).
-const maxVerdicts = 4096
+// maxVerdicts bounds the verdicts kept by SHA1, and maxFueledBytes the fueled texts they keep;
+// past either they are forgotten together (a client's next EVALSHA then gets NOSCRIPT and
+// sends the text again).
+const (
+	maxVerdicts    = 4096
+	maxFueledBytes = 64 << 20
+)
 
 // verdict is what this proxy decided of a script: why it may not run as it is (nil: it may),
 // and, for one that may run fueled, its fueled text and that text's SHA1.
@@ -40,8 +44,9 @@ type verdict struct {
 
 // verdicts are the scripts this proxy judged, by SHA1.
 type verdicts struct {
-	mu sync.Mutex
-	m  map[string]verdict
+	mu    sync.Mutex
+	m     map[string]verdict
+	bytes int // of the fueled texts kept
 }
 
 func (v *verdicts) get(sha string) (verdict, bool) {
@@ -54,10 +59,11 @@ func (v *verdicts) get(sha string) (verdict, bool) {
 func (v *verdicts) put(sha string, d verdict) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.m == nil || len(v.m) >= maxVerdicts {
-		v.m = map[string]verdict{}
+	if v.m == nil || len(v.m) >= maxVerdicts || v.bytes+len(d.fueled) > maxFueledBytes {
+		v.m, v.bytes = map[string]verdict{}, 0
 	}
 	v.m[sha] = d
+	v.bytes += len(d.fueled)
 }
 
 // rewrite is what the proxy sends in place of a command's argument (an app user's script made

@@ -33,7 +33,12 @@ const FuelPrefix = "__seckill_"
 const (
 	fuelCounter = FuelPrefix + "fuel"
 	fuelError   = FuelPrefix + "error"
+	fuelStop    = FuelPrefix + "stop"
 )
+
+// MaxFueled is the longest fueled script Fuel makes: one of many tiny loops grows by some 70
+// bytes a loop, and a proxy keeps the fueled texts it made.
+const MaxFueled = 2 << 20
 
 // FuelError is the start of the error a fueled script raises when its steps run out.
 const FuelError = "ERR script stopped by seckill-proxy after"
@@ -76,12 +81,16 @@ func Fuel(src string, steps int) (string, error) {
 		}
 	}
 	limit := strconv.Itoa(steps)
-	step := " " + fuelCounter + "=" + fuelCounter + "-1 if " + fuelCounter + "<0 then " + fuelError +
-		"({err='" + FuelError + " " + limit + " steps (redis.app_script_fuel): it loops on a value, which could hold its master'}) end "
+	step := " " + fuelCounter + "=" + fuelCounter + "-1 if " + fuelCounter + "<0 then " + fuelError + "(" + fuelStop + ") end "
+	size := len(src) + 256 + len(at)*len(step)
+	if size > MaxFueled {
+		return "", fmt.Errorf("the script has %d loops and functions: fueled, it would be over %d bytes", len(at), MaxFueled)
+	}
 	var b strings.Builder
-	b.Grow(len(src) + 64 + len(at)*len(step))
+	b.Grow(size)
 	b.WriteString(header)
-	b.WriteString("local " + fuelCounter + "," + fuelError + "=" + limit + ",error ")
+	b.WriteString("local " + fuelCounter + "," + fuelError + "," + fuelStop + "=" + limit + ",error,{err='" +
+		FuelError + " " + limit + " steps (redis.app_script_fuel): it loops on a value, which could hold its master'} ")
 	last := 0
 	for _, off := range at {
 		b.WriteString(body[last:off])

@@ -77,3 +77,14 @@ func FuzzFuel(f *testing.F) {
 		}
 	})
 }
+
+// TestFuelBounded: a script of many tiny loops is refused rather than fueled past MaxFueled.
+func TestFuelBounded(t *testing.T) {
+	src := strings.Repeat("do end ", MaxSource/7)
+	if _, err := Fuel(src, 10); err == nil || !strings.Contains(err.Error(), "would be over") {
+		t.Fatalf("a script of %d bytes of do end: %v, want a refusal", len(src), err)
+	}
+	if out, err := Fuel(strings.Repeat("do end ", 1000), 10); err != nil || len(out) > MaxFueled {
+		t.Fatalf("1,000 blocks: %d bytes, %v", len(out), err)
+	}
+}
