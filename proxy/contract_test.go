@@ -348,7 +348,7 @@ func TestClientCommands(t *testing.T) {
 	if got := admin.do(t, "CLIENT", "NO-EVICT", "on"); got != "+OK\r\n" {
 		t.Errorf("CLIENT NO-EVICT on = %q", got)
 	}
-	for _, sub := range []string{"PAUSE", "TRACKING", "NO-TOUCH", "UNBLOCK"} {
+	for _, sub := range []string{"PAUSE", "TRACKING", "NO-TOUCH"} {
 		if got := admin.do(t, "CLIENT", sub, "x"); !strings.Contains(got, "not supported through seckill-proxy: ") {
 			t.Errorf("CLIENT %s = %q", sub, got)
 		}
@@ -607,5 +607,71 @@ func TestReset(t *testing.T) {
 	}
 	if got := c.do(t, "AUTH", "shop", "shop-pw"); got != "+OK\r\n" {
 		t.Errorf("AUTH after RESET = %q", got)
+	}
+}
+
+// TestClientReply: CLIENT REPLY OFF, SKIP and ON, served per connection as Redis serves them:
+// no reply to OFF and SKIP themselves, none to the commands after OFF (pass-through, the
+// proxy's own, a buy) though they run, none to the one command after SKIP, and OK to ON,
+// which also clears a SKIP; in one pipeline or one command at a time, and bad arguments get
+// Redis's errors.
+func TestClientReply(t *testing.T) { eachUpstream(t, testClientReply) }
+
+func testClientReply(t *testing.T, s *stack) {
+	c := dialRaw(t, s.addr)
+	key := "{reply" + xid.New().String() + "}"
+	sku := newSKU("reply")
+	s.sale(t, s.client(t, 1), sku, 5)
+	pipeline := func(cmds ...[]string) {
+		t.Helper()
+		var b strings.Builder
+		for _, cmd := range cmds {
+			b.WriteString(respCmd(cmd...))
+		}
+		_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.c.Write([]byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() string {
+		t.Helper()
+		_ = c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		reply, err := resp.ReadReply(c.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(reply)
+	}
+	for round, oneAtATime := range []bool{false, true} {
+		u := "u" + strconv.Itoa(round)
+		cmds := [][]string{
+			{"CLIENT", "REPLY", "OFF"}, {"SET", key, "v" + u}, {"PING"}, {"ECHO", "x"}, {"SECKILL.BUY", sku, u},
+			{"GET", key}, {"CLIENT", "REPLY", "SKIP"}, {"CLIENT", "REPLY", "ON"}, {"GET", key},
+			{"CLIENT", "REPLY", "SKIP"}, {"PING", "skipped"}, {"PING", "seen"},
+			{"CLIENT", "REPLY", "SKIP"}, {"CLIENT", "REPLY", "ON"}, {"PING"},
+			{"SECKILL.STATUS", sku, u},
+		}
+		want := []string{"+OK\r\n", "$3\r\nv" + u + "\r\n", "$4\r\nseen\r\n", "+OK\r\n", "+PONG\r\n"}
+		if oneAtATime {
+			for _, cmd := range cmds {
+				pipeline(cmd)
+			}
+		} else {
+			pipeline(cmds...)
+		}
+		for i, w := range want {
+			if got := read(); got != w {
+				t.Fatalf("round %d: reply %d = %q, want %q", round, i, got, w)
+			}
+		}
+		if got := read(); !strings.Contains(got, "pending ") {
+			t.Errorf("round %d: SECKILL.STATUS after a muted buy = %q, want its order pending (no sink runs)", round, got)
+		}
+	}
+	if got := c.do(t, "CLIENT", "REPLY", "MAYBE"); got != "-ERR syntax error\r\n" {
+		t.Errorf("CLIENT REPLY MAYBE = %q", got)
+	}
+	if got := c.do(t, "CLIENT", "REPLY"); !strings.Contains(got, "wrong number of arguments") {
+		t.Errorf("CLIENT REPLY = %q", got)
 	}
 }

@@ -133,7 +133,7 @@ var (
 
 // stale: the session must be looked at again before a command runs (see recheck).
 func (s *Session) stale(r *Router) bool {
-	return s.denied || s.revoked || s.creds != r.creds.Load()
+	return s.denied || s.revoked || s.creds != r.creds.Load() || s.muted()
 }
 
 // recheck holds s's login against the credentials now in force: a login whose user is gone

@@ -69,7 +69,7 @@ var clientHelp = []string{
 	"KILL <option> <value> [<option> <value> [...]]", "    Kill connections (admin). Options are: ID, ADDR, LADDR, USER, TYPE normal|pubsub, SKIPME yes|no, MAXAGE.",
 	"LIST [TYPE normal|pubsub] [ID <id> [<id> ...]]", "    Return information about this proxy's client connections.",
 	"NO-EVICT (ON|OFF)", "    The proxy never evicts clients: accepted.",
-	"REPLY ON", "    Replies are always on through the proxy.",
+	"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 	"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
 	"SETNAME <name>", "    Assign the name <name> to the current connection.",
 	"HELP", "    Print this help.",
@@ -85,7 +85,6 @@ var unsupportedClient = map[string]string{
 	"trackinginfo": "client-side caching (CLIENT TRACKING) is not carried",
 	"unblock":      "blocked commands run on connections of their own; a client that leaves takes its blocked command with it",
 	"no-touch":     "the proxy's Redis connections are shared by many clients, so one client's commands cannot be kept from touching keys",
-	"reply":        "replies of forwarded commands cannot be suppressed per client (only CLIENT REPLY ON is accepted)",
 }
 
 func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply, error) {
@@ -156,9 +155,21 @@ func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply,
 		}
 		return OK, nil
 	case "reply":
-		if len(args) == 3 && strings.EqualFold(string(args[2]), "on") {
-			return OK, nil
+		if len(args) != 3 {
+			return nil, wrongArgs
 		}
+		switch strings.ToLower(string(args[2])) {
+		case "on":
+			s.replyOff, s.skipNext = false, false
+			return OK, nil
+		case "off":
+			s.replyOff = true
+			return noReply{}, nil
+		case "skip":
+			s.skipNext = !s.replyOff
+			return noReply{}, nil
+		}
+		return nil, respError("ERR syntax error")
 	case "help":
 		out := make(Array, len(clientHelp))
 		for i, l := range clientHelp {
@@ -385,3 +396,40 @@ func (r *Router) kill(s *Session) bool {
 	kill()
 	return true
 }
+
+// muted: CLIENT REPLY OFF or SKIP holds for the session's next command.
+func (s *Session) muted() bool { return s.replyOff || s.skipNext }
+
+// serveMuted serves one command of a session whose replies are off (CLIENT REPLY OFF), or
+// skipped for this command (after CLIENT REPLY SKIP): what is gathered before it is
+// sent, and its own reply dropped, but for CLIENT REPLY ON's, which turns them on again.
+func (r *Router) serveMuted(b *batch, args [][]byte) {
+	if isReplyOn(args) { // which clears a SKIP too, and answers
+
+		r.serveOne(b, args)
+		return
+	}
+	b.flush()
+	w := b.w
+	b.w = discard{}
+	r.serveOne(b, args)
+	b.flush()
+	b.w = w
+}
+
+// isReplyOn: args is CLIENT REPLY ON.
+func isReplyOn(args [][]byte) bool {
+	return len(args) == 3 && strings.EqualFold(string(args[0]), "client") &&
+		strings.EqualFold(string(args[1]), "reply") && strings.EqualFold(string(args[2]), "on")
+}
+
+// discard is a Writer that writes nothing: a muted command's reply.
+type discard struct{}
+
+func (discard) WriteString(string)     {}
+func (discard) WriteBulkString(string) {}
+func (discard) WriteInt64(int64)       {}
+func (discard) WriteError(string)      {}
+func (discard) WriteArray(int)         {}
+func (discard) WriteNull()             {}
+func (discard) WriteRaw([]byte)        {}

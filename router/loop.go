@@ -22,6 +22,9 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if r.opt.Upstream == nil || s.inTx() {
 		return "", 0
 	}
+	if s.muted() {
+		return "", 0 // Serve drops its reply
+	}
 	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil {
 		return "", 0
 	}
@@ -38,7 +41,7 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 // client sends later, as Redis itself would order them. ctx ends the wait (the client has
 // gone). args may be reused once it returns.
 func (r *Router) StartBlocking(ctx context.Context, s *Session, args [][]byte) (wait func() []byte, ok bool) {
-	if r.opt.Upstream == nil || s.inTx() {
+	if r.opt.Upstream == nil || s.inTx() || s.muted() {
 		return nil, false
 	}
 	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {

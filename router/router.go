@@ -92,6 +92,10 @@ type Session struct {
 	view clientView
 	// written are the slots its commands may have written since its last WAIT.
 	written writtenSlots
+	// replyOff and skipNext are CLIENT REPLY OFF and SKIP's: no reply for the commands until
+	// CLIENT REPLY ON, or for the next one. A muted session's commands all go through Serve
+	// (stale, Direct), which drops their replies one command at a time.
+	replyOff, skipNext bool
 	// rewrite is set by the check of a pass-through command that must go to Redis changed (an
 	// app user's script, fueled; scripts.go): such a command goes through Serve, never Direct.
 	rewrite *rewrite
@@ -297,7 +301,12 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	r.commands.Add(int64(len(cmds)))
 	s.Active(time.Now())
 	for i, args := range cmds {
-		r.serveOne(b, args)
+		if s.muted() {
+			s.skipNext = false // this is the command skipped
+			r.serveMuted(b, args)
+		} else {
+			r.serveOne(b, args)
+		}
 		if s.Quit {
 			return
 		}
