@@ -120,3 +120,10 @@ go test ./guard ./sink -run XXX -bench 'ParseBuy|OrderID|BuySoldOut|SoldOutCheck
 go test ./guard -run XXX -bench 'SaleMemory' -benchtime 3x | grep '^Benchmark' >>"$WORK/hot.txt"
 
 ./bin/seckill-bench bench-report -work "$WORK" -out "$OUT" -n "$N" -base "$BASE" -metrics-base "$MBASE"
+
+# Table (g)'s ratio check (a GET of 64 MiB at most 2x redis-server's time), once the report is
+# written: a miss fails make bench.
+if grep -q 'Ratio check: a GET of .*\*\*NOT met\*\*' "$OUT"; then
+	echo "bench: table (g)'s ratio check is not met; see $OUT" >&2
+	exit 1
+fi
