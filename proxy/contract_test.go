@@ -675,3 +675,66 @@ func testClientReply(t *testing.T, s *stack) {
 		t.Errorf("CLIENT REPLY = %q", got)
 	}
 }
+
+// TestClientUnblock: CLIENT UNBLOCK <id> [TIMEOUT|ERROR] of a client of the proxy blocked in
+// BLPOP ends its wait as Redis would, Redis answering the command itself: the timeout's reply
+// (a null array) or -UNBLOCKED; nothing is popped, so an element pushed later stays. A client
+// not blocked, or unknown, gets :0; bad arguments get Redis's errors; an app user is refused,
+// as CLIENT KILL is.
+func TestClientUnblock(t *testing.T) {
+	users := []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	eachUpstreamWith(t, func(c *conf.Config) { c.Users = users }, testClientUnblock)
+}
+
+func testClientUnblock(t *testing.T, s *stack) {
+	login := func(user string) *rawClient {
+		c := dialRaw(t, s.addr)
+		if got := c.do(t, "AUTH", user, user+"-pw"); got != "+OK\r\n" {
+			t.Fatalf("AUTH %s = %q", user, got)
+		}
+		return c
+	}
+	admin, app, blocked := login("ops"), login("shop"), login("shop")
+	id := strings.TrimSuffix(strings.TrimPrefix(blocked.do(t, "CLIENT", "ID"), ":"), "\r\n")
+	key := "{unblock" + xid.New().String() + "}"
+	if got := admin.do(t, "CLIENT", "UNBLOCK", id); got != ":0\r\n" {
+		t.Errorf("CLIENT UNBLOCK of a client not blocked = %q, want :0", got)
+	}
+	for _, c := range []struct{ mode, want string }{
+		{"", "*-1\r\n"}, {"TIMEOUT", "*-1\r\n"}, {"error", "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"},
+	} {
+		send(t, blocked, "BLPOP", key, "0")
+		args := []string{"CLIENT", "UNBLOCK", id}
+		if c.mode != "" {
+			args = append(args, c.mode)
+		}
+		eventually(t, 5*time.Second, "the BLPOP is unblocked", func() bool { return admin.do(t, args...) == ":1\r\n" })
+		_ = blocked.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if got, err := resp.ReadReply(blocked.r); err != nil || string(got) != c.want {
+			t.Fatalf("mode %q: the blocked BLPOP's reply = %q, %v; want %q", c.mode, got, err, c.want)
+		}
+	}
+	if got := app.do(t, "RPUSH", key, "x"); got != ":1\r\n" {
+		t.Fatalf("RPUSH = %q", got)
+	}
+	if got := app.do(t, "LLEN", key); got != ":1\r\n" {
+		t.Errorf("LLEN after the unblocked BLPOPs = %q, want 1: nothing may be popped", got)
+	}
+	app.do(t, "DEL", key)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "UNBLOCK", "999999999"}, ":0\r\n"},
+		{[]string{"CLIENT", "UNBLOCK", "x"}, "-ERR value is not an integer or out of range\r\n"},
+		{[]string{"CLIENT", "UNBLOCK", id, "LATER"}, "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"},
+		{[]string{"CLIENT", "UNBLOCK"}, "-ERR wrong number of arguments for 'client|unblock' command\r\n"},
+	} {
+		if got := admin.do(t, c.args...); got != c.want {
+			t.Errorf("%q = %q, want %q", c.args, got, c.want)
+		}
+	}
+	if got := app.do(t, "CLIENT", "UNBLOCK", id); !strings.HasPrefix(got, "-NOPERM") {
+		t.Errorf("an app user's CLIENT UNBLOCK = %q, want NOPERM", got)
+	}
+}

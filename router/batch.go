@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"seckill-proxy/guard"
+	"seckill-proxy/upstream"
 )
 
 // batch gathers one Serve call's consecutive buys, its consecutive pass-through commands and
@@ -139,7 +140,8 @@ func (b *batch) flushPass() {
 	if observe != nil {
 		start = time.Now()
 	}
-	replies := b.r.opt.Upstream.For(b.s.Proto).Do(b.ctx, b.pass)
+	// A blocking command among them says where it waits, for CLIENT UNBLOCK.
+	replies := b.r.opt.Upstream.For(b.s.Proto).Do(upstream.WithBlockedOn(b.ctx, &b.s.blocked), b.pass)
 	if observe != nil {
 		d := time.Since(start)
 		for i, reply := range replies {

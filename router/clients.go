@@ -72,6 +72,7 @@ var clientHelp = []string{
 	"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 	"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
 	"SETNAME <name>", "    Assign the name <name> to the current connection.",
+	"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 	"HELP", "    Print this help.",
 }
 
@@ -83,11 +84,10 @@ var unsupportedClient = map[string]string{
 	"caching":      "client-side caching (CLIENT TRACKING) is not carried",
 	"getredir":     "client-side caching (CLIENT TRACKING) is not carried",
 	"trackinginfo": "client-side caching (CLIENT TRACKING) is not carried",
-	"unblock":      "blocked commands run on connections of their own; a client that leaves takes its blocked command with it",
 	"no-touch":     "the proxy's Redis connections are shared by many clients, so one client's commands cannot be kept from touching keys",
 }
 
-func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+func (r *Router) cmdClient(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
 	sub := strings.ToLower(string(args[1]))
 	wrongArgs := respError("ERR wrong number of arguments for 'client|" + sub + "' command")
 	switch sub {
@@ -146,6 +146,8 @@ func (r *Router) cmdClient(_ context.Context, s *Session, args [][]byte) (Reply,
 			return r.clientList(s, args)
 		}
 		return r.clientKill(s, args[2:])
+	case "unblock":
+		return r.clientUnblock(ctx, s, args)
 	case "no-evict":
 		if len(args) != 3 {
 			return nil, wrongArgs
@@ -433,3 +435,32 @@ func (discard) WriteError(string)      {}
 func (discard) WriteArray(int)         {}
 func (discard) WriteNull()             {}
 func (discard) WriteRaw([]byte)        {}
+
+// clientUnblock serves CLIENT UNBLOCK <id> [TIMEOUT|ERROR] as Redis does, for a client of this
+// proxy: Redis itself unblocks the connection its blocking command waits on (upstream's
+// Unblock), and answers that command; :0 for a client that is not blocked, or is unknown.
+// Like CLIENT KILL, it is an admin's (@admin in Redis).
+func (r *Router) clientUnblock(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
+	if len(args) != 3 && len(args) != 4 {
+		return nil, respError("ERR wrong number of arguments for 'client|unblock' command")
+	}
+	if !s.Admin {
+		return nil, respError("NOPERM User " + s.User + " has no permissions to run the 'client|unblock' command")
+	}
+	id, err := strconv.ParseInt(string(args[2]), 10, 64)
+	if err != nil {
+		return nil, respError("ERR value is not an integer or out of range")
+	}
+	mode := "TIMEOUT"
+	if len(args) == 4 {
+		mode = strings.ToUpper(string(args[3]))
+		if mode != "TIMEOUT" && mode != "ERROR" {
+			return nil, respError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+		}
+	}
+	v, ok := r.sessions.Load(id)
+	if !ok || r.opt.Upstream == nil {
+		return Int(0), nil
+	}
+	return rawReply(r.opt.Upstream.Unblock(ctx, &v.(*Session).blocked, mode)), nil
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"seckill-proxy/internal/resp"
+	"seckill-proxy/upstream"
 )
 
 // Direct returns the node to which Serve would hand args, for this session, straight through
@@ -47,7 +48,7 @@ func (r *Router) StartBlocking(ctx context.Context, s *Session, args [][]byte) (
 	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {
 		return nil, false
 	}
-	w, ok := r.opt.Upstream.For(s.Proto).StartBlocking(ctx, args)
+	w, ok := r.opt.Upstream.For(s.Proto).StartBlocking(upstream.WithBlockedOn(ctx, &s.blocked), args)
 	if !ok {
 		return nil, false
 	}

@@ -92,6 +92,9 @@ type Session struct {
 	view clientView
 	// written are the slots its commands may have written since its last WAIT.
 	written writtenSlots
+	// blocked is where its blocking command waits in Redis, for another client's CLIENT
+	// UNBLOCK.
+	blocked upstream.BlockedOn
 	// replyOff and skipNext are CLIENT REPLY OFF and SKIP's: no reply for the commands until
 	// CLIENT REPLY ON, or for the next one. A muted session's commands all go through Serve
 	// (stale, Direct), which drops their replies one command at a time.

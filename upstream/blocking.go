@@ -26,11 +26,41 @@ func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.blockWait(args))
 	defer cancel()
-	replies, err := c.node(addr).doOwn(bctx, &c.own, [][][]byte{args})
+	b := blockedOnOf(ctx)
+	if b == nil {
+		replies, err := c.node(addr).doOwn(bctx, &c.own, [][][]byte{args})
+		if err != nil {
+			return unavailable(err)
+		}
+		return c.redirectOwn(bctx, replies[0], args)
+	}
+	n := c.node(addr)
+	cn, err := n.hold(bctx, &c.own)
 	if err != nil {
 		return unavailable(err)
 	}
-	return c.redirectOwn(bctx, replies[0], args)
+	stop := context.AfterFunc(bctx, func() { cn.nc.Close() })
+	reply, err := cn.waitBlocking(bctx, b, addr, args)
+	n.release(cn, stop() && err == nil)
+	if err != nil {
+		return unavailable(err)
+	}
+	return c.redirectOwn(bctx, reply, args)
+}
+
+// waitBlocking sends args, a blocking command, and reads its reply, with b telling where it
+// waits meanwhile (for CLIENT UNBLOCK).
+func (cn *conn) waitBlocking(ctx context.Context, b *BlockedOn, addr string, args [][]byte) ([]byte, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	_ = cn.nc.SetDeadline(deadline)
+	cmd, askID := cn.blockingCommand(b, appendCommand(nil, args))
+	if _, err := cn.nc.Write(cmd); err != nil {
+		return nil, err
+	}
+	return cn.afterID(b, addr, askID)
 }
 
 // StartBlocking sends args, a blocking command, to its master at once on a spare connection,
@@ -76,6 +106,8 @@ func (c *Cluster) StartBlocking(ctx context.Context, args [][]byte) (wait func()
 	}
 	cn.own, cn.ownAddr = &c.own, addr
 	args = copyArgs(args)
+	b := blockedOnOf(ctx)
+	cmd, askID := cn.blockingCommand(b, cmd)
 	_ = cn.nc.SetWriteDeadline(time.Now().Add(c.opt.Timeout))
 	if _, err := cn.nc.Write(cmd); err != nil {
 		n.release(cn, false)
@@ -87,7 +119,7 @@ func (c *Cluster) StartBlocking(ctx context.Context, args [][]byte) (wait func()
 		stop := context.AfterFunc(bctx, func() { cn.nc.Close() })
 		deadline, _ := bctx.Deadline()
 		_ = cn.nc.SetDeadline(deadline)
-		reply, err := cn.scan.Append(cn.r, nil)
+		reply, err := cn.afterID(b, addr, askID)
 		n.release(cn, stop() && err == nil)
 		if err != nil {
 			return unavailable(err)

@@ -28,6 +28,8 @@ type conn struct {
 	// nil: none.
 	own     *ownSlots
 	ownAddr string
+	// id is the connection's CLIENT ID in Redis, once a blocking command asked (0: not known).
+	id int64
 }
 
 func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte, spareConns int, spareTimeout time.Duration) *node {
