@@ -101,9 +101,9 @@ func TestRedisson(t *testing.T) {
 }
 
 // TestSpringDataRedis: Spring Data Redis 4.1 with its defaults (Lettuce), through the proxy
-// (a standalone connection factory) and its cluster facade (a cluster one), as an app user:
-// StringRedisTemplate's values, hashes and lists, and the cache behind @Cacheable and
-// @CacheEvict, whose allEntries clearing runs KEYS and then DEL.
+// (a standalone connection factory) and its cluster facade (a cluster one), as an admin and as
+// an app user: StringRedisTemplate's values, hashes and lists, and the cache behind @Cacheable
+// and @CacheEvict, whose allEntries clearing runs KEYS and then DEL.
 func TestSpringDataRedis(t *testing.T) {
 	if _, err := exec.LookPath("mvn"); err != nil {
 		if testenv.Required() {
@@ -112,22 +112,24 @@ func TestSpringDataRedis(t *testing.T) {
 		t.Skip("mvn is not installed")
 	}
 	s := start(t, func(c *conf.Config) {
-		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+		c.Users = []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold install
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", "spring", s.addr, "shop", "shop-pw").CombinedOutput()
-	var summary []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "Spring Data Redis ") {
-			summary = append(summary, l)
+	for _, u := range []struct{ user, password string }{{"ops", "ops-pw"}, {"shop", "shop-pw"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold install
+		out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", "spring", s.addr, u.user, u.password).CombinedOutput()
+		cancel()
+		var summary []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "Spring Data Redis ") {
+				summary = append(summary, l)
+			}
 		}
-	}
-	t.Logf("%s", strings.Join(summary, "\n"))
-	if err != nil {
-		t.Fatalf("run.sh spring: %v\n%s", err, out)
-	}
-	if want := "Spring Data Redis shop: 8 of 8 checks pass\n"; !strings.Contains(string(out), want) {
-		t.Errorf("no %q in the output", want)
+		t.Logf("%s: %s", u.user, strings.Join(summary, "\n"))
+		if err != nil {
+			t.Fatalf("run.sh spring as %s: %v\n%s", u.user, err, out)
+		}
+		if want := "Spring Data Redis " + u.user + ": 8 of 8 checks pass\n"; !strings.Contains(string(out), want) {
+			t.Errorf("no %q in the output", want)
+		}
 	}
 }
