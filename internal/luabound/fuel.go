@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
-	"github.com/yuin/gopher-lua/parse"
 
 	"seckill-proxy/internal/luacanon"
 )
@@ -107,18 +106,10 @@ func Fuel(src string, steps int) (string, error) {
 
 // counted checks a fueled script's tree, whatever the lexer that placed the steps got wrong:
 // every loop body and function body must start by counting a step.
-func counted(src string) (err error) {
-	if strings.HasPrefix(src, "#!") {
-		src = "--" + src[min(len(src), strings.IndexByte(src+"\n", '\n')):]
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the fueled script does not parse: %v", r)
-		}
-	}()
-	chunk, perr := parse.Parse(strings.NewReader(src), "script")
-	if perr != nil {
-		return fmt.Errorf("the fueled script does not parse: %v", oneLine(perr.Error()))
+func counted(src string) error {
+	chunk, err := parseScript(src, "the fueled script")
+	if err != nil {
+		return err
 	}
 	w := &stepWalk{}
 	w.stmts(chunk)

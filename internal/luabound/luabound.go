@@ -45,29 +45,35 @@ func Check(src string) error {
 }
 
 // check is Check; with fuel, loops and calls of function values pass (Fuel counts them).
-func check(src string, fuel bool) (err error) {
+func check(src string, fuel bool) error {
 	if len(src) > MaxSource {
 		return fmt.Errorf("the script is over %d bytes", MaxSource)
 	}
-	src = strings.TrimPrefix(src, "\uFEFF")
-	if strings.HasPrefix(src, "#!") { // Redis 7's shebang line: flags, not code
-		if i := strings.IndexByte(src, '\n'); i >= 0 {
-			src = "--" + src[i:]
-		} else {
-			src = ""
-		}
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the script does not parse: %v", r)
-		}
-	}()
-	chunk, perr := parse.Parse(strings.NewReader(src), "script")
-	if perr != nil {
-		return fmt.Errorf("the script does not parse: %v", oneLine(perr.Error()))
+	chunk, err := parseScript(src, "the script")
+	if err != nil {
+		return err
 	}
 	c := &checker{f: learn(chunk), fuel: fuel}
 	return c.stmts(chunk, false)
+}
+
+// parseScript parses src as Redis reads a script (a byte order mark and Redis 7's shebang line
+// of flags are not code); what names it in an error.
+func parseScript(src, what string) (chunk []ast.Stmt, err error) {
+	src = strings.TrimPrefix(src, "\uFEFF")
+	if strings.HasPrefix(src, "#!") {
+		src = "--" + src[min(len(src), strings.IndexByte(src+"\n", '\n')):]
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			chunk, err = nil, fmt.Errorf("%s does not parse: %v", what, r)
+		}
+	}()
+	chunk, err = parse.Parse(strings.NewReader(src), "script")
+	if err != nil {
+		return nil, fmt.Errorf("%s does not parse: %v", what, oneLine(err.Error()))
+	}
+	return chunk, nil
 }
 
 func oneLine(s string) string {
