@@ -254,22 +254,21 @@ func (w *Waiter) know(orderID string) (early Status, ok bool) {
 // offer gives the waiter an outcome of its buyer's: taken if it is of the order waited for
 // (an outcome of an order of an earlier sale is not), and then counted in count before the
 // waiter can answer its buyer, so that a reader of the counters who saw the answer sees the count.
-func (w *Waiter) offer(st Status, count *atomic.Int64) bool {
+func (w *Waiter) offer(st Status, count *atomic.Int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case w.done:
-		return false
+		return
 	case w.orderID == "":
 		w.early = &st
-		return false
+		return
 	case st.OrderID != w.orderID:
-		return false
+		return
 	}
 	w.done = true
 	count.Add(1)
 	w.C <- st
-	return true
 }
 
 // told reads an outcome as the stream and STATUS tell it: "confirmed <id>", "rejected <id>
