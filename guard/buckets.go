@@ -33,6 +33,8 @@ type saleLayout struct {
 	version string
 	l       sale.Layout
 	keys    [][]string // each bucket's script keys
+	tags    []string   // each bucket's hash tag
+	marked  []atomic.Int64
 	// stock is each bucket's stock as the last reply from it said: the donors are asked
 	// richest first.
 	stock []atomic.Int64
@@ -71,9 +73,10 @@ func (g *Guard) learnLayout(sku, version, buckets string) *saleLayout {
 	if cur := g.layoutAt(sku, version); cur != nil && slices.Equal(cur.l.Tags, tags) {
 		return cur
 	}
-	sl := &saleLayout{version: version, l: sale.Layout{SKU: sku, Tags: tags}, stock: make([]atomic.Int64, len(tags))}
+	sl := &saleLayout{version: version, l: sale.Layout{SKU: sku, Tags: tags}, stock: make([]atomic.Int64, len(tags)), marked: make([]atomic.Int64, len(tags))}
 	for i := range tags {
 		sl.keys = append(sl.keys, sl.l.Keys(i).ScriptKeys())
+		sl.tags = append(sl.tags, sale.Tag(sku, tags[i]))
 		sl.stock[i].Store(1) // unknown: worth asking
 	}
 	g.layouts.Store(sku, sl)
@@ -100,12 +103,13 @@ func (g *Guard) placeAttempt(a *Attempt) {
 		a.lay = sl
 		a.bucket = sl.l.HomeIndex(a.req.UID)
 		a.keys = sl.keys[a.bucket]
+		a.tag, a.marked = sl.tags[a.bucket], &sl.marked[a.bucket]
 		return
 	}
 	if c, ok := g.counters(a.req.SKU); ok {
-		a.keys = c.keys
+		a.keys, a.tag, a.marked = c.keys, c.tag, &c.marked
 	} else {
-		a.keys = sale.KeysFor(a.req.SKU).ScriptKeys()
+		a.keys, a.tag, a.marked = sale.KeysFor(a.req.SKU).ScriptKeys(), sale.Tag(a.req.SKU, 0), nil
 	}
 }
 

@@ -85,7 +85,9 @@ func (g *Guard) Stats() Stats {
 type skuCounters struct {
 	successes, soldOut, duplicates, closed, local atomic.Int64
 	soldOutErr, closedErr                         error
-	keys                                          []string // the scripts' keys, made once
+	keys                                          []string     // the scripts' keys, made once
+	tag                                           string       // the keys' hash tag, made once
+	marked                                        atomic.Int64 // Unix ns of the last pending mark (markCall)
 	// flagging is set while the sold-out sale's buyers are read; buyers is the last read.
 	flagging atomic.Bool
 	buyers   atomic.Pointer[Buyers]
@@ -122,7 +124,7 @@ func (g *Guard) countersFor(sku string) *skuCounters {
 	if m := g.perSKU.Load(); m != nil {
 		next = maps.Clone(*m)
 	}
-	c := &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys()}
+	c := &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys(), tag: sale.Tag(sku, 0)}
 	next[sku] = c
 	g.perSKU.Store(&next)
 	return c

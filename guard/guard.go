@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/salescan"
 	"seckill-proxy/sale"
 )
 
@@ -30,7 +31,8 @@ type Options struct {
 	Publisher Publisher
 	// Pending hears of every stock bucket a call may write outbox entries or reservations to,
 	// before the call (salescan.Pending: the sweeper reads those every sweep); nil: none.
-	Pending interface{ Mark(tag string) }
+	// Mark says whether the mark is queued (or was sent lately): false, mark again next time.
+	Pending interface{ Mark(tag string) bool }
 	// Admission configures the checks before Redis; the zero value means conf's defaults.
 	Admission conf.Admission
 	// Route is where this proxy sends orders (sale.Route of its Kafka topic); "" means the
@@ -173,6 +175,26 @@ func (g *Guard) mark(tag string) {
 	}
 }
 
+// markCall is mark for a script call's bucket, through the clock the attempt carries (its
+// sale's or bucket's, nil: none), so that a bucket marked within salescan.MarkEvery costs one
+// atomic load and not a lookup by its tag: an event day sells thousands of buckets at once.
+func (g *Guard) markCall(a *Attempt) {
+	if g.opt.Pending == nil {
+		return
+	}
+	if a.marked == nil {
+		g.opt.Pending.Mark(a.tag)
+		return
+	}
+	now := time.Now().UnixNano()
+	if now-a.marked.Load() < int64(salescan.MarkEvery) {
+		return
+	}
+	if g.opt.Pending.Mark(a.tag) {
+		a.marked.Store(now)
+	}
+}
+
 // Flags exposes the local sold-out and closed flags.
 func (g *Guard) Flags() *Flags { return g.flags }
 
@@ -185,8 +207,12 @@ type BuyResult struct {
 
 // attempt is one buy on its way through the script.
 type Attempt struct {
-	req     *BuyRequest
-	keys    []string
+	req  *BuyRequest
+	keys []string
+	// tag is the hash tag of the keys, and marked the clock of its last pending mark (see
+	// markCall); both made once per sale or bucket.
+	tag     string
+	marked  *atomic.Int64
 	orderID string
 	version string
 	useEval bool

@@ -135,6 +135,10 @@ func (g *Guard) Finish(a *Attempt) {
 // SKU, stock bucket, sale version and way of calling the script.
 func (a *Attempt) SKU() string { return a.req.SKU }
 
+// Tag is the hash tag of the keys the attempt's call goes to (made once per sale or bucket):
+// the master that owns it runs the call.
+func (a *Attempt) Tag() string { return a.tag }
+
 // Group is the key of the script call an attempt may share.
 func (a *Attempt) Group() CallGroup {
 	g := CallGroup{SKU: a.req.SKU, Version: a.version, Eval: a.useEval}
@@ -173,7 +177,7 @@ func (g *Guard) MasterOf(ctx context.Context, tag string) (string, error) {
 func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	g.stats.scripts.Add(int64(len(as)))
 	first := as[0]
-	g.mark(first.Group().Tag())
+	g.markCall(first)
 	dst = redcon.AppendArray(dst, 3+len(first.keys)+3+4*len(as))
 	if first.useEval {
 		dst = redcon.AppendBulkString(dst, "EVAL")

@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/connect"
@@ -378,3 +381,63 @@ func TestSweepPending(t *testing.T) {
 		t.Fatalf("unmarked with no quiet time: %v, still pending %v", err, pending())
 	}
 }
+
+// TestDeleteBatchAcrossMasters: the acknowledged entries of buckets spread over every master
+// leave their outboxes in one call per master; a bucket whose outbox cannot be touched (here a
+// key of the wrong type) is tried again on its own and counted as an error, and costs the
+// others nothing.
+func TestDeleteBatchAcrossMasters(t *testing.T) {
+	testenv.Redis(t)
+	cfg := testenv.Config(t)
+	rc := connect.Redis(cfg.Redis)
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx := context.Background()
+	core, logs := observer.New(zap.DebugLevel)
+	tee := NewTee(rc, cfg, "outbox-test", zap.New(core))
+	base := "xdel_" + xid.New().String()
+	batch := map[string][]string{}
+	var keys []string
+	for i := range 60 {
+		tag := fmt.Sprintf("%s_%d", base, i)
+		key := sale.Key(tag, "outbox")
+		keys = append(keys, key)
+		for range 3 {
+			id, err := rc.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"f", "v"}}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch[tag] = append(batch[tag], id)
+		}
+		if _, err := rc.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"f", "kept"}}).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broken := base + "_broken"
+	keys = append(keys, sale.Key(broken, "outbox"))
+	if err := rc.Set(ctx, sale.Key(broken, "outbox"), "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	batch[broken] = []string{"1-1"}
+	t.Cleanup(func() {
+		for _, k := range keys {
+			_ = rc.Del(ctx, k).Err()
+		}
+	})
+	masters, errs := salescan.ByMaster(ctx, rc, slices.Collect(maps.Keys(batch)))
+	if len(errs) != 0 || len(masters) < 2 {
+		t.Fatalf("the buckets fall on %d masters (errors %v); the test needs several", len(masters), errs)
+	}
+	tee.deleteBatch(ctx, batch)
+	for _, k := range keys[:60] {
+		if n, err := rc.XLen(ctx, k).Result(); err != nil || n != 1 {
+			t.Errorf("%s holds %d entries (%v), want only the one not acknowledged", k, n, err)
+		}
+	}
+	if st := tee.Stats(); st.Deleted != 180 || st.DeleteErrors != 1 {
+		t.Errorf("deleted %d with %d errors, want 180 and 1 (the broken bucket)", st.Deleted, st.DeleteErrors)
+	}
+	if n := logs.FilterMessageSnippet("in one call").Len(); n != 0 {
+		t.Errorf("%d masters' calls failed whole: %v", n, logs.All())
+	}
+}
+

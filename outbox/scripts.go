@@ -6,7 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The sweeper's Lua scripts, embedded from lua/. Each touches one SKU's keys, in its slot.
+// The sweeper's and the tee's Lua scripts, embedded from lua/. Each of the sweeper's touches
+// one SKU's keys, in its slot; the tee's xdel.lua many buckets' outboxes on one master.
 var (
 	//go:embed lua/retire.lua
 	retireLua    string
@@ -14,4 +15,7 @@ var (
 	//go:embed lua/bury.lua
 	buryLua    string
 	buryScript = redis.NewScript(buryLua)
+	//go:embed lua/xdel.lua
+	xdelLua    string
+	xdelScript = redis.NewScript(xdelLua)
 )

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"seckill-proxy/guard"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/retry"
+	"seckill-proxy/internal/salescan"
 	"seckill-proxy/sale"
 )
 
@@ -278,20 +280,7 @@ func (t *Tee) flushDeletes() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		pipe := t.rc.Pipeline()
-		cmds := make([]*redis.IntCmd, 0, len(batch))
-		for tag, ids := range batch {
-			cmds = append(cmds, pipe.XDel(ctx, sale.Key(tag, "outbox"), ids...))
-		}
-		_, _ = pipe.Exec(ctx)
-		for _, c := range cmds {
-			if err := c.Err(); err != nil {
-				t.deleteErrs.Add(1)
-				t.log.Warn("could not delete acknowledged outbox entries; the sweeper will publish them again", zap.Error(err))
-				continue
-			}
-			t.deleted.Add(c.Val())
-		}
+		t.deleteBatch(ctx, batch)
 		clear(batch)
 		n = 0
 	}
@@ -318,6 +307,68 @@ func (t *Tee) flushDeletes() {
 			armed = false
 			flush()
 		}
+	}
+}
+
+// deleteBatch deletes the outbox entries of batch (tag -> ids): one xdel.lua call per master
+// for every bucket it owns, so that orders spread over many sales cost a command per master,
+// not one per sale; a bucket that call could not touch (its slot moved) gets an XDEL of its
+// own, which follows the redirect. Entries not deleted stay for the sweeper, which publishes
+// them again.
+func (t *Tee) deleteBatch(ctx context.Context, batch map[string][]string) {
+	tags := make([]string, 0, len(batch))
+	for tag := range batch {
+		tags = append(tags, tag)
+	}
+	var slow []string
+	groups, errs := salescan.ByMaster(ctx, t.rc, tags)
+	for i := range errs {
+		slow = append(slow, tags[i])
+	}
+	for _, g := range groups {
+		args := []any{sale.SaleKeyPrefix}
+		for _, i := range g.Idx {
+			ids := batch[tags[i]]
+			args = append(args, tags[i], len(ids))
+			for _, id := range ids {
+				args = append(args, id)
+			}
+		}
+		v, err := xdelScript.Run(ctx, g.Client, nil, args...).Slice()
+		if err == nil && len(v) != len(g.Idx) {
+			err = fmt.Errorf("xdel.lua answered %d values for %d buckets", len(v), len(g.Idx))
+		}
+		for j, i := range g.Idx {
+			if err != nil {
+				slow = append(slow, tags[i])
+				continue
+			}
+			if d, ok := v[j].(int64); ok {
+				t.deleted.Add(d)
+			} else {
+				slow = append(slow, tags[i])
+			}
+		}
+		if err != nil {
+			t.log.Debug("could not delete acknowledged outbox entries in one call; deleting them one bucket at a time", zap.String("master", g.Client.Options().Addr), zap.Error(err))
+		}
+	}
+	if len(slow) == 0 {
+		return
+	}
+	pipe := t.rc.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, len(slow))
+	for _, tag := range slow {
+		cmds = append(cmds, pipe.XDel(ctx, sale.Key(tag, "outbox"), batch[tag]...))
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			t.deleteErrs.Add(1)
+			t.log.Warn("could not delete acknowledged outbox entries; the sweeper will publish them again", zap.Error(err))
+			continue
+		}
+		t.deleted.Add(c.Val())
 	}
 }
 

@@ -27,6 +27,7 @@ type attempt struct {
 }
 
 func (a *attempt) group() guard.CallGroup { return a.a.Group() }
+func (a *attempt) tag() string            { return a.a.Tag() }
 
 func (b *guardBuyer) isBuy(sess *router.Session, args [][]byte) bool { return b.r.IsBuy(sess, args) }
 

@@ -60,7 +60,10 @@ type buyer interface {
 }
 
 // buyAttempt is one buy on its way, as the buyer made it.
-type buyAttempt interface{ group() guard.CallGroup }
+type buyAttempt interface {
+	group() guard.CallGroup
+	tag() string // group().Tag(), made once
+}
 
 // buyOutcome is what became of one attempt of a call.
 type buyOutcome struct {
@@ -176,7 +179,7 @@ func (k *core) sendBuys() {
 		b.c.buysWaiting--
 		addr, ask := b.addr, b.ask
 		if addr == "" {
-			tag := b.a.group().Tag()
+			tag := b.a.tag()
 			if addr = masters[tag]; addr == "" {
 				var err error
 				if addr, err = k.buyer.master(tag); err != nil {

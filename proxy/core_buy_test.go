@@ -29,6 +29,7 @@ type fakeAttempt struct {
 }
 
 func (a *fakeAttempt) group() guard.CallGroup { return guard.CallGroup{SKU: a.sku, Eval: a.eval} }
+func (a *fakeAttempt) tag() string            { return a.group().Tag() }
 
 func (b *fakeBuyer) isBuy(_ *router.Session, args [][]byte) bool {
 	return strings.EqualFold(string(args[0]), "buy")

@@ -71,14 +71,17 @@ func NewPending(rc redis.Scripter, route string, log *zap.Logger) *Pending {
 	return &Pending{rc: rc, keys: []string{PendingKey(route), UnsettledKey}, log: log, now: time.Now, queued: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
-// Mark marks tag's bucket pending (at most every MarkEvery; from memory, it never waits).
-func (p *Pending) Mark(tag string) {
+// Mark marks tag's bucket pending (at most every MarkEvery; from memory, it never waits). It
+// says whether the mark is queued or was sent within MarkEvery: false when the queue is full,
+// and the caller should mark again with its next write rather than wait MarkEvery.
+func (p *Pending) Mark(tag string) bool {
 	now := p.now()
 	if v, ok := p.sent.Load(tag); ok && now.Sub(v.(time.Time)) < MarkEvery {
-		return
+		return true
 	}
 	p.mu.Lock()
-	if len(p.queued) < maxQueued {
+	queued := len(p.queued) < maxQueued
+	if queued {
 		p.queued[tag] = true
 		p.sent.Store(tag, now)
 	}
@@ -87,6 +90,7 @@ func (p *Pending) Mark(tag string) {
 	case p.kick <- struct{}{}:
 	default:
 	}
+	return queued
 }
 
 // Run sends the queued marks until ctx ends, at most every FlushEvery, and forgets the marks
