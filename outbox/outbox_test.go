@@ -440,4 +440,3 @@ func TestDeleteBatchAcrossMasters(t *testing.T) {
 		t.Errorf("%d masters' calls failed whole: %v", n, logs.All())
 	}
 }
-
