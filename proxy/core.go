@@ -396,35 +396,6 @@ func blocking(args [][]byte) bool {
 	return len(args) > 0 && len(args[0]) <= 10 && blockingCommands[strings.ToLower(string(args[0]))]
 }
 
-// peerShut takes a client that shut its sending side. It is closed at once when nothing is
-// owed to it, or when a blocking command runs for it (as Redis forgets such a client);
-// otherwise once what it sent is answered. It reports whether to close it now.
-func (k *core) peerShut(c *client) bool {
-	c.shut = true
-	return (c.busy && c.mayBlock) || k.settled(c) == "close"
-}
-
-// settled says what to do with a client that asked to be closed or handed over, once nothing
-// is owed to it: "close", "handoff", or "".
-func (k *core) settled(c *client) string {
-	if c.closed || c.owed() > 0 || c.busy || len(c.out) > 0 {
-		return ""
-	}
-	switch {
-	case c.closing, c.shut && !c.stalled:
-		return "close"
-	case c.handoff:
-		return "handoff"
-	}
-	return ""
-}
-
-// gone forgets a client that closed or was handed over; what runs for it elsewhere is told.
-func (k *core) gone(c *client) {
-	c.closed = true
-	c.cancel()
-}
-
 // flushInputs serves what dirty clients can go on with (clients whose input waits until
 // they can be served are marked so: see takeDirty), and writes the turn's buys.
 func (k *core) flushInputs() {
@@ -457,10 +428,4 @@ func (k *core) takeDirty(after func(c *client)) {
 	}
 	clear(dirty[len(pending):]) // the array outlives the turn: it must not keep gone clients (and their buffers) alive
 	k.dirty = pending
-}
-
-// drain stops taking commands: what is in flight is still answered.
-func (k *core) drain(clients func(func(*client))) {
-	k.draining = true
-	clients(k.markDirty)
 }

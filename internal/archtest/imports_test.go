@@ -134,3 +134,31 @@ func TestImportsFollowTheTable(t *testing.T) {
 		}
 	}
 }
+
+// maxLines is the most lines a file of code may have: a longer one holds more than one
+// concern, and is split by concern.
+const maxLines = 450
+
+// TestFilesStayShort: no Go file of the project's code (tests aside) has more than maxLines
+// lines.
+func TestFilesStayShort(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}`, "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 50 {
+		t.Fatalf("go list named %d files of code, fewer than the project has", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")); n > maxLines {
+			t.Errorf("%s has %d lines, more than %d: split it by concern", f, n, maxLines)
+		}
+	}
+}
