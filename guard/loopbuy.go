@@ -265,6 +265,14 @@ func (g *Guard) TimedOut(*Attempt) BuyResult {
 	return BuyResult{Err: unavailable(errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String()))}
 }
 
+// Unreached answers an attempt whose call could not reach Redis (no master known for its
+// slot, a node being redialled), or whose connection failed before the call's reply came:
+// then the script may have run, and a retry by the buyer answers DUPLICATE with its order.
+func (g *Guard) Unreached(_ *Attempt, err error) BuyResult {
+	g.stats.unavailable.Add(1)
+	return BuyResult{Err: unavailable(fmt.Errorf("redis: %w", err))}
+}
+
 // Late takes the reply of a call whose attempts were answered TimedOut already: what it sold
 // is teed (their buyers learn their orders by retrying), and nothing is counted twice. A
 // call that no replica acknowledged (replicated false) tees nothing: its orders, if they

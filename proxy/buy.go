@@ -87,6 +87,10 @@ func (b *guardBuyer) timedOut(a buyAttempt) []byte {
 	return b.r.AppendBuyReply(nil, &a.(*attempt).req, b.g.TimedOut(a.(*attempt).a))
 }
 
+func (b *guardBuyer) unreached(a buyAttempt, err error) []byte {
+	return b.r.AppendBuyReply(nil, &a.(*attempt).req, b.g.Unreached(a.(*attempt).a, err))
+}
+
 func (b *guardBuyer) late(as []buyAttempt, raw []byte, replicated bool) {
 	b.g.Late(b.attempts(as), raw, replicated)
 }

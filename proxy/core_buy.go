@@ -38,6 +38,9 @@ type buyer interface {
 	// timedOut answers an attempt whose call Redis did not answer in time; late takes the
 	// reply that came after, for the orders it sold.
 	timedOut(a buyAttempt) []byte
+	// unreached answers an attempt whose call could not reach Redis, or whose connection
+	// failed before its reply came (UNAVAILABLE, err its cause).
+	unreached(a buyAttempt, err error) []byte
 	late(as []buyAttempt, raw []byte, replicated bool)
 	// donate finishes a buy whose split sale's home bucket had too few units (its outcome
 	// says donate): done gets its reply, on a goroutine not the loop's.
@@ -183,7 +186,7 @@ func (k *core) sendBuys() {
 			if addr = masters[tag]; addr == "" {
 				var err error
 				if addr, err = k.buyer.master(tag); err != nil {
-					k.buyDone(b, upstreamUnavailable(err))
+					k.buyDone(b, k.buyer.unreached(b.a, err))
 					continue
 				}
 				masters[tag] = addr
@@ -191,7 +194,7 @@ func (k *core) sendBuys() {
 		}
 		up := k.ownerNodeOf(addr)
 		if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
-			k.buyDone(b, upstreamUnavailable(up.lastErr))
+			k.buyDone(b, k.buyer.unreached(b.a, up.lastErr))
 			continue
 		}
 		if k.lim.maxCallsOut > 0 && up.callsOut >= k.lim.maxCallsOut {
@@ -343,10 +346,11 @@ func (k *core) settleCall(call *buyCall, raw []byte, replicated bool) {
 	}
 }
 
-// failCall answers the buys of a call whose connection failed with reply; a call whose reply
-// came (and waited for its WAIT, which the failure cut) is settled with it as not known: no
-// replica was seen to hold what it sold.
-func (k *core) failCall(call *buyCall, reply []byte) {
+// failCall answers the buys of a call whose connection failed with err (UNAVAILABLE, counted
+// by the engine like every UNAVAILABLE it answers: the script may have run); a call whose
+// reply came (and waited for its WAIT, which the failure cut) is settled with it as not
+// known: no replica was seen to hold what it sold.
+func (k *core) failCall(call *buyCall, err error) {
 	k.callOver(call)
 	if call.replied {
 		k.settleCall(call, call.reply, false)
@@ -359,7 +363,7 @@ func (k *core) failCall(call *buyCall, reply []byte) {
 			k.track(-1)
 			continue
 		}
-		k.buyDone(b, reply)
+		k.buyDone(b, k.buyer.unreached(b.a, err))
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,10 +18,11 @@ import (
 // "BUYCALL <sku> <uid>...", and the fake node answers each uid with a bulk string (or
 // "-NOSCRIPT" for the whole call once, when noScript is set).
 type fakeBuyer struct {
-	noScript bool
-	down     int // nodeDown calls
-	sold     []string
-	finished int
+	noScript   bool
+	down       int // nodeDown calls
+	sold       []string
+	finished   int
+	unreachedN int // unreached calls
 }
 
 type fakeAttempt struct {
@@ -69,7 +71,11 @@ func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int, _ bool) []buyOutc
 	}
 	return out
 }
-func (b *fakeBuyer) timedOut(buyAttempt) []byte      { return []byte("-UNAVAILABLE timed out\r\n") }
+func (b *fakeBuyer) timedOut(buyAttempt) []byte { return []byte("-UNAVAILABLE timed out\r\n") }
+func (b *fakeBuyer) unreached(_ buyAttempt, err error) []byte {
+	b.unreachedN++
+	return upstreamUnavailable(err)
+}
 func (b *fakeBuyer) late([]buyAttempt, []byte, bool) {}
 func (b *fakeBuyer) donate(buyAttempt, func([]byte)) {}
 func (b *fakeBuyer) tee(a buyAttempt, _ func(error)) { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
@@ -171,6 +177,28 @@ func TestCoreBuyTimeout(t *testing.T) {
 	h.flush()
 	if got := h.got[c].String(); got != "-UNAVAILABLE timed out\r\n" || fb.finished != 1 || c.buysOut != 0 {
 		t.Fatalf("after the late reply: %q, finished %d, buys out %d", got, fb.finished, c.buysOut)
+	}
+}
+
+// TestCoreBuyConnectionLost: the buys of a call whose connection fails before its reply are
+// answered UNAVAILABLE through the engine (which counts them: the script may have run), each
+// once.
+func TestCoreBuyConnectionLost(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &fakeBuyer{}
+	h.k.buyer = fb
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s u1", "BUY s u2"))
+	h.k.flushInputs()
+	h.connect()
+	owner := h.k.ups[upKey{addr: "a", kind: upOwner}]
+	h.k.upFailed(owner, errors.New("connection reset by peer"), unavailLost)
+	h.flush()
+	if got := h.got[c].String(); strings.Count(got, "-UNAVAILABLE") != 2 || !strings.Contains(got, "connection reset") {
+		t.Fatalf("the buyer got %q, want two UNAVAILABLE naming the cause", got)
+	}
+	if fb.unreachedN != 2 || fb.finished != 2 || c.buysOut != 0 || h.k.inflight != 0 {
+		t.Fatalf("engine answered %d, finished %d, buys out %d, in flight %d; want 2, 2, 0, 0", fb.unreachedN, fb.finished, c.buysOut, h.k.inflight)
 	}
 }
 

@@ -338,7 +338,7 @@ func (k *core) upFailed(up *node, err error, reason string) {
 		up.head++
 		switch {
 		case in.call != nil:
-			k.failCall(in.call, reply)
+			k.failCall(in.call, err)
 		case in.wait != nil:
 			for _, call := range in.wait.calls {
 				if call.replied {

@@ -75,7 +75,7 @@ func TestFailover(t *testing.T) {
 
 	_, pid, replica := saleNodes(t, s, sale.KeysFor(sku).Stock)
 
-	var successes, lastSuccess atomic.Int64
+	var successes, lastSuccess, told atomic.Int64 // told: UNAVAILABLE answers the buyers saw
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 10 {
@@ -93,6 +93,8 @@ func TestFailover(t *testing.T) {
 					lastSuccess.Store(time.Now().UnixNano())
 				case "SOLDOUT":
 					return
+				case "UNAVAILABLE":
+					told.Add(1)
 				}
 				time.Sleep(2 * time.Millisecond) // pace the sale so that it outlasts the failover
 			}
@@ -143,6 +145,11 @@ func TestFailover(t *testing.T) {
 	// "Bought" is final (I9): every success is a decrement the promoted master has. A unit
 	// it has that no buyer was told of is a buy answered UNAVAILABLE, its outcome not known
 	// (its connection died before its WAIT answered, or WAIT came back short).
+	// Every UNAVAILABLE a buyer saw is one the engine counted (a call whose connection died
+	// with the master included: its script may have run), and the other way round.
+	if st := s.g.Stats(); st.Unavailable != told.Load() {
+		t.Errorf("the buyers were told UNAVAILABLE %d times, the engine counted %d", told.Load(), st.Unavailable)
+	}
 	if st := s.g.Stats(); n+left > stock || stock-left-n > st.Unavailable {
 		t.Fatalf("successes %d + stock left %d against %d units, with %d answered UNAVAILABLE (%d not known): a success was lost, or a sale untold",
 			n, left, stock, st.Unavailable, st.NotKnown)
