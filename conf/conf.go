@@ -349,7 +349,7 @@ func Default() Config {
 			SweepAge:      3 * time.Second,
 			LeaseTTL:      3 * time.Second,
 			SweepBatch:    1000,
-			DeleteFlush:   100 * time.Millisecond,
+			DeleteFlush:   10 * time.Millisecond,
 			LateAfter:     time.Minute,
 		},
 		Status: Status{
