@@ -17,6 +17,21 @@ import (
 // at once, joined; each is a *FieldError naming the field and the bad value.
 func (c *Config) Validate() error {
 	var v validator
+	v.checkListeners(c)
+	v.checkLogAndRedis(c)
+	v.checkKafka(c)
+	v.checkMysql(c)
+	v.checkLimits(c)
+	v.checkAdmission(c)
+	v.checkBuy(c)
+	v.checkLegacy(c)
+	v.checkOutbox(c)
+	v.checkSink(c)
+	return errors.Join(v.errs...)
+}
+
+// checkListeners checks the listen addresses and the users.
+func (v *validator) checkListeners(c *Config) {
 	v.hostPort("listen", c.Listen, false)
 	v.hostPort("admin_listen", c.AdminListen, true)
 	v.hostPort("announce", c.Announce, true)
@@ -37,7 +52,10 @@ func (c *Config) Validate() error {
 		}
 		v.oneOf(field+".role", u.Role, RoleApp, RoleAdmin)
 	}
+}
 
+// checkLogAndRedis checks the log and Redis.
+func (v *validator) checkLogAndRedis(c *Config) {
 	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil {
 		v.fail("log.level", c.Log.Level, "not a log level (debug, info, warn, error)")
@@ -73,7 +91,10 @@ func (c *Config) Validate() error {
 		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 0 (a goroutine per client) to 64")
 	}
 	v.positive("redis.command_timeout", c.Redis.CommandTimeout)
+}
 
+// checkKafka checks Kafka.
+func (v *validator) checkKafka(c *Config) {
 	v.addrs("kafka.brokers", c.Kafka.Brokers)
 	v.addressMap("kafka.address_map", c.Kafka.AddressMap)
 	v.nonEmpty("kafka.topic", c.Kafka.Topic)
@@ -94,7 +115,10 @@ func (c *Config) Validate() error {
 	v.between("kafka.session_timeout", c.Kafka.SessionTimeout, 6*time.Second, 30*time.Minute)
 	v.atLeast("kafka.partitions", c.Kafka.Partitions, 1)
 	v.atLeast("kafka.replication_factor", c.Kafka.ReplicationFactor, 1)
+}
 
+// checkMysql checks MySQL.
+func (v *validator) checkMysql(c *Config) {
 	if c.MySQL.DSN == "" {
 		v.fail("mysql.dsn", "", "empty")
 	} else if _, err := mysql.ParseDSN(c.MySQL.DSN); err != nil {
@@ -103,7 +127,10 @@ func (c *Config) Validate() error {
 	v.atLeast("mysql.max_open_conns", c.MySQL.MaxOpenConns, 1)
 	v.atLeast("mysql.max_idle_conns", c.MySQL.MaxIdleConns, 0)
 	v.positive("mysql.conn_max_lifetime", c.MySQL.ConnMaxLifetime)
+}
 
+// checkLimits checks the limits.
+func (v *validator) checkLimits(c *Config) {
 	v.atLeast("limits.max_clients", c.Limits.MaxClients, 1)
 	v.atLeast("limits.max_pipeline", c.Limits.MaxPipeline, 1)
 	v.atLeast("limits.max_arg_bytes", c.Limits.MaxArgBytes, 64)
@@ -113,7 +140,10 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxInflight > c.Redis.PoolSize*len(c.Redis.Addrs)*64 {
 		v.fail("limits.max_inflight", c.Limits.MaxInflight, "far above what redis.pool_size can carry")
 	}
+}
 
+// checkAdmission checks admission.
+func (v *validator) checkAdmission(c *Config) {
 	if a := c.Admission; a.BuyerAttempts < 0 || a.BuyerAttempts > 65535 {
 		v.fail("admission.buyer_attempts", a.BuyerAttempts, "must be from 0 (no limit) to 65535")
 	}
@@ -129,7 +159,10 @@ func (c *Config) Validate() error {
 	v.between("admission.sync_interval", c.Admission.SyncInterval, 50*time.Millisecond, 10*time.Second)
 	v.atLeast("admission.max_denied", c.Admission.MaxDenied, 1)
 	v.atLeast("admission.unknown_sku_rate", c.Admission.UnknownSKURate, 0)
+}
 
+// checkBuy checks the buy and the application scripts.
+func (v *validator) checkBuy(c *Config) {
 	v.oneOf("buy.reply_after", c.Buy.ReplyAfter, ReplyAfterLua, ReplyAfterKafka)
 	v.positive("buy.call_timeout", c.Buy.CallTimeout)
 	v.atLeast("buy.wait_replicas", c.Buy.WaitReplicas, 0)
@@ -153,6 +186,10 @@ func (c *Config) Validate() error {
 			v.fail("redis.app_scripts["+strconv.Itoa(i)+"]", s, `not 40 hex digits, nor "*"`)
 		}
 	}
+}
+
+// checkLegacy checks the legacy scripts and the buy pipelines.
+func (v *validator) checkLegacy(c *Config) {
 	for i, l := range c.Buy.Legacy {
 		field := "buy.legacy[" + strconv.Itoa(i) + "]"
 		if (l.Body == "") == (l.SHA1 == "") {
@@ -174,7 +211,10 @@ func (c *Config) Validate() error {
 	if c.Buy.PipelinesPerMaster < 1 || c.Buy.PipelinesPerMaster > 64 {
 		v.fail("buy.pipelines_per_master", c.Buy.PipelinesPerMaster, "must be from 1 to 64")
 	}
+}
 
+// checkOutbox checks the status waits and the outbox.
+func (v *validator) checkOutbox(c *Config) {
 	v.between("status.max_wait", c.Status.MaxWait, time.Millisecond, time.Hour)
 	v.atLeast("status.max_waiters", c.Status.MaxWaiters, 0)
 	v.between("status.resync", c.Status.Resync, 100*time.Millisecond, time.Minute)
@@ -192,14 +232,16 @@ func (c *Config) Validate() error {
 	if c.Outbox.SweepAge <= c.Buy.CallTimeout {
 		v.fail("outbox.sweep_age", c.Outbox.SweepAge, "must be above buy.call_timeout "+c.Buy.CallTimeout.String()+", or the sweeper races the tee")
 	}
+}
 
+// checkSink checks the sink.
+func (v *validator) checkSink(c *Config) {
 	v.atLeast("sink.batch_size", c.Sink.BatchSize, 1)
 	v.positive("sink.batch_linger", c.Sink.BatchLinger)
 	v.positive("sink.retry_min", c.Sink.RetryMin)
 	if c.Sink.RetryMax < c.Sink.RetryMin {
 		v.fail("sink.retry_max", c.Sink.RetryMax, "below sink.retry_min "+c.Sink.RetryMin.String())
 	}
-	return errors.Join(v.errs...)
 }
 
 type validator struct{ errs []error }

@@ -182,56 +182,65 @@ func ParseWarm(args [][]byte) (string, WarmOptions, error) {
 			opt.Force = true
 			continue
 		}
-		if name == "RATE" || name == "BURST" {
-			if i+1 >= len(args) {
-				return "", opt, badArgs("%s needs a value", name)
-			}
-			i++
-			if strings.EqualFold(string(args[i]), "off") && name == "RATE" {
-				return "", opt, badArgs("RATE OFF is for SECKILL.LIMIT; leave RATE out for a sale with no rate")
-			}
-			if err := ParseRate(name, args[i], &opt.Rate, &opt.Burst); err != nil {
-				return "", opt, err
-			}
-			continue
-		}
-		var dst *int64
-		switch name {
-		case "START":
-			dst = &opt.StartMs
-		case "END":
-			dst = &opt.EndMs
-		case "LIMIT":
-			dst = &opt.Limit
-		case "BUCKETS":
-			dst = &opt.Buckets
-		default:
+		if !warmValued[name] {
 			return "", opt, badArgs("unknown option %s; expected START, END, LIMIT, RATE, BURST, BUCKETS or FORCE", quote(args[i]))
 		}
 		if i+1 >= len(args) {
 			return "", opt, badArgs("%s needs a value", name)
 		}
 		i++
-		n, ok := sale.ParseCount(args[i])
-		if !ok {
-			return "", opt, badArgs("%s must be a positive integer, got %s", name, quote(args[i]))
+		if err := opt.set(name, args[i]); err != nil {
+			return "", opt, err
 		}
-		*dst = n
 	}
-	if opt.Buckets > sale.MaxBuckets {
-		return "", opt, badArgs("BUCKETS must be from 1 to %d, got %d", sale.MaxBuckets, opt.Buckets)
-	}
-	if opt.Limit > sale.MaxLimit {
-		return "", opt, badArgs("LIMIT must be from 1 to %d, got %d", sale.MaxLimit, opt.Limit)
-	}
-	if opt.Burst != 0 && opt.Rate == 0 {
-		return "", opt, badArgs("BURST needs RATE")
+	if err := opt.check(); err != nil {
+		return "", opt, err
 	}
 	opt.Burst = defaultBurst(opt.Rate, opt.Burst)
-	if opt.EndMs != 0 && opt.EndMs <= opt.StartMs {
-		return "", opt, badArgs("END %d must be after START %d", opt.EndMs, opt.StartMs)
-	}
 	return sku, opt, nil
+}
+
+// warmValued are SECKILL.WARM's options that take a value.
+var warmValued = map[string]bool{"START": true, "END": true, "LIMIT": true, "RATE": true, "BURST": true, "BUCKETS": true}
+
+// set sets option name (one of warmValued) to v.
+func (opt *WarmOptions) set(name string, v []byte) error {
+	if name == "RATE" || name == "BURST" {
+		if strings.EqualFold(string(v), "off") && name == "RATE" {
+			return badArgs("RATE OFF is for SECKILL.LIMIT; leave RATE out for a sale with no rate")
+		}
+		return ParseRate(name, v, &opt.Rate, &opt.Burst)
+	}
+	n, ok := sale.ParseCount(v)
+	if !ok {
+		return badArgs("%s must be a positive integer, got %s", name, quote(v))
+	}
+	switch name {
+	case "START":
+		opt.StartMs = n
+	case "END":
+		opt.EndMs = n
+	case "LIMIT":
+		opt.Limit = n
+	default:
+		opt.Buckets = n
+	}
+	return nil
+}
+
+// check checks the options against their bounds and each other.
+func (opt *WarmOptions) check() error {
+	switch {
+	case opt.Buckets > sale.MaxBuckets:
+		return badArgs("BUCKETS must be from 1 to %d, got %d", sale.MaxBuckets, opt.Buckets)
+	case opt.Limit > sale.MaxLimit:
+		return badArgs("LIMIT must be from 1 to %d, got %d", sale.MaxLimit, opt.Limit)
+	case opt.Burst != 0 && opt.Rate == 0:
+		return badArgs("BURST needs RATE")
+	case opt.EndMs != 0 && opt.EndMs <= opt.StartMs:
+		return badArgs("END %d must be after START %d", opt.EndMs, opt.StartMs)
+	}
+	return nil
 }
 
 // LimitOptions are SECKILL.LIMIT's: a sale's new rate and burst (rate 0: no rate).

@@ -188,31 +188,9 @@ func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	}
 	full := g.latePasses%lateFullEvery == 0
 	g.latePasses++
-	var buckets []salescan.Bucket
-	if full {
-		skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
-		if err != nil {
-			return err
-		}
-		g.forgetSettled(skus)
-		// A pass that runs out of time (many late sales, a slow Redis) ends where it is, and
-		// the next begins after the last sale it looked at: every sale is looked at in turn.
-		base := salescan.Scan(ctx, g.rc, salescan.ForLate, latePassOrder(skus, g.lateFrom))
-		var extra []string // split sales' other buckets
-		for _, b := range base {
-			if tags, err := sale.ParseBuckets(b.Buckets); err == nil && b.HasMeta() {
-				for _, t := range tags[1:] {
-					extra = append(extra, sale.Tag(b.Tag, t))
-				}
-			}
-		}
-		buckets = append(base, salescan.Scan(ctx, g.rc, salescan.ForLate, extra)...)
-	} else {
-		tags, err := salescan.List(ctx, g.rc, salescan.UnsettledKey)
-		if err != nil {
-			return err
-		}
-		buckets = salescan.Scan(ctx, g.rc, salescan.ForLate, tags)
+	buckets, err := g.lateBuckets(ctx, full)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	var settled, unsettled []string
@@ -243,6 +221,35 @@ func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// lateBuckets are the buckets a pass of the late-order watch reads: full, every open sale's;
+// else those marked unsettled.
+func (g *Guard) lateBuckets(ctx context.Context, full bool) ([]salescan.Bucket, error) {
+	if !full {
+		tags, err := salescan.List(ctx, g.rc, salescan.UnsettledKey)
+		if err != nil {
+			return nil, err
+		}
+		return salescan.Scan(ctx, g.rc, salescan.ForLate, tags), nil
+	}
+	skus, err := g.rc.SMembers(ctx, sale.SalesKey).Result()
+	if err != nil {
+		return nil, err
+	}
+	g.forgetSettled(skus)
+	// A pass that runs out of time (many late sales, a slow Redis) ends where it is, and
+	// the next begins after the last sale it looked at: every sale is looked at in turn.
+	base := salescan.Scan(ctx, g.rc, salescan.ForLate, latePassOrder(skus, g.lateFrom))
+	var extra []string // split sales' other buckets
+	for _, b := range base {
+		if tags, err := sale.ParseBuckets(b.Buckets); err == nil && b.HasMeta() {
+			for _, t := range tags[1:] {
+				extra = append(extra, sale.Tag(b.Tag, t))
+			}
+		}
+	}
+	return append(base, salescan.Scan(ctx, g.rc, salescan.ForLate, extra)...), nil
 }
 
 // checkLateBucket looks for late orders in the bucket b (a sale's own, or one of its stock

@@ -82,15 +82,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 	if len(skus) == 0 {
 		return nil
 	}
-	type reads struct {
-		state  *redis.StringCmd
-		late   *redis.StringCmd
-		stored *redis.SliceCmd // stored_delay_ms, stored_delay_max_ms, stored_at_ms
-		stock  *redis.StringCmd
-		outbox *redis.IntCmd
-		oldest *redis.XMessageSliceCmd
-	}
-	rs := make([][]reads, len(skus)) // per bucket, as this proxy knows the sale's layout
+	rs := make([][]saleReads, len(skus)) // per bucket, as this proxy knows the sale's layout
 	_, _ = g.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sku := range skus {
 			l := sale.OneBucket(sku)
@@ -99,7 +91,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			}
 			for b := range l.Tags {
 				k := l.Keys(b)
-				rs[i] = append(rs[i], reads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"),
+				rs[i] = append(rs[i], saleReads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"),
 					stored: p.HMGet(ctx, k.Meta, "stored_delay_ms", "stored_delay_max_ms", "stored_at_ms"), stock: p.Get(ctx, k.Stock),
 					outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)})
 			}
@@ -127,25 +119,41 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
 			{"limited_denied", c.limitedDenied.Load()}}}
 		for _, r := range rs[i] {
-			n, _ := r.stock.Int64()
-			m.Stock += n
-			if v := r.stored.Val(); len(v) == 3 {
-				mean, most, at := metaMs(v[0]), metaMs(v[1]), metaMs(v[2])
-				if at > 0 && time.UnixMilli(at).After(m.StoredAt) { // the latest batch of any bucket
-					m.StoredDelay, m.StoredDelayMax, m.StoredAt = time.Duration(mean)*time.Millisecond, time.Duration(most)*time.Millisecond, time.UnixMilli(at)
-				}
-			}
-			m.Outbox += r.outbox.Val()
-			if msgs := r.oldest.Val(); len(msgs) == 1 {
-				ms, _, _ := strings.Cut(msgs[0].ID, "-")
-				if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
-					m.OutboxAge = max(m.OutboxAge, now.Sub(time.UnixMilli(t)))
-				}
-			}
+			r.addTo(&m, now)
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// saleReads are SaleMetrics's reads of one bucket of a sale.
+type saleReads struct {
+	state  *redis.StringCmd
+	late   *redis.StringCmd
+	stored *redis.SliceCmd // stored_delay_ms, stored_delay_max_ms, stored_at_ms
+	stock  *redis.StringCmd
+	outbox *redis.IntCmd
+	oldest *redis.XMessageSliceCmd
+}
+
+// addTo adds the bucket's figures to its sale's at now: its stock and outbox summed, the
+// latest stored batch of any bucket, the oldest entry of any.
+func (r saleReads) addTo(m *SaleMetrics, now time.Time) {
+	n, _ := r.stock.Int64()
+	m.Stock += n
+	if v := r.stored.Val(); len(v) == 3 {
+		mean, most, at := metaMs(v[0]), metaMs(v[1]), metaMs(v[2])
+		if at > 0 && time.UnixMilli(at).After(m.StoredAt) {
+			m.StoredDelay, m.StoredDelayMax, m.StoredAt = time.Duration(mean)*time.Millisecond, time.Duration(most)*time.Millisecond, time.UnixMilli(at)
+		}
+	}
+	m.Outbox += r.outbox.Val()
+	if msgs := r.oldest.Val(); len(msgs) == 1 {
+		ms, _, _ := strings.Cut(msgs[0].ID, "-")
+		if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+			m.OutboxAge = max(m.OutboxAge, now.Sub(time.UnixMilli(t)))
+		}
+	}
 }
 
 // metaMs reads a meta field of milliseconds as HMGET gives it (0 when missing or malformed).

@@ -319,24 +319,31 @@ func (g *Guard) readOutcomes(r *outcomeReader) {
 			backoff = min(2*backoff, time.Second)
 		default:
 			backoff = 50 * time.Millisecond
-			for _, s := range res {
-				for _, e := range s.Messages {
-					pos = e.ID
-					for uid, v := range e.Values {
-						if s, ok := v.(string); ok {
-							if st, ok := told(s); ok {
-								g.waits.wake(r, uid, st, &g.waits.woken)
-							}
-						}
-					}
-				}
-			}
+			pos = g.wakeFrom(r, res, pos)
 		}
 		if lost || time.Since(resync) >= g.opt.Status.Resync {
 			g.resyncOutcomes(ctx, r)
 			resync = time.Now()
 		}
 	}
+}
+
+// wakeFrom wakes the buyers whose outcomes res holds, and returns the last entry's id (pos if
+// none).
+func (g *Guard) wakeFrom(r *outcomeReader, res []redis.XStream, pos string) string {
+	for _, s := range res {
+		for _, e := range s.Messages {
+			pos = e.ID
+			for uid, v := range e.Values {
+				if s, ok := v.(string); ok {
+					if st, ok := told(s); ok {
+						g.waits.wake(r, uid, st, &g.waits.woken)
+					}
+				}
+			}
+		}
+	}
+	return pos
 }
 
 // outcomesEnd is the id of the stream's last entry ("0-0" for none): the reader reads what

@@ -73,73 +73,20 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	if err := g.rc.SAdd(ctx, sale.SalesKey, sku).Err(); err != nil {
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
 	}
-	force := "0"
-	if opt.Force {
-		force = "1"
-	}
 	// Each bucket takes its share of MySQL's stock, less its own units in flight; bucket 0,
 	// whose meta every proxy reads first, is written first and decides OPEN, ENDED and STALE.
 	shares, stock, err := g.splitMySQL(ctx, sku, lay, kept)
 	if err != nil {
 		return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("mysql: %w", err)))
 	}
-	var inflight int64
-	route := g.opt.Route
-	if lay.K() > 1 {
-		route = sale.SplitRoute(route)
+	inflight, err := g.warmBuckets(ctx, sku, lay, next, status, shares, opt)
+	if err != nil {
+		return Warmed{}, err
 	}
-	for b := range lay.Tags {
-		reply, err := warmScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, shares[b], opt.StartMs, opt.EndMs, opt.Limit, force,
-			opt.Rate, opt.Burst, route, sale.FormatBuckets(lay.Tags)).Slice()
-		if err != nil {
-			return Warmed{}, g.abortWarm(sku, next, status, unavailable(err))
-		}
-		code, arg := sale.Field(reply, 0), sale.Field(reply, 1)
-		if code == "OK" {
-			n, _ := strconv.ParseInt(sale.Field(reply, 2), 10, 64)
-			inflight += n
-			continue
-		}
-		if b > 0 {
-			return Warmed{}, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("bucket %d of sale %s answered the warm with %s %s", lay.Tags[b], sku, code, arg)))
-		}
-		if err := g.warmRefused(sku, next, status, code, arg, opt); err != nil {
-			return Warmed{}, err
-		}
+	redisStock, err := g.checkWarmStock(ctx, sku, lay, next)
+	if err != nil {
+		return Warmed{}, err
 	}
-
-	// Redis stock must not be above MySQL's, read after the script: an order that the sink
-	// stored between MySQL's read and the script, and so was not counted in flight, shows here.
-	var redisStock, mysqlStock int64
-	pipe := g.rc.Pipeline()
-	stocks := make([]*redis.StringCmd, lay.K())
-	for b := range lay.Tags {
-		stocks[b] = pipe.Get(ctx, lay.Keys(b).Stock)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Warmed{}, unavailable(err)
-	}
-	for _, c := range stocks {
-		n, _ := c.Int64()
-		redisStock += n
-	}
-	if err = g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_stock WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
-		return Warmed{}, unavailable(fmt.Errorf("mysql: %w", err))
-	}
-	if redisStock > mysqlStock {
-		// Close the half-made sale on both sides; a failure here leaves it "warming", which
-		// no buy accepts, so it is logged and the refusal still returned.
-		for b := range lay.Tags {
-			if err := transitionScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, sale.StateWarming, sale.StateClosed).Err(); err != nil {
-				g.log.Error("warm: could not close the refused sale in Redis", zap.String("sku", sku), zap.Error(err))
-			}
-		}
-		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateClosed, sku, next); err != nil {
-			g.log.Error("warm: could not close the refused sale in MySQL", zap.String("sku", sku), zap.Error(err))
-		}
-		return Warmed{}, badArgs("sale %s not opened: Redis stock %d is above MySQL stock %d", sku, redisStock, mysqlStock)
-	}
-
 	// Bucket 0 opens last: a buy that finds it open finds every bucket open.
 	for b := lay.K() - 1; b >= 0; b-- {
 		moved, err := transitionScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, sale.StateWarming, sale.StateOpen).Int()
@@ -170,6 +117,76 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 		zap.Int64("mysql_stock", stock), zap.Int64("units_in_flight", inflight), zap.Ints("buckets", lay.Tags),
 		zap.Int64("start_ms", opt.StartMs), zap.Int64("end_ms", opt.EndMs), zap.Int64("limit", opt.Limit), zap.Int64("rate", opt.Rate), zap.Int64("burst", opt.Burst), zap.Bool("force", opt.Force))
 	return Warmed{Version: next, Stock: redisStock, InFlight: inflight, Buckets: lay.Tags}, nil
+}
+
+// warmBuckets writes each bucket's share of the stock and the sale's meta (warm.lua), bucket 0
+// first, and returns the units in flight it counted.
+func (g *Guard) warmBuckets(ctx context.Context, sku string, lay sale.Layout, next int64, status string, shares []int64, opt WarmOptions) (int64, error) {
+	force := "0"
+	if opt.Force {
+		force = "1"
+	}
+	var inflight int64
+	route := g.opt.Route
+	if lay.K() > 1 {
+		route = sale.SplitRoute(route)
+	}
+	for b := range lay.Tags {
+		reply, err := warmScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, shares[b], opt.StartMs, opt.EndMs, opt.Limit, force,
+			opt.Rate, opt.Burst, route, sale.FormatBuckets(lay.Tags)).Slice()
+		if err != nil {
+			return 0, g.abortWarm(sku, next, status, unavailable(err))
+		}
+		code, arg := sale.Field(reply, 0), sale.Field(reply, 1)
+		if code == "OK" {
+			n, _ := strconv.ParseInt(sale.Field(reply, 2), 10, 64)
+			inflight += n
+			continue
+		}
+		if b > 0 {
+			return 0, g.abortWarm(sku, next, status, unavailable(fmt.Errorf("bucket %d of sale %s answered the warm with %s %s", lay.Tags[b], sku, code, arg)))
+		}
+		if err := g.warmRefused(sku, next, status, code, arg, opt); err != nil {
+			return 0, err
+		}
+	}
+	return inflight, nil
+}
+
+// checkWarmStock returns Redis's stock of the warmed sale, which must not be above MySQL's,
+// read after the script: an order that the sink stored between MySQL's read and the script,
+// and so was not counted in flight, shows here. Above it, the half-made sale is closed.
+func (g *Guard) checkWarmStock(ctx context.Context, sku string, lay sale.Layout, next int64) (int64, error) {
+	var redisStock, mysqlStock int64
+	pipe := g.rc.Pipeline()
+	stocks := make([]*redis.StringCmd, lay.K())
+	for b := range lay.Tags {
+		stocks[b] = pipe.Get(ctx, lay.Keys(b).Stock)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, unavailable(err)
+	}
+	for _, c := range stocks {
+		n, _ := c.Int64()
+		redisStock += n
+	}
+	if err := g.db.QueryRowContext(ctx, `SELECT stock FROM seckill_stock WHERE sku = ?`, sku).Scan(&mysqlStock); err != nil {
+		return 0, unavailable(fmt.Errorf("mysql: %w", err))
+	}
+	if redisStock <= mysqlStock {
+		return redisStock, nil
+	}
+	// Close the half-made sale on both sides; a failure here leaves it "warming", which no
+	// buy accepts, so it is logged and the refusal still returned.
+	for b := range lay.Tags {
+		if err := transitionScript.Run(ctx, g.rc, lay.Keys(b).ScriptKeys(), next, sale.StateWarming, sale.StateClosed).Err(); err != nil {
+			g.log.Error("warm: could not close the refused sale in Redis", zap.String("sku", sku), zap.Error(err))
+		}
+	}
+	if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ? AND sale_version = ?`, sale.StateClosed, sku, next); err != nil {
+		g.log.Error("warm: could not close the refused sale in MySQL", zap.String("sku", sku), zap.Error(err))
+	}
+	return 0, badArgs("sale %s not opened: Redis stock %d is above MySQL stock %d", sku, redisStock, mysqlStock)
 }
 
 // warmRefused is the error for bucket 0's refusal of a warm (code, arg: warm.lua's reply).

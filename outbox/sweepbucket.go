@@ -23,24 +23,7 @@ import (
 // work costs a lease and a read of its own. It returns how many entries it handed to the tee.
 func (s *Sweeper) sweep(ctx context.Context, now time.Time, layouts []sale.Layout, buckets map[string]salescan.Bucket, only map[string]bool, fail func(string, string, error)) int {
 	cutoff := now.Add(-s.cfg.SweepAge).UnixMilli()
-	var busy []string // buckets with old entries, or reservations to settle
-	for _, l := range layouts {
-		for _, t := range l.Tags {
-			tag := sale.Tag(l.SKU, t)
-			b := buckets[tag]
-			if only != nil && !only[tag] {
-				continue
-			}
-			if b.Err != nil {
-				fail(tag, "scan", b.Err)
-				continue
-			}
-			if b.Outbox > 0 && b.OldestMs <= cutoff || l.K() > 1 && s.settler != nil && b.Reserved > 0 {
-				busy = append(busy, tag)
-			}
-		}
-	}
-	wonTags := s.takeLeases(ctx, busy, fail)
+	wonTags := s.takeLeases(ctx, s.busyBuckets(layouts, buckets, only, cutoff, fail), fail)
 	ranges, fenced := s.readOutboxes(ctx, wonTags, strconv.FormatInt(cutoff, 10), fail)
 	total := 0
 	won := make(map[string]bool, len(wonTags))
@@ -57,30 +40,65 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time, layouts []sale.Layou
 		if fenced[i] {
 			continue // no replica was seen to hold them: not this round
 		}
-		for _, e := range entries {
-			sold, err := sale.SoldFromEntry(tag, e.ID, e.Values)
-			if err != nil {
-				s.bury(ctx, tag, e.ID, err, fail)
-				continue
-			}
-			s.tee.Publish(sold, nil)
-			s.republished.Add(1)
-			total++
-		}
+		total += s.republish(ctx, tag, entries, fail)
 	}
 	if s.settler != nil {
-		for _, l := range layouts {
-			for i, t := range l.Tags {
-				tag := sale.Tag(l.SKU, t)
-				if won[tag] && l.K() > 1 && buckets[tag].Reserved > 0 {
-					if err := s.settler.SettleReservations(ctx, l, i, now); err != nil {
-						fail(tag, "reservations", err)
-					}
+		s.settle(ctx, now, layouts, buckets, won, fail)
+	}
+	return total
+}
+
+// busyBuckets are the buckets of layouts (those in only, if only is not nil) with entries
+// older than cutoff, or reservations to settle.
+func (s *Sweeper) busyBuckets(layouts []sale.Layout, buckets map[string]salescan.Bucket, only map[string]bool, cutoff int64, fail func(string, string, error)) []string {
+	var busy []string
+	for _, l := range layouts {
+		for _, t := range l.Tags {
+			tag := sale.Tag(l.SKU, t)
+			b := buckets[tag]
+			if only != nil && !only[tag] {
+				continue
+			}
+			if b.Err != nil {
+				fail(tag, "scan", b.Err)
+				continue
+			}
+			if b.Outbox > 0 && b.OldestMs <= cutoff || l.K() > 1 && s.settler != nil && b.Reserved > 0 {
+				busy = append(busy, tag)
+			}
+		}
+	}
+	return busy
+}
+
+// republish hands bucket tag's entries to the tee, and buries one that cannot be read.
+func (s *Sweeper) republish(ctx context.Context, tag string, entries []redis.XMessage, fail func(string, string, error)) int {
+	n := 0
+	for _, e := range entries {
+		sold, err := sale.SoldFromEntry(tag, e.ID, e.Values)
+		if err != nil {
+			s.bury(ctx, tag, e.ID, err, fail)
+			continue
+		}
+		s.tee.Publish(sold, nil)
+		s.republished.Add(1)
+		n++
+	}
+	return n
+}
+
+// settle settles the old reservations of a split sale's buckets whose lease this sweep won.
+func (s *Sweeper) settle(ctx context.Context, now time.Time, layouts []sale.Layout, buckets map[string]salescan.Bucket, won map[string]bool, fail func(string, string, error)) {
+	for _, l := range layouts {
+		for i, t := range l.Tags {
+			tag := sale.Tag(l.SKU, t)
+			if won[tag] && l.K() > 1 && buckets[tag].Reserved > 0 {
+				if err := s.settler.SettleReservations(ctx, l, i, now); err != nil {
+					fail(tag, "reservations", err)
 				}
 			}
 		}
 	}
-	return total
 }
 
 // saleOver says whether a sale whose bucket 0 the scan read as b may be over at now (Redis's

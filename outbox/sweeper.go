@@ -125,51 +125,62 @@ func (s *Sweeper) Run(ctx context.Context) {
 		defer cancel()
 		_ = salescan.Unlead(uctx, s.rc, lead, s.instance)
 	}()
-	var cursor uint64 // where the pass over the set of sales is
-	var chunk int64   // how many sales a sweep reads of it, set at each pass's start
-	var inPass int    // sweeps since the pass began: a pass done early waits for FullSweepEvery
+	var pass sweepPass
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		if ok, err := salescan.Lead(ctx, s.rc, lead, s.instance, s.cfg.LeaseTTL); err != nil || !ok {
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("sweep skipped: could not take or renew the sweep lease", zap.Error(err))
+		s.tick(ctx, lead, &pass)
+	}
+}
+
+// sweepPass is where the pass over the set of sales is.
+type sweepPass struct {
+	cursor uint64 // the set's SSCAN cursor
+	chunk  int64  // how many sales a sweep reads of it, set at each pass's start
+	inPass int    // sweeps since the pass began: a pass done early waits for FullSweepEvery
+}
+
+// tick is one sweep interval: the lead renewed (or tried), then, leading, a sweep of the
+// pending buckets and of the pass's next chunk of sales.
+func (s *Sweeper) tick(ctx context.Context, lead string, p *sweepPass) {
+	if ok, err := salescan.Lead(ctx, s.rc, lead, s.instance, s.cfg.LeaseTTL); err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("sweep skipped: could not take or renew the sweep lease", zap.Error(err))
+		}
+		s.leading.Store(false)
+		return
+	}
+	if !s.leading.Swap(true) {
+		p.cursor, p.inPass = 0, FullSweepEvery // a new leader begins a pass
+	}
+	now, err := s.rc.Time(ctx).Result()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("sweep skipped: no time from Redis", zap.Error(err))
+		}
+		return
+	}
+	n, err := s.SweepPending(ctx, now)
+	p.inPass++
+	var cerr error
+	if p.cursor != 0 || p.inPass >= FullSweepEvery { // a small set is read at once, and then rests
+		if p.cursor == 0 {
+			p.inPass = 0
+			if card, serr := s.rc.SCard(ctx, sale.SalesKey).Result(); serr == nil {
+				p.chunk = max(100, card/FullSweepEvery+1)
 			}
-			s.leading.Store(false)
-			continue
 		}
-		if !s.leading.Swap(true) {
-			cursor, inPass = 0, FullSweepEvery // a new leader begins a pass
-		}
-		now, err := s.rc.Time(ctx).Result()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("sweep skipped: no time from Redis", zap.Error(err))
-			}
-			continue
-		}
-		n, err := s.SweepPending(ctx, now)
-		inPass++
-		var cerr error
-		if cursor != 0 || inPass >= FullSweepEvery { // a small set is read at once, and then rests
-			if cursor == 0 {
-				inPass = 0
-				if card, serr := s.rc.SCard(ctx, sale.SalesKey).Result(); serr == nil {
-					chunk = max(100, card/FullSweepEvery+1)
-				}
-			}
-			var m int
-			m, cursor, cerr = s.sweepChunk(ctx, now, cursor, chunk)
-			n += m
-		}
-		if err = errors.Join(err, cerr); err != nil && ctx.Err() == nil {
-			s.log.Warn("sweep failed", zap.Error(err))
-		} else if n > 0 {
-			s.log.Info("republished outbox entries", zap.Int("entries", n))
-		}
+		var m int
+		m, p.cursor, cerr = s.sweepChunk(ctx, now, p.cursor, p.chunk)
+		n += m
+	}
+	if err = errors.Join(err, cerr); err != nil && ctx.Err() == nil {
+		s.log.Warn("sweep failed", zap.Error(err))
+	} else if n > 0 {
+		s.log.Info("republished outbox entries", zap.Int("entries", n))
 	}
 }
 

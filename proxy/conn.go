@@ -168,53 +168,67 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 	go c.reading() // ends once nc is closed
 	_, _ = c.rd.Write(pending)
 	var cmds [][][]byte
-	for {
+	for ok := true; ok; {
 		if len(cmds) == 0 {
-			var err error
-			if cmds, err = c.batch(s.limits.MaxPipeline); err != nil {
-				var ce *closingError
-				if errors.As(err, &ce) {
-					c.w.WriteRaw(ce.reply)
-					_ = c.w.Flush()
-				} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-					s.log.Debug("client connection ended", zap.String("remote", nc.RemoteAddr().String()), zap.Error(err))
-				}
+			if cmds, ok = s.nextBatch(c); !ok {
 				return
 			}
 		}
-		if !s.begin() {
-			c.w.WriteError(errShuttingDown.Error())
-			_ = c.w.Flush()
-			return
-		}
-		mayBlock := slices.ContainsFunc(cmds, blocking)
-		c.blockingRuns.Store(mayBlock)
-		if mayBlock && c.shut.Load() {
-			c.cancel()
-		}
-		s.router.Serve(c.ctx, sess, cmds, c.w)
-		c.blockingRuns.Store(false)    // a shut met after this batch must not cancel the next one
-		if mayBlock && c.shut.Load() { // forgotten, as Redis forgets it: no reply
-			s.end()
-			return
-		}
-		err := c.w.Flush() // before end: a shutdown closes the connection once all are done
-		s.end()
-		cmds = nil
-		if err != nil || sess.Quit {
-			return
-		}
-		if sess.Subscribe != nil {
-			first, rest := sess.Subscribe, sess.SubscribeRest
-			sess.Subscribe, sess.SubscribeRest = nil, nil
-			sess.SetSubscriber(true)
-			cmds = s.bridge(c, first, rest)
-			sess.SetSubscriber(false)
-			if cmds == nil {
-				return
-			}
-		}
+		cmds, ok = s.serveBatch(c, cmds)
 	}
+}
+
+// nextBatch reads the client's next commands; false when the connection ends (a reply that
+// closes it, such as a request too large, is written first).
+func (s *Server) nextBatch(c *clientConn) ([][][]byte, bool) {
+	cmds, err := c.batch(s.limits.MaxPipeline)
+	if err == nil {
+		return cmds, true
+	}
+	var ce *closingError
+	if errors.As(err, &ce) {
+		c.w.WriteRaw(ce.reply)
+		_ = c.w.Flush()
+	} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("client connection ended", zap.String("remote", c.nc.RemoteAddr().String()), zap.Error(err))
+	}
+	return nil, false
+}
+
+// serveBatch serves cmds and writes their replies; it returns the commands to serve next (a
+// subscriber mode's last), and false when the connection ends.
+func (s *Server) serveBatch(c *clientConn, cmds [][][]byte) ([][][]byte, bool) {
+	sess := c.sess
+	if !s.begin() {
+		c.w.WriteError(errShuttingDown.Error())
+		_ = c.w.Flush()
+		return nil, false
+	}
+	mayBlock := slices.ContainsFunc(cmds, blocking)
+	c.blockingRuns.Store(mayBlock)
+	if mayBlock && c.shut.Load() {
+		c.cancel()
+	}
+	s.router.Serve(c.ctx, sess, cmds, c.w)
+	c.blockingRuns.Store(false)    // a shut met after this batch must not cancel the next one
+	if mayBlock && c.shut.Load() { // forgotten, as Redis forgets it: no reply
+		s.end()
+		return nil, false
+	}
+	err := c.w.Flush() // before end: a shutdown closes the connection once all are done
+	s.end()
+	if err != nil || sess.Quit {
+		return nil, false
+	}
+	if sess.Subscribe == nil {
+		return nil, true
+	}
+	first, rest := sess.Subscribe, sess.SubscribeRest
+	sess.Subscribe, sess.SubscribeRest = nil, nil
+	sess.SetSubscriber(true)
+	next := s.bridge(c, first, rest)
+	sess.SetSubscriber(false)
+	return next, next != nil
 }
 
 // track adds nc to the connections that Shutdown closes (false: the server is stopping), or

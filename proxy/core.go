@@ -191,90 +191,109 @@ func (k *core) process(c *client) {
 	defer c.rd.Release()
 	for k.canServe(c) {
 		cmd, ok, err := c.rd.Next(!c.sess.Authed)
-		if err != nil {
-			if c.owed() == 0 { // after the replies owed; until then the error comes again
-				// AppendError keeps on one line a message that quotes the client's bytes.
-				k.reply(c, redcon.AppendError(nil, "ERR "+err.Error()))
-				c.closing = true
-			}
+		if err != nil || !ok {
+			k.unreadable(c, err)
 			return
 		}
-		if !ok {
-			if c.rd.Buffered() > k.lim.maxReq && c.owed() == 0 {
-				k.reply(c, tooLargeReply(int64(k.lim.maxReq)))
-				c.closing = true
-			}
+		if !k.serveOne(c, cmd) {
 			return
 		}
-		c.sess.Active(k.now)
-		if k.draining {
-			c.rd.Unread()
-			if c.owed() == 0 {
-				k.reply(c, redcon.AppendError(nil, errShuttingDown.Error()))
-				c.closing = true
-			}
-			return
+	}
+}
+
+// unreadable answers a reader that holds no whole command: a protocol error, or a request
+// that grew past limits.max_arg_bytes and more. Either closes the client once the replies it
+// is owed are written.
+func (k *core) unreadable(c *client, err error) {
+	if err != nil {
+		if c.owed() == 0 { // after the replies owed; until then the error comes again
+			// AppendError keeps on one line a message that quotes the client's bytes.
+			k.reply(c, redcon.AppendError(nil, "ERR "+err.Error()))
+			c.closing = true
 		}
-		if k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args) {
-			if c.passOut > 0 {
-				c.rd.Unread() // its pass-through commands before it are answered first
-				return
-			}
-			k.serveBuy(c, cmd.Args)
-			continue
-		}
-		if addr, slot := k.env.direct(c.sess, cmd.Args); addr != "" {
-			if c.buysOut > 0 {
-				c.rd.Unread() // its buys before it are answered first
-				return
-			}
-			if !k.mayGo(c, addr, slot) {
-				c.rd.Unread() // an earlier command of its slot is still on its way elsewhere
-				return
-			}
-			k.forward(c, addr, slot, cmd)
-			continue
-		}
-		if c.owed() > 0 { // the proxy's commands wait for the replies before them
-			c.rd.Unread()
-			return
-		}
-		if !c.closed {
-			if out, ok := k.env.immediate(c.out, c.sess, cmd.Args); ok {
-				c.out = out
-				k.markDirty(c)
-				continue
-			}
-		}
-		if blocking(cmd.Args) && k.env.startBlocking(c, cmd.Args) {
-			// In Redis before anything another client sends after it, as Redis orders them.
-			c.busy, c.mayBlock = true, true
-			return
-		}
-		if k.env.ownGoroutine(cmd.Args) {
-			c.rd.Unread()
-			c.handoff = true
-			return
-		}
-		// The commands that follow go with it, unless the client has yet to log in: an AUTH
-		// changes what may follow. A buy ends the batch: the loop runs every buy itself, with
-		// one engine (core_buy.go), after the replies before it.
-		cmds := [][][]byte{router.CopyArgs(cmd.Args)}
-		for c.sess.Authed && len(cmds) < k.lim.maxPipeline {
-			cmd, ok, err := c.rd.Next(false)
-			if err != nil || !ok {
-				break
-			}
-			if k.env.ownGoroutine(cmd.Args) || (k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args)) {
-				c.rd.Unread()
-				break
-			}
-			cmds = append(cmds, router.CopyArgs(cmd.Args))
-		}
-		c.busy, c.mayBlock = true, slices.ContainsFunc(cmds, blocking)
-		k.env.serveSlow(c, cmds)
 		return
 	}
+	if c.rd.Buffered() > k.lim.maxReq && c.owed() == 0 {
+		k.reply(c, tooLargeReply(int64(k.lim.maxReq)))
+		c.closing = true
+	}
+}
+
+// serveOne serves cmd, or puts it back: false when the client's next commands wait.
+func (k *core) serveOne(c *client, cmd resp.Command) bool {
+	c.sess.Active(k.now)
+	if k.draining {
+		c.rd.Unread()
+		if c.owed() == 0 {
+			k.reply(c, redcon.AppendError(nil, errShuttingDown.Error()))
+			c.closing = true
+		}
+		return false
+	}
+	if k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args) {
+		if c.passOut > 0 {
+			c.rd.Unread() // its pass-through commands before it are answered first
+			return false
+		}
+		k.serveBuy(c, cmd.Args)
+		return true
+	}
+	if addr, slot := k.env.direct(c.sess, cmd.Args); addr != "" {
+		if c.buysOut > 0 || !k.mayGo(c, addr, slot) {
+			// Its buys before it are answered first; or an earlier command of its slot is
+			// still on its way elsewhere.
+			c.rd.Unread()
+			return false
+		}
+		k.forward(c, addr, slot, cmd)
+		return true
+	}
+	if c.owed() > 0 { // the proxy's commands wait for the replies before them
+		c.rd.Unread()
+		return false
+	}
+	if !c.closed {
+		if out, ok := k.env.immediate(c.out, c.sess, cmd.Args); ok {
+			c.out = out
+			k.markDirty(c)
+			return true
+		}
+	}
+	k.serveAside(c, cmd)
+	return false
+}
+
+// serveAside hands cmd, and the commands that follow it, to be served off the loop: a
+// blocking command on a connection of its own, a command with a goroutine of its own, or a
+// batch served by the router.
+func (k *core) serveAside(c *client, cmd resp.Command) {
+	if blocking(cmd.Args) && k.env.startBlocking(c, cmd.Args) {
+		// In Redis before anything another client sends after it, as Redis orders them.
+		c.busy, c.mayBlock = true, true
+		return
+	}
+	if k.env.ownGoroutine(cmd.Args) {
+		c.rd.Unread()
+		c.handoff = true
+		return
+	}
+	// The commands that follow go with it, unless the client has yet to log in: an AUTH
+	// changes what may follow. A buy ends the batch: the loop runs every buy itself, with
+	// one engine (core_buy.go), after the replies before it.
+	cmds := [][][]byte{router.CopyArgs(cmd.Args)}
+	for c.sess.Authed && len(cmds) < k.lim.maxPipeline {
+		cmd, ok, err := c.rd.Next(false)
+		if err != nil || !ok {
+			break
+		}
+		if k.env.ownGoroutine(cmd.Args) || (k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args)) {
+			c.rd.Unread()
+			break
+		}
+		cmds = append(cmds, router.CopyArgs(cmd.Args))
+	}
+	c.busy, c.mayBlock = true, slices.ContainsFunc(cmds, blocking)
+	k.env.serveSlow(c, cmds)
 }
 
 // mayGo: a command of the client's for slot may go to addr now. In front of a cluster, while

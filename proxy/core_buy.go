@@ -169,32 +169,11 @@ func (k *core) sendBuys() {
 	}
 	buys := k.buys
 	k.buys = nil
-	type nodeCalls struct {
-		up    *node
-		ask   bool
-		calls []*buyCall
-		open  map[guard.CallGroup]*buyCall
-	}
-	var order []*nodeCalls
-	byNode := map[string]*nodeCalls{}
-	masters := map[string]string{} // hash tag -> master, looked up once a turn
+	t := buyTurn{byNode: map[string]*nodeCalls{}, masters: map[string]string{}}
 	for _, b := range buys {
 		b.c.buysWaiting--
-		addr, ask := b.addr, b.ask
-		if addr == "" {
-			tag := b.a.tag()
-			if addr = masters[tag]; addr == "" {
-				var err error
-				if addr, err = k.buyer.master(tag); err != nil {
-					k.buyDone(b, k.buyer.unreached(b.a, err))
-					continue
-				}
-				masters[tag] = addr
-			}
-		}
-		up := k.ownerNodeOf(addr)
-		if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
-			k.buyDone(b, k.buyer.unreached(b.a, up.lastErr))
+		addr, up := k.buyNode(&t, b)
+		if up == nil {
 			continue
 		}
 		if k.lim.maxCallsOut > 0 && up.callsOut >= k.lim.maxCallsOut {
@@ -202,59 +181,106 @@ func (k *core) sendBuys() {
 			k.later = append(k.later, b) // sent when a call to up is answered
 			continue
 		}
-		key := addr
-		if ask {
-			key += " ask" // ASKING goes before the call: the call is one of its own
-		}
-		nc := byNode[key]
-		if nc == nil {
-			nc = &nodeCalls{up: up, ask: ask, open: map[guard.CallGroup]*buyCall{}}
-			byNode[key] = nc
-			order = append(order, nc)
-		}
-		g := b.a.group()
-		call := nc.open[g]
-		if call == nil || len(call.buys) == guard.MaxBuysPerCall {
-			call = &buyCall{}
-			nc.open[g] = call
-			nc.calls = append(nc.calls, call)
-		}
-		call.buys = append(call.buys, b)
+		t.add(b, up, addr)
 	}
-	for _, nc := range order {
-		up := nc.up
-		if !up.connected && !up.dialing {
-			up.dialing = true
-			k.env.dial(up)
-		}
-		var w *buyWait
-		wait, want := k.buyer.wait(up.addr)
-		if wait != nil {
-			w = &buyWait{calls: nc.calls, want: want}
-		}
-		deadline := k.now.Add(k.buyer.callTimeout())
-		if len(up.queue) == up.head {
-			up.lastRead = k.now
-		}
-		for _, call := range nc.calls {
-			if nc.ask {
-				up.out = redcon.AppendArray(up.out, 1)
-				up.out = redcon.AppendBulkString(up.out, "ASKING")
-				up.queue = append(up.queue, inflight{answered: true, deadline: deadline, discard: true})
+	for _, nc := range t.order {
+		k.writeCalls(nc)
+	}
+}
+
+// buyTurn is one sendBuys: its calls by node, in the order the nodes came.
+type buyTurn struct {
+	order   []*nodeCalls
+	byNode  map[string]*nodeCalls
+	masters map[string]string // hash tag -> master, looked up once a turn
+}
+
+// nodeCalls are a turn's calls to one node (ask: each after ASKING).
+type nodeCalls struct {
+	up    *node
+	ask   bool
+	calls []*buyCall
+	open  map[guard.CallGroup]*buyCall
+}
+
+// buyNode is the node b's call goes to; nil when it cannot be reached, and b is answered.
+func (k *core) buyNode(t *buyTurn, b *pendingBuy) (string, *node) {
+	addr := b.addr
+	if addr == "" {
+		tag := b.a.tag()
+		if addr = t.masters[tag]; addr == "" {
+			var err error
+			if addr, err = k.buyer.master(tag); err != nil {
+				k.buyDone(b, k.buyer.unreached(b.a, err))
+				return "", nil
 			}
-			as := make([]buyAttempt, len(call.buys))
-			for i, b := range call.buys {
-				as[i] = b.a
-			}
-			up.out = k.buyer.appendCall(up.out, as)
-			call.wait, call.out = w, up
-			up.callsOut++
-			up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: k.now})
+			t.masters[tag] = addr
 		}
-		if w != nil {
-			up.out = append(up.out, wait...)
-			up.queue = append(up.queue, inflight{wait: w, deadline: deadline})
+	}
+	up := k.ownerNodeOf(addr)
+	if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
+		k.buyDone(b, k.buyer.unreached(b.a, up.lastErr))
+		return "", nil
+	}
+	return addr, up
+}
+
+// add puts b into its group's open call to up, or a new one past guard.MaxBuysPerCall.
+func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
+	key := addr
+	if b.ask {
+		key += " ask" // ASKING goes before the call: the call is one of its own
+	}
+	nc := t.byNode[key]
+	if nc == nil {
+		nc = &nodeCalls{up: up, ask: b.ask, open: map[guard.CallGroup]*buyCall{}}
+		t.byNode[key] = nc
+		t.order = append(t.order, nc)
+	}
+	g := b.a.group()
+	call := nc.open[g]
+	if call == nil || len(call.buys) == guard.MaxBuysPerCall {
+		call = &buyCall{}
+		nc.open[g] = call
+		nc.calls = append(nc.calls, call)
+	}
+	call.buys = append(call.buys, b)
+}
+
+// writeCalls writes a node's calls of the turn, then the WAIT that covers them, if any.
+func (k *core) writeCalls(nc *nodeCalls) {
+	up := nc.up
+	if !up.connected && !up.dialing {
+		up.dialing = true
+		k.env.dial(up)
+	}
+	var w *buyWait
+	wait, want := k.buyer.wait(up.addr)
+	if wait != nil {
+		w = &buyWait{calls: nc.calls, want: want}
+	}
+	deadline := k.now.Add(k.buyer.callTimeout())
+	if len(up.queue) == up.head {
+		up.lastRead = k.now
+	}
+	for _, call := range nc.calls {
+		if nc.ask {
+			up.out = redcon.AppendArray(up.out, 1)
+			up.out = redcon.AppendBulkString(up.out, "ASKING")
+			up.queue = append(up.queue, inflight{answered: true, deadline: deadline, discard: true})
 		}
+		as := make([]buyAttempt, len(call.buys))
+		for i, b := range call.buys {
+			as[i] = b.a
+		}
+		up.out = k.buyer.appendCall(up.out, as)
+		call.wait, call.out = w, up
+		up.callsOut++
+		up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: k.now})
+	}
+	if w != nil {
+		up.out = append(up.out, wait...)
+		up.queue = append(up.queue, inflight{wait: w, deadline: deadline})
 	}
 }
 

@@ -91,191 +91,224 @@ func (o *outcomeSub) stop() {
 // outcomeBridge runs subscriber mode for a client whose first subscription is an outcome
 // channel; it returns as bridge does.
 func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
-	write := lockedWrite(c) // the waits and the command loop both write to c
-	resp3 := c.sess.Proto == 3
-	head := func(w *redcon.Writer, n int) {
-		if resp3 {
-			w.WriteRaw([]byte(">" + strconv.Itoa(n) + "\r\n"))
-		} else {
-			w.WriteArray(n)
-		}
-	}
-	subs := map[string]*outcomeSub{}
-	var waits sync.WaitGroup
-	defer func() {
-		for _, o := range subs {
-			o.stop()
-		}
-		s.outcomeChannels.Add(-int64(len(subs)))
-		waits.Wait()
-	}()
-	// confirm writes a (un)subscription's reply: kind, the channel (nil: none), and the count.
-	confirm := func(w *redcon.Writer, kind string, ch []byte) {
-		head(w, 3)
-		w.WriteBulkString(kind)
-		if ch == nil {
-			w.WriteNull()
-		} else {
-			w.WriteBulk(ch)
-		}
-		w.WriteInt(len(subs))
-	}
-	message := func(w *redcon.Writer, ch, text string) {
-		head(w, 3)
-		w.WriteBulkString("message")
-		w.WriteBulkString(ch)
-		w.WriteBulkString(text)
-	}
-	subscribe := func(ch []byte) {
-		sku, uid, ok := sale.ParseOutcomeChannel(ch)
-		switch {
-		case !sale.IsOutcomeChannel(ch):
-			write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
-			return
-		case !ok:
-			write(func(w *redcon.Writer) {
-				w.WriteError("ERR an outcome channel is " + sale.OutcomeChannelPrefix + "<sku>/<uid>, each 1-64 characters of [A-Za-z0-9_.:-]")
-			})
-			return
-		case subs[string(ch)] != nil: // as Redis answers a channel subscribed twice
-			write(func(w *redcon.Writer) { confirm(w, "subscribe", ch) })
-			return
-		case s.limits.OutcomeChannelsPerConn > 0 && len(subs) >= s.limits.OutcomeChannelsPerConn:
-			s.outcomeRefused.Add(1)
-			write(func(w *redcon.Writer) { w.WriteError(errChannelsPerConn(s.limits.OutcomeChannelsPerConn)) })
-			return
-		case !s.takeOutcomeChannel():
-			write(func(w *redcon.Writer) { w.WriteError(errChannels(s.limits.OutcomeChannels)) })
-			return
-		}
-		ctx, cancel := context.WithCancel(c.ctx)
-		wt, st, err := s.router.WatchOutcome(ctx, sku, uid, false)
-		later := err != nil && errors.Is(err, guard.ErrUnavailable)
-		if err != nil && !later {
-			cancel()
-			s.outcomeChannels.Add(-1)
-			write(func(w *redcon.Writer) { w.WriteError(err.Error()) })
-			return
-		}
-		key := string(ch)
-		o := heldChannel
-		if wt != nil || later {
-			o = &outcomeSub{w: wt, done: make(chan struct{}), cancel: cancel}
-		} else {
-			cancel()
-		}
-		subs[key] = o
-		write(func(w *redcon.Writer) {
-			confirm(w, "subscribe", ch)
-			if !later {
-				message(w, key, st.String())
-			}
-		})
-		if o == heldChannel {
-			return
-		}
-		waits.Go(func() {
-			if later {
-				// Redis failed the first read (a master failing over): the subscription
-				// stands, and the status now follows once a read succeeds.
-				var now guard.Status
-				for {
-					if wt, now, err = s.router.WatchOutcome(ctx, sku, uid, true); err == nil {
-						break
-					}
-					// Unsubscribed, or the proxy closes; else status.max_waiters is reached
-					// meanwhile: the channel waits for room, as it waited for Redis.
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(time.Second):
-					}
-				}
-				write(func(w *redcon.Writer) { message(w, key, now.String()) })
-				if wt == nil {
-					return
-				}
-				defer wt.Stop() // o.w stays nil: stop does not see this waiter
-			}
-			select {
-			case out := <-wt.C:
-				wt.Stop() // no longer waiting: the channel is held until UNSUBSCRIBE
-				write(func(w *redcon.Writer) { message(w, key, out.String()) })
-			case <-o.done:
-			case <-c.ctx.Done():
-			}
-		})
-	}
-	unsubscribe := func(ch []byte) {
-		if o := subs[string(ch)]; o != nil {
-			o.stop()
-			delete(subs, string(ch))
-			s.outcomeChannels.Add(-1)
-		}
-		write(func(w *redcon.Writer) { confirm(w, "unsubscribe", ch) })
-	}
-	var next [][]byte
-	// send serves one command; false ends subscriber mode (see next) or the connection.
-	send := func(args [][]byte) bool {
-		name := strings.ToLower(string(args[0]))
-		subscribes := name == "subscribe" || name == "psubscribe" || name == "ssubscribe"
-		switch {
-		case name == "quit":
-			write(func(w *redcon.Writer) { w.WriteString("OK") })
-			return false
-		case subscribes && len(subs) == 0 && !isOutcomeSubscribe(args):
-			next = args // Redis's channels, with no outcome channel held: the bridge to Redis serves them
-			return false
-		case name == "subscribe":
-			for _, ch := range args[1:] {
-				subscribe(ch)
-			}
-			return true
-		case name == "unsubscribe":
-			chans := args[1:]
-			if len(chans) == 0 {
-				for _, k := range slices.Sorted(maps.Keys(subs)) {
-					chans = append(chans, []byte(k))
-				}
-				if len(chans) == 0 {
-					write(func(w *redcon.Writer) { confirm(w, "unsubscribe", nil) })
-				}
-			}
-			for _, ch := range chans {
-				unsubscribe(ch)
-			}
-			return true
-		case name == "psubscribe" || name == "ssubscribe":
-			return write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
-		case name == "punsubscribe" || name == "sunsubscribe":
-			return write(func(w *redcon.Writer) { confirm(w, name, nil) })
-		case name == "ping" && !resp3 && len(subs) > 0:
-			return write(func(w *redcon.Writer) {
-				w.WriteArray(2)
-				w.WriteBulkString("pong")
-				if len(args) > 1 {
-					w.WriteBulk(args[1])
-				} else {
-					w.WriteBulkString("")
-				}
-			})
-		case resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3" && len(subs) > 0:
-			return write(func(w *redcon.Writer) {
-				w.WriteError("ERR HELLO " + string(args[1]) + " is refused while outcome channels are held: their messages come as RESP3 pushes; UNSUBSCRIBE first")
-			})
-		case resp3:
-			return s.serveBetween(c, args, write)
-		case len(subs) == 0:
-			next = args // no subscription left: an ordinary connection again, as in Redis
-			return false
-		}
-		return write(func(w *redcon.Writer) { w.WriteError(notInSubscriberMode(name)) })
-	}
-	rest = serveSubscriber(c, first, rest, send, write)
-	if next == nil {
+	b := &outcomeSession{s: s, c: c, write: lockedWrite(c), resp3: c.sess.Proto == 3, subs: map[string]*outcomeSub{}}
+	defer b.close()
+	rest = serveSubscriber(c, first, rest, b.send, b.write)
+	if b.next == nil {
 		return nil
 	}
-	return append([][][]byte{next}, rest...)
+	return append([][][]byte{b.next}, rest...)
+}
+
+// outcomeSession is one client's subscriber mode over outcome channels: the channels it holds
+// and the waits that tell their outcomes.
+type outcomeSession struct {
+	s     *Server
+	c     *clientConn
+	write func(func(*redcon.Writer)) bool // the waits and the command loop both write to c
+	resp3 bool
+	subs  map[string]*outcomeSub
+	waits sync.WaitGroup
+	// next is the command that ends subscriber mode, served by the caller (nil: none).
+	next [][]byte
+}
+
+func (b *outcomeSession) close() {
+	for _, o := range b.subs {
+		o.stop()
+	}
+	b.s.outcomeChannels.Add(-int64(len(b.subs)))
+	b.waits.Wait()
+}
+
+func (b *outcomeSession) head(w *redcon.Writer, n int) {
+	if b.resp3 {
+		w.WriteRaw([]byte(">" + strconv.Itoa(n) + "\r\n"))
+	} else {
+		w.WriteArray(n)
+	}
+}
+
+// confirm writes a (un)subscription's reply: kind, the channel (nil: none), and the count.
+func (b *outcomeSession) confirm(w *redcon.Writer, kind string, ch []byte) {
+	b.head(w, 3)
+	w.WriteBulkString(kind)
+	if ch == nil {
+		w.WriteNull()
+	} else {
+		w.WriteBulk(ch)
+	}
+	w.WriteInt(len(b.subs))
+}
+
+func (b *outcomeSession) message(w *redcon.Writer, ch, text string) {
+	b.head(w, 3)
+	w.WriteBulkString("message")
+	w.WriteBulkString(ch)
+	w.WriteBulkString(text)
+}
+
+func (b *outcomeSession) writeError(msg string) bool {
+	return b.write(func(w *redcon.Writer) { w.WriteError(msg) })
+}
+
+// refusal is why ch cannot be subscribed ("" : it can), or, for a channel held already,
+// done: its confirmation is written, as Redis answers a channel subscribed twice.
+func (b *outcomeSession) refusal(ch []byte, ok bool) (msg string, done bool) {
+	lim := b.s.limits
+	switch {
+	case !sale.IsOutcomeChannel(ch):
+		return errOutcomeMixed, false
+	case !ok:
+		return "ERR an outcome channel is " + sale.OutcomeChannelPrefix + "<sku>/<uid>, each 1-64 characters of [A-Za-z0-9_.:-]", false
+	case b.subs[string(ch)] != nil:
+		b.write(func(w *redcon.Writer) { b.confirm(w, "subscribe", ch) })
+		return "", true
+	case lim.OutcomeChannelsPerConn > 0 && len(b.subs) >= lim.OutcomeChannelsPerConn:
+		b.s.outcomeRefused.Add(1)
+		return errChannelsPerConn(lim.OutcomeChannelsPerConn), false
+	case !b.s.takeOutcomeChannel():
+		return errChannels(lim.OutcomeChannels), false
+	}
+	return "", false
+}
+
+func (b *outcomeSession) subscribe(ch []byte) {
+	sku, uid, ok := sale.ParseOutcomeChannel(ch)
+	if msg, done := b.refusal(ch, ok); done || msg != "" {
+		if msg != "" {
+			b.writeError(msg)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(b.c.ctx)
+	wt, st, err := b.s.router.WatchOutcome(ctx, sku, uid, false)
+	later := err != nil && errors.Is(err, guard.ErrUnavailable)
+	if err != nil && !later {
+		cancel()
+		b.s.outcomeChannels.Add(-1)
+		b.writeError(err.Error())
+		return
+	}
+	key := string(ch)
+	o := heldChannel
+	if wt != nil || later {
+		o = &outcomeSub{w: wt, done: make(chan struct{}), cancel: cancel}
+	} else {
+		cancel()
+	}
+	b.subs[key] = o
+	b.write(func(w *redcon.Writer) {
+		b.confirm(w, "subscribe", ch)
+		if !later {
+			b.message(w, key, st.String())
+		}
+	})
+	if o == heldChannel {
+		return
+	}
+	b.waits.Go(func() { b.follow(ctx, o, key, sku, uid, later) })
+}
+
+// follow tells channel key's outcome once the sink has stored it. later: Redis failed the
+// first read (a master failing over): the subscription stands, and the status follows once a
+// read succeeds.
+func (b *outcomeSession) follow(ctx context.Context, o *outcomeSub, key, sku, uid string, later bool) {
+	wt := o.w
+	if later {
+		var now guard.Status
+		var err error
+		for {
+			if wt, now, err = b.s.router.WatchOutcome(ctx, sku, uid, true); err == nil {
+				break
+			}
+			// Unsubscribed, or the proxy closes; else status.max_waiters is reached
+			// meanwhile: the channel waits for room, as it waited for Redis.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+		b.write(func(w *redcon.Writer) { b.message(w, key, now.String()) })
+		if wt == nil {
+			return
+		}
+		defer wt.Stop() // o.w stays nil: stop does not see this waiter
+	}
+	select {
+	case out := <-wt.C:
+		wt.Stop() // no longer waiting: the channel is held until UNSUBSCRIBE
+		b.write(func(w *redcon.Writer) { b.message(w, key, out.String()) })
+	case <-o.done:
+	case <-b.c.ctx.Done():
+	}
+}
+
+func (b *outcomeSession) unsubscribe(chans [][]byte) {
+	if len(chans) == 0 {
+		for _, k := range slices.Sorted(maps.Keys(b.subs)) {
+			chans = append(chans, []byte(k))
+		}
+		if len(chans) == 0 {
+			b.write(func(w *redcon.Writer) { b.confirm(w, "unsubscribe", nil) })
+		}
+	}
+	for _, ch := range chans {
+		if o := b.subs[string(ch)]; o != nil {
+			o.stop()
+			delete(b.subs, string(ch))
+			b.s.outcomeChannels.Add(-1)
+		}
+		b.write(func(w *redcon.Writer) { b.confirm(w, "unsubscribe", ch) })
+	}
+}
+
+// send serves one command; false ends subscriber mode (see next) or the connection.
+func (b *outcomeSession) send(args [][]byte) bool {
+	name := strings.ToLower(string(args[0]))
+	subscribes := name == "subscribe" || name == "psubscribe" || name == "ssubscribe"
+	switch {
+	case name == "quit":
+		b.write(func(w *redcon.Writer) { w.WriteString("OK") })
+		return false
+	case subscribes && len(b.subs) == 0 && !isOutcomeSubscribe(args):
+		b.next = args // Redis's channels, with no outcome channel held: the bridge to Redis serves them
+		return false
+	case name == "subscribe":
+		for _, ch := range args[1:] {
+			b.subscribe(ch)
+		}
+		return true
+	case name == "unsubscribe":
+		b.unsubscribe(args[1:])
+		return true
+	case name == "psubscribe" || name == "ssubscribe":
+		return b.writeError(errOutcomeMixed)
+	case name == "punsubscribe" || name == "sunsubscribe":
+		return b.write(func(w *redcon.Writer) { b.confirm(w, name, nil) })
+	case name == "ping" && !b.resp3 && len(b.subs) > 0:
+		return b.write(func(w *redcon.Writer) { writePong(w, args) })
+	case b.resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3" && len(b.subs) > 0:
+		return b.writeError("ERR HELLO " + string(args[1]) + " is refused while outcome channels are held: their messages come as RESP3 pushes; UNSUBSCRIBE first")
+	case b.resp3:
+		return b.s.serveBetween(b.c, args, b.write)
+	case len(b.subs) == 0:
+		b.next = args // no subscription left: an ordinary connection again, as in Redis
+		return false
+	}
+	return b.writeError(notInSubscriberMode(name))
+}
+
+// writePong is subscriber mode's reply to PING over RESP2: ["pong", message or ""].
+func writePong(w *redcon.Writer, args [][]byte) {
+	w.WriteArray(2)
+	w.WriteBulkString("pong")
+	if len(args) > 1 {
+		w.WriteBulk(args[1])
+	} else {
+		w.WriteBulkString("")
+	}
 }
 
 // BoundFields are INFO's fields of what clients hold through this server: outcome channels,

@@ -90,49 +90,25 @@ var unsupportedClient = map[string]string{
 func (r *Router) cmdClient(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
 	sub := strings.ToLower(string(args[1]))
 	wrongArgs := respError("ERR wrong number of arguments for 'client|" + sub + "' command")
+	if n, ok := clientArity[sub]; ok && len(args) != n {
+		return nil, wrongArgs
+	}
 	switch sub {
 	case "setname":
-		if len(args) != 3 {
-			return nil, wrongArgs
-		}
 		if err := setName(s, args[2]); err != nil {
 			return nil, err
 		}
 		return OK, nil
 	case "getname":
-		if len(args) != 2 {
-			return nil, wrongArgs
-		}
 		if s.Name == "" {
 			return NullBulk{}, nil
 		}
 		return BulkString(s.Name), nil
 	case "setinfo":
-		if len(args) != 4 {
-			return nil, wrongArgs
-		}
-		s.view.mu.Lock()
-		defer s.view.mu.Unlock()
-		switch strings.ToLower(string(args[2])) {
-		case "lib-name":
-			s.LibName = string(args[3])
-			s.view.libName = s.LibName
-		case "lib-ver":
-			s.LibVer = string(args[3])
-			s.view.libVer = s.LibVer
-		default:
-			return nil, respError("ERR Unrecognized option '" + string(args[2]) + "'")
-		}
-		return OK, nil
+		return clientSetInfo(s, args[2], args[3])
 	case "id":
-		if len(args) != 2 {
-			return nil, wrongArgs
-		}
 		return Int(s.ID), nil
 	case "info":
-		if len(args) != 2 {
-			return nil, wrongArgs
-		}
 		return BulkString(r.clientLine(s, time.Now(), "client|info", args)), nil
 	case "list", "kill":
 		if sub == "kill" && len(args) < 3 {
@@ -149,29 +125,12 @@ func (r *Router) cmdClient(ctx context.Context, s *Session, args [][]byte) (Repl
 	case "unblock":
 		return r.clientUnblock(ctx, s, args)
 	case "no-evict":
-		if len(args) != 3 {
-			return nil, wrongArgs
-		}
 		if v := strings.ToLower(string(args[2])); v != "on" && v != "off" {
 			return nil, respError("ERR syntax error")
 		}
 		return OK, nil
 	case "reply":
-		if len(args) != 3 {
-			return nil, wrongArgs
-		}
-		switch strings.ToLower(string(args[2])) {
-		case "on":
-			s.replyOff, s.skipNext = false, false
-			return OK, nil
-		case "off":
-			s.replyOff = true
-			return noReply{}, nil
-		case "skip":
-			s.skipNext = !s.replyOff
-			return noReply{}, nil
-		}
-		return nil, respError("ERR syntax error")
+		return clientReply(s, args[2])
 	case "help":
 		out := make(Array, len(clientHelp))
 		for i, l := range clientHelp {
@@ -183,6 +142,43 @@ func (r *Router) cmdClient(ctx context.Context, s *Session, args [][]byte) (Repl
 		return nil, respError("ERR CLIENT " + strings.ToUpper(sub) + " is not supported through seckill-proxy: " + why)
 	}
 	return nil, respError("ERR unknown subcommand '" + string(args[1]) + "'. Try CLIENT HELP.")
+}
+
+// clientArity is the number of arguments (the command's name included) of CLIENT's
+// subcommands that take a fixed number.
+var clientArity = map[string]int{"setname": 3, "getname": 2, "setinfo": 4, "id": 2, "info": 2, "no-evict": 3, "reply": 3}
+
+// clientSetInfo answers CLIENT SETINFO LIB-NAME|LIB-VER <value>.
+func clientSetInfo(s *Session, attr, v []byte) (Reply, error) {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	switch strings.ToLower(string(attr)) {
+	case "lib-name":
+		s.LibName = string(v)
+		s.view.libName = s.LibName
+	case "lib-ver":
+		s.LibVer = string(v)
+		s.view.libVer = s.LibVer
+	default:
+		return nil, respError("ERR Unrecognized option '" + string(attr) + "'")
+	}
+	return OK, nil
+}
+
+// clientReply answers CLIENT REPLY ON|OFF|SKIP.
+func clientReply(s *Session, mode []byte) (Reply, error) {
+	switch strings.ToLower(string(mode)) {
+	case "on":
+		s.replyOff, s.skipNext = false, false
+		return OK, nil
+	case "off":
+		s.replyOff = true
+		return noReply{}, nil
+	case "skip":
+		s.skipNext = !s.replyOff
+		return noReply{}, nil
+	}
+	return nil, respError("ERR syntax error")
 }
 
 // eachClient calls f for every open connection, in the order of their IDs.
@@ -319,72 +315,89 @@ func (r *Router) clientKill(self *Session, args [][]byte) (Reply, error) {
 	if len(args) == 0 || len(args)%2 != 0 {
 		return nil, respError("ERR syntax error")
 	}
-	var id int64
-	var addr, laddr, user, kind string
-	var maxAge int64
-	skipMe := true
+	f := killFilter{skipMe: true}
 	for i := 0; i < len(args); i += 2 {
-		v := string(args[i+1])
-		switch strings.ToLower(string(args[i])) {
-		case "id":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return nil, respError("ERR client-id should be greater than 0")
-			}
-			id = n
-		case "addr":
-			addr = v
-		case "laddr":
-			laddr = v
-		case "user":
-			user = v
-		case "type":
-			kind = strings.ToLower(v)
-			if kind != "normal" && kind != "pubsub" && kind != "master" && kind != "replica" && kind != "slave" {
-				return nil, respError("ERR Unknown client type '" + v + "'")
-			}
-		case "skipme":
-			switch strings.ToLower(v) {
-			case "yes":
-				skipMe = true
-			case "no":
-				skipMe = false
-			default:
-				return nil, respError("ERR syntax error")
-			}
-		case "maxage":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, respError("ERR value is not an integer or out of range")
-			}
-			maxAge = n
-		default:
-			return nil, respError("ERR syntax error")
+		if err := f.set(strings.ToLower(string(args[i])), string(args[i+1])); err != nil {
+			return nil, err
 		}
 	}
 	now := time.Now()
 	killed := 0
 	r.eachClient(func(s *Session) {
-		s.view.mu.Lock()
-		sl, su := s.view.laddr, s.view.user
-		s.view.mu.Unlock()
-		sub := s.view.subscriber.Load()
-		switch {
-		case skipMe && s == self,
-			id != 0 && s.ID != id,
-			addr != "" && s.Remote != addr,
-			laddr != "" && sl != laddr,
-			user != "" && su != user,
-			kind == "master" || kind == "replica" || kind == "slave",
-			kind == "pubsub" && !sub, kind == "normal" && sub,
-			maxAge > 0 && int64(now.Sub(s.view.created).Seconds()) < maxAge:
-			return
-		}
-		if r.kill(s) {
+		if f.matches(self, s, now) && r.kill(s) {
 			killed++
 		}
 	})
 	return Int(killed), nil
+}
+
+// killFilter is CLIENT KILL's filters.
+type killFilter struct {
+	id                      int64
+	addr, laddr, user, kind string
+	maxAge                  int64
+	skipMe                  bool
+}
+
+// set sets filter name (lower case) to v.
+func (f *killFilter) set(name, v string) error {
+	switch name {
+	case "id":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return respError("ERR client-id should be greater than 0")
+		}
+		f.id = n
+	case "addr":
+		f.addr = v
+	case "laddr":
+		f.laddr = v
+	case "user":
+		f.user = v
+	case "type":
+		f.kind = strings.ToLower(v)
+		if f.kind != "normal" && f.kind != "pubsub" && f.kind != "master" && f.kind != "replica" && f.kind != "slave" {
+			return respError("ERR Unknown client type '" + v + "'")
+		}
+	case "skipme":
+		switch strings.ToLower(v) {
+		case "yes":
+			f.skipMe = true
+		case "no":
+			f.skipMe = false
+		default:
+			return respError("ERR syntax error")
+		}
+	case "maxage":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return respError("ERR value is not an integer or out of range")
+		}
+		f.maxAge = n
+	default:
+		return respError("ERR syntax error")
+	}
+	return nil
+}
+
+// matches: s is to be killed by a CLIENT KILL that self sent at now.
+func (f *killFilter) matches(self, s *Session, now time.Time) bool {
+	s.view.mu.Lock()
+	sl, su := s.view.laddr, s.view.user
+	s.view.mu.Unlock()
+	sub := s.view.subscriber.Load()
+	switch {
+	case f.skipMe && s == self,
+		f.id != 0 && s.ID != f.id,
+		f.addr != "" && s.Remote != f.addr,
+		f.laddr != "" && sl != f.laddr,
+		f.user != "" && su != f.user,
+		f.kind == "master" || f.kind == "replica" || f.kind == "slave",
+		f.kind == "pubsub" && !sub, f.kind == "normal" && sub,
+		f.maxAge > 0 && int64(now.Sub(s.view.created).Seconds()) < f.maxAge:
+		return false
+	}
+	return true
 }
 
 // kill closes s's connection once; false if it cannot be or was already.

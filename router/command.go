@@ -44,6 +44,11 @@ func (r *Router) cmdCommand(ctx context.Context, s *Session, args [][]byte) (Rep
 	for _, e := range els {
 		out = append(out, rawReply(e))
 	}
+	return r.addOwnCommands(out, own, sub, args), nil
+}
+
+// addOwnCommands adds the proxy's own commands to Redis's reply out to COMMAND [sub ...].
+func (r *Router) addOwnCommands(out Array, own []*command, sub string, args [][]byte) Array {
 	switch {
 	case sub == "" || (sub == "info" && len(args) == 2):
 		for _, c := range own {
@@ -76,7 +81,7 @@ func (r *Router) cmdCommand(ctx context.Context, s *Session, args [][]byte) (Rep
 			out = append(out, BulkString(c.name), Fields("summary", "seckill-proxy's own command: see its README", "since", "1.0.0", "group", "seckill"))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // ownCommand answers COMMAND from the proxy's own table, when there is no Redis behind it.

@@ -112,36 +112,7 @@ var (
 // mergeInfo merges the INFO texts of several masters into one, in the first master's
 // section and field order, and adds a "# Nodes" line naming them.
 func mergeInfo(addrs []string, texts []string) string {
-	type field struct{ section, name string }
-	var order []field
-	values := map[string][]string{} // section/name -> each master's value
-	section := ""
-	for i, text := range texts {
-		for _, line := range strings.Split(text, "\r\n") {
-			switch {
-			case strings.HasPrefix(line, "# "):
-				section = line[2:]
-				if i == 0 {
-					order = append(order, field{section: section})
-				}
-				continue
-			case line == "":
-				continue
-			}
-			name, value, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			key := section + "/" + name
-			if _, seen := values[key]; !seen && i > 0 {
-				order = append(order, field{section: section, name: name}) // a db only a later master has
-			}
-			if i == 0 {
-				order = append(order, field{section: section, name: name})
-			}
-			values[key] = append(values[key], value)
-		}
-	}
+	order, values := infoFields(texts)
 	var b strings.Builder
 	for i, f := range order {
 		if f.name == "" {
@@ -161,6 +132,39 @@ func mergeInfo(addrs []string, texts []string) string {
 	}
 	b.WriteString("\r\n# Nodes\r\nmasters:" + strconv.Itoa(len(addrs)) + "\r\nmaster_addrs:" + strings.Join(addrs, ",") + "\r\n")
 	return b.String()
+}
+
+// infoField is one of INFO's lines: a section's header (name "") or a field of it.
+type infoField struct{ section, name string }
+
+// infoFields reads INFO texts: their lines in the first text's order (a field only a later
+// text has, such as a db, after the fields before it), and each field's values, by
+// "section/name".
+func infoFields(texts []string) ([]infoField, map[string][]string) {
+	var order []infoField
+	values := map[string][]string{} // section/name -> each master's value
+	section := ""
+	for i, text := range texts {
+		for _, line := range strings.Split(text, "\r\n") {
+			if h, ok := strings.CutPrefix(line, "# "); ok {
+				section = h
+				if i == 0 {
+					order = append(order, infoField{section: section})
+				}
+				continue
+			}
+			name, value, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			key := section + "/" + name
+			if _, seen := values[key]; !seen || i == 0 {
+				order = append(order, infoField{section: section, name: name})
+			}
+			values[key] = append(values[key], value)
+		}
+	}
+	return order, values
 }
 
 // mergeValue merges one field's values over the masters.

@@ -134,19 +134,7 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 	restricted := r.opt.Upstream != nil && r.opt.Upstream.Restricted()
 	switch {
 	case string(name) == "script" && len(args) > 1:
-		sub := resp.AppendLower(nil, args[1])
-		if string(sub) != "load" && string(sub) != "exists" && !(s.Admin && r.adminAllowed(name)) {
-			return respError("ERR 'script|" + string(sub) + "' is refused by seckill-proxy")
-		}
-		switch {
-		case string(sub) == "load" && len(args) == 3 && s.Admin:
-			r.judgeAdmin([]byte("eval"), args[1:])
-		case string(sub) == "load" && len(args) == 3:
-			return r.scriptLoad(s, args)
-		case string(sub) == "exists" && !s.Admin:
-			r.scriptExists(s, args)
-		}
-		return nil
+		return r.passScript(s, name, args)
 	case scripting[string(name)] || string(name) == "function":
 		if !restricted {
 			return respError(noScriptsError)
@@ -166,6 +154,24 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 		return nil
 	}
 	return errNotSpecial
+}
+
+// passScript decides for SCRIPT <sub> ...: LOAD and EXISTS for everyone (an app user's LOAD
+// judged as its EVAL would be), the others for an admin allowed them.
+func (r *Router) passScript(s *Session, name []byte, args [][]byte) error {
+	sub := resp.AppendLower(nil, args[1])
+	if string(sub) != "load" && string(sub) != "exists" && !(s.Admin && r.adminAllowed(name)) {
+		return respError("ERR 'script|" + string(sub) + "' is refused by seckill-proxy")
+	}
+	switch {
+	case string(sub) == "load" && len(args) == 3 && s.Admin:
+		r.judgeAdmin([]byte("eval"), args[1:])
+	case string(sub) == "load" && len(args) == 3:
+		return r.scriptLoad(s, args)
+	case string(sub) == "exists" && !s.Admin:
+		r.scriptExists(s, args)
+	}
+	return nil
 }
 
 // killsScript: args is SCRIPT KILL or FUNCTION KILL.

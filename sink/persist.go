@@ -106,8 +106,37 @@ type stored struct {
 }
 
 func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, error) {
-	// Distinct messages, first occurrence wins: the tee and the sweeper may both have sent one.
-	// An order and its release share an order id, so the type is part of the key.
+	uniq := distinct(msgs)
+	if len(uniq) == 0 {
+		return nil, nil
+	}
+	existing, err := readStored(ctx, tx, uniq)
+	if err != nil {
+		return nil, err
+	}
+	stock, rowOf, err := lockStock(ctx, tx, uniq)
+	if err != nil {
+		return nil, err
+	}
+	confirmed, err := readConfirmed(ctx, tx, uniq)
+	if err != nil {
+		return nil, err
+	}
+	b := &batch{existing: existing, stock: stock, rowOf: rowOf, confirmed: confirmed,
+		inserts: map[string]*stored{}, taken: map[stockRow]int64{}, out: make([]Outcome, 0, len(uniq))}
+	// Decide each message in Kafka order, as one transaction per message would.
+	for _, m := range uniq {
+		b.decide(m)
+	}
+	if err := b.write(ctx, tx); err != nil {
+		return nil, err
+	}
+	return b.out, nil
+}
+
+// distinct is msgs less repeats, first occurrence wins: the tee and the sweeper may both have
+// sent one. An order and its release share an order id, so the type is part of the key.
+func distinct(msgs []sale.Order) []sale.Order {
 	seen := make(map[string]bool, len(msgs))
 	uniq := msgs[:0:0]
 	for _, m := range msgs {
@@ -116,27 +145,29 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			uniq = append(uniq, m)
 		}
 	}
-	if len(uniq) == 0 {
-		return nil, nil
-	}
+	return uniq
+}
 
-	// What MySQL already has of these orders.
+// readStored is what MySQL already has of these orders, by order id.
+func readStored(ctx context.Context, tx *sql.Tx, uniq []sale.Order) (map[string]stored, error) {
 	existing := map[string]stored{}
 	ids := make([]any, 0, len(uniq))
 	for _, m := range uniq {
 		ids = append(ids, m.OrderID)
 	}
-	if err := scan(ctx, tx, `SELECT order_id, sku, uid, qty, sale_version, status, reason FROM seckill_orders WHERE order_id IN (`+marks(len(ids))+`)`,
+	err := scan(ctx, tx, `SELECT order_id, sku, uid, qty, sale_version, status, reason FROM seckill_orders WHERE order_id IN (`+marks(len(ids))+`)`,
 		ids, func(r *sql.Rows) error {
 			var o stored
 			err := r.Scan(&o.OrderID, &o.SKU, &o.uid, &o.qty, &o.version, &o.Status, &o.Reason)
 			o.buyer.sku = o.SKU
 			existing[o.OrderID] = o
 			return err
-		}); err != nil {
-		return nil, err
-	}
+		})
+	return existing, err
+}
 
+// readConfirmed is which of the orders' buyers hold a confirmed order in their sale already.
+func readConfirmed(ctx context.Context, tx *sql.Tx, uniq []sale.Order) (map[buyer]bool, error) {
 	skuSet, versionSet, uidSet := map[string]bool{}, map[int64]bool{}, map[string]bool{}
 	for _, m := range uniq {
 		skuSet[m.SKU] = true
@@ -144,145 +175,115 @@ func persist(ctx context.Context, tx *sql.Tx, msgs []sale.Order) ([]Outcome, err
 			versionSet[m.SaleVersion], uidSet[m.UID] = true, true
 		}
 	}
-	skus := sortedKeys(skuSet)
-	stock, rowOf, err := lockStock(ctx, tx, uniq)
-	if err != nil {
-		return nil, err
-	}
 	confirmed := map[buyer]bool{}
-	if len(uidSet) > 0 {
-		versions := make([]any, 0, len(versionSet))
-		for v := range versionSet {
-			versions = append(versions, v)
-		}
-		uids := sortedKeys(uidSet)
-		args := append(append(versions, anys(skus)...), anys(uids)...)
-		if err := scan(ctx, tx, `SELECT sale_version, sku, uid FROM seckill_orders WHERE sale_version IN (`+marks(len(versions))+
-			`) AND sku IN (`+marks(len(skus))+`) AND confirmed_uid IN (`+marks(len(uids))+`)`, args, func(r *sql.Rows) error {
-			var b buyer
-			err := r.Scan(&b.version, &b.sku, &b.uid)
-			confirmed[b] = true
-			return err
-		}); err != nil {
-			return nil, err
-		}
+	if len(uidSet) == 0 {
+		return confirmed, nil
 	}
+	versions := make([]any, 0, len(versionSet))
+	for v := range versionSet {
+		versions = append(versions, v)
+	}
+	skus, uids := sortedKeys(skuSet), sortedKeys(uidSet)
+	args := append(append(versions, anys(skus)...), anys(uids)...)
+	err := scan(ctx, tx, `SELECT sale_version, sku, uid FROM seckill_orders WHERE sale_version IN (`+marks(len(versions))+
+		`) AND sku IN (`+marks(len(skus))+`) AND confirmed_uid IN (`+marks(len(uids))+`)`, args, func(r *sql.Rows) error {
+		var b buyer
+		err := r.Scan(&b.version, &b.sku, &b.uid)
+		confirmed[b] = true
+		return err
+	})
+	return confirmed, err
+}
 
-	// Decide each message in Kafka order, as one transaction per message would.
-	inserts := map[string]*stored{} // new rows, by order id
-	var insertOrder []string
-	var cancels []any // stored confirmed orders that a release cancels
-	taken := map[stockRow]int64{}
-	out := make([]Outcome, 0, len(uniq))
-	lookup := func(id string) (*stored, bool) {
-		if o, ok := inserts[id]; ok {
-			return o, true
-		}
-		if o, ok := existing[id]; ok {
-			return &o, false
-		}
-		return nil, false
-	}
-	for _, m := range uniq {
-		cur, isNew := lookup(m.OrderID)
-		b := buyer{m.SaleVersion, m.SKU, m.UID}
-		switch {
-		case m.Type == sale.TypeOrder && cur != nil:
-			redelivered := cur.Outcome // nothing changes
-			redelivered.New = false
-			out = append(out, redelivered)
-		case m.Type == sale.TypeOrder:
-			o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusConfirmed, New: true}, buyer: b, qty: m.Qty}
-			row := rowOf(m)
-			left, known := stock[row]
-			switch {
-			case !known:
-				o.Status, o.Reason = StatusRejected, ReasonNoItem
-			case confirmed[b]:
-				o.Status, o.Reason = StatusRejected, ReasonDuplicate
-			case left < m.Qty:
-				o.Status, o.Reason = StatusRejected, ReasonSoldOut
-			default:
-				stock[row] = left - m.Qty
-				taken[row] += m.Qty
-				confirmed[b] = true
-			}
-			inserts[m.OrderID] = o
-			insertOrder = append(insertOrder, m.OrderID)
-			out = append(out, o.Outcome)
-		case cur == nil:
-			// The release overtook its order: store the order as cancelled, so that the order
-			// itself, when it comes, is a redelivery that changes nothing.
-			o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusCancelled, Reason: ReasonReleased, New: true}, buyer: b, qty: m.Qty}
-			inserts[m.OrderID] = o
-			insertOrder = append(insertOrder, m.OrderID)
-			out = append(out, o.Outcome)
-		case cur.Status == StatusConfirmed:
-			// The units go back to the release's row: its bucket's, as Redis gives them back.
-			row := rowOf(m)
-			stock[row] += cur.qty
-			taken[row] -= cur.qty
-			delete(confirmed, cur.buyer)
-			if isNew {
-				cur.Status, cur.Reason = StatusCancelled, ReasonReleased
-			} else {
-				cancels = append(cancels, cur.OrderID)
-				existing[cur.OrderID] = stored{Outcome: Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: StatusCancelled, Reason: ReasonReleased}, buyer: cur.buyer, qty: cur.qty}
-			}
-			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: StatusCancelled, Reason: ReasonReleased, New: true, Revoked: true})
-		default:
-			out = append(out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
-		}
-		last := &out[len(out)-1]
-		last.Version, last.Home, last.UID, last.BoughtMs = m.SaleVersion, m.Home, m.UID, m.TS
-	}
+// batch is what persist has decided so far, and what it read.
+type batch struct {
+	existing  map[string]stored
+	stock     map[stockRow]int64
+	rowOf     func(sale.Order) stockRow
+	confirmed map[buyer]bool
+	inserts   map[string]*stored // new rows, by order id
+	// insertOrder is the new rows' order ids, in the order decided.
+	insertOrder []string
+	cancels     []any // stored confirmed orders that a release cancels
+	taken       map[stockRow]int64
+	out         []Outcome
+}
 
-	if len(insertOrder) > 0 {
-		values := make([]string, 0, len(insertOrder))
-		args := make([]any, 0, 7*len(insertOrder))
-		for _, id := range insertOrder {
-			o := inserts[id]
-			values = append(values, "(?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, o.OrderID, o.SKU, o.uid, o.qty, o.version, o.Status, o.Reason)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO seckill_orders (order_id, sku, uid, qty, sale_version, status, reason) VALUES `+
-			strings.Join(values, ", "), args...); err != nil {
-			return nil, err
-		}
+// lookup is the order with id as this batch has it (isNew: a row this batch inserts), or nil.
+func (b *batch) lookup(id string) (o *stored, isNew bool) {
+	if o, ok := b.inserts[id]; ok {
+		return o, true
 	}
-	if len(cancels) > 0 {
-		r, err := tx.ExecContext(ctx, `UPDATE seckill_orders SET status = ?, reason = ? WHERE status = ? AND order_id IN (`+marks(len(cancels))+`)`,
-			append([]any{StatusCancelled, ReasonReleased, StatusConfirmed}, cancels...)...)
-		if err != nil {
-			return nil, err
-		}
-		if n, err := r.RowsAffected(); err != nil || n != int64(len(cancels)) {
-			return nil, fmt.Errorf("%w: cancelled %d of %d orders", errStockMoved, n, len(cancels))
-		}
+	if o, ok := b.existing[id]; ok {
+		return &o, false
 	}
-	for _, row := range sortedRows(taken) {
-		var r sql.Result
-		var err error
-		table, where, args := "seckill_items", "sku = ?", []any{row.sku}
-		if row.bucket >= 0 {
-			table, where, args = "seckill_item_buckets", "sku = ? AND bucket = ?", []any{row.sku, row.bucket}
-		}
-		switch q := taken[row]; {
-		case q > 0:
-			r, err = tx.ExecContext(ctx, `UPDATE `+table+` SET stock = stock - ? WHERE `+where+` AND stock >= ?`, append(append([]any{q}, args...), q)...)
-		case q < 0:
-			r, err = tx.ExecContext(ctx, `UPDATE `+table+` SET stock = stock + ? WHERE `+where, append([]any{-q}, args...)...)
-		default:
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n, err := r.RowsAffected(); err != nil || n != 1 {
-			return nil, fmt.Errorf("%w: %s, taking %d", errStockMoved, row, taken[row])
-		}
+	return nil, false
+}
+
+// decide decides one message and appends its outcome.
+func (b *batch) decide(m sale.Order) {
+	cur, isNew := b.lookup(m.OrderID)
+	who := buyer{m.SaleVersion, m.SKU, m.UID}
+	switch {
+	case m.Type == sale.TypeOrder && cur != nil:
+		redelivered := cur.Outcome // nothing changes
+		redelivered.New = false
+		b.out = append(b.out, redelivered)
+	case m.Type == sale.TypeOrder:
+		b.insert(b.order(m, who))
+	case cur == nil:
+		// The release overtook its order: store the order as cancelled, so that the order
+		// itself, when it comes, is a redelivery that changes nothing.
+		b.insert(&stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusCancelled, Reason: ReasonReleased, New: true}, buyer: who, qty: m.Qty})
+	case cur.Status == StatusConfirmed:
+		b.release(m, cur, isNew)
+	default:
+		b.out = append(b.out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: cur.Status, Reason: cur.Reason}) // already cancelled, or never confirmed
 	}
-	return out, nil
+	last := &b.out[len(b.out)-1]
+	last.Version, last.Home, last.UID, last.BoughtMs = m.SaleVersion, m.Home, m.UID, m.TS
+}
+
+// order decides a new order: confirmed if its row's stock covers it and its buyer holds none.
+func (b *batch) order(m sale.Order, who buyer) *stored {
+	o := &stored{Outcome: Outcome{OrderID: m.OrderID, SKU: m.SKU, Status: StatusConfirmed, New: true}, buyer: who, qty: m.Qty}
+	row := b.rowOf(m)
+	left, known := b.stock[row]
+	switch {
+	case !known:
+		o.Status, o.Reason = StatusRejected, ReasonNoItem
+	case b.confirmed[who]:
+		o.Status, o.Reason = StatusRejected, ReasonDuplicate
+	case left < m.Qty:
+		o.Status, o.Reason = StatusRejected, ReasonSoldOut
+	default:
+		b.stock[row] = left - m.Qty
+		b.taken[row] += m.Qty
+		b.confirmed[who] = true
+	}
+	return o
+}
+
+func (b *batch) insert(o *stored) {
+	b.inserts[o.OrderID] = o
+	b.insertOrder = append(b.insertOrder, o.OrderID)
+	b.out = append(b.out, o.Outcome)
+}
+
+// release cancels the confirmed order cur, which this batch inserts (isNew) or MySQL holds.
+// The units go back to the release's row: its bucket's, as Redis gives them back.
+func (b *batch) release(m sale.Order, cur *stored, isNew bool) {
+	row := b.rowOf(m)
+	b.stock[row] += cur.qty
+	b.taken[row] -= cur.qty
+	delete(b.confirmed, cur.buyer)
+	if isNew {
+		cur.Status, cur.Reason = StatusCancelled, ReasonReleased
+	} else {
+		b.cancels = append(b.cancels, cur.OrderID)
+		b.existing[cur.OrderID] = stored{Outcome: Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: StatusCancelled, Reason: ReasonReleased}, buyer: cur.buyer, qty: cur.qty}
+	}
+	b.out = append(b.out, Outcome{OrderID: cur.OrderID, SKU: cur.SKU, Status: StatusCancelled, Reason: ReasonReleased, New: true, Revoked: true})
 }
 
 // stockRow is a row that holds an item's stock: the item's own (bucket -1), or the row of

@@ -200,44 +200,31 @@ func (c *Cluster) latency(ctx context.Context, args [][]byte) []byte {
 	if err != nil {
 		return unavailable(err)
 	}
-	type sample struct {
-		name            []byte
-		ts, latest, max int64
-		raw             []byte
-	}
-	var all []sample
-	for _, r := range replies {
-		els, err := resp.SplitArray(r)
-		if err != nil {
-			return r
-		}
-		for _, e := range els {
-			f, err := resp.SplitArray(e)
-			if err != nil || (sub == "latest" && len(f) < 4) || (sub == "history" && len(f) < 2) {
-				return errorReply("ERR unexpected LATENCY entry from a master")
-			}
-			s := sample{raw: e}
-			if sub == "latest" {
-				s.name = bulkBody(f[0])
-				s.ts, _ = resp.ParseInt(f[1])
-				s.latest, _ = resp.ParseInt(f[2])
-				s.max, _ = resp.ParseInt(f[3])
-			} else {
-				s.ts, _ = resp.ParseInt(f[0])
-			}
-			all = append(all, s)
-		}
+	all, bad := latencySamples(sub, replies)
+	if bad != nil {
+		return bad
 	}
 	if sub == "history" {
-		slices.SortStableFunc(all, func(a, b sample) int { return cmp.Compare(a.ts, b.ts) })
-		out := make([][]byte, len(all))
-		for i, s := range all {
-			out[i] = s.raw
-		}
-		return arrayReply(out)
+		return mergeLatencyHistory(all)
 	}
+	return mergeLatencyLatest(all)
+}
+
+// mergeLatencyHistory is LATENCY HISTORY over the masters: every sample, oldest first.
+func mergeLatencyHistory(all []latencySample) []byte {
+	slices.SortStableFunc(all, func(a, b latencySample) int { return cmp.Compare(a.ts, b.ts) })
+	out := make([][]byte, len(all))
+	for i, s := range all {
+		out[i] = s.raw
+	}
+	return arrayReply(out)
+}
+
+// mergeLatencyLatest is LATENCY LATEST over the masters: per event, in the order events are
+// first met, the newest sample's time and latest latency, with the highest maximum of all.
+func mergeLatencyLatest(all []latencySample) []byte {
 	var order []string
-	byName := map[string]sample{}
+	byName := map[string]latencySample{}
 	for _, s := range all {
 		name := string(s.name)
 		have, ok := byName[name]
@@ -259,6 +246,42 @@ func (c *Cluster) latency(ctx context.Context, args [][]byte) []byte {
 		out[i] = arrayReply([][]byte{bulk(s.name), integer(s.ts), integer(s.latest), integer(s.max)})
 	}
 	return arrayReply(out)
+}
+
+// latencySample is one entry of a master's LATENCY LATEST (an event's name, time, latest and
+// highest latency) or LATENCY HISTORY (a time and a latency).
+type latencySample struct {
+	name            []byte
+	ts, latest, max int64
+	raw             []byte
+}
+
+// latencySamples reads the masters' replies to LATENCY sub; bad is the reply to give instead
+// when one cannot be read.
+func latencySamples(sub string, replies [][]byte) (all []latencySample, bad []byte) {
+	for _, r := range replies {
+		els, err := resp.SplitArray(r)
+		if err != nil {
+			return nil, r
+		}
+		for _, e := range els {
+			f, err := resp.SplitArray(e)
+			if err != nil || (sub == "latest" && len(f) < 4) || (sub == "history" && len(f) < 2) {
+				return nil, errorReply("ERR unexpected LATENCY entry from a master")
+			}
+			s := latencySample{raw: e}
+			if sub == "latest" {
+				s.name = bulkBody(f[0])
+				s.ts, _ = resp.ParseInt(f[1])
+				s.latest, _ = resp.ParseInt(f[2])
+				s.max, _ = resp.ParseInt(f[3])
+			} else {
+				s.ts, _ = resp.ParseInt(f[0])
+			}
+			all = append(all, s)
+		}
+	}
+	return all, nil
 }
 
 // bulkBody is a bulk string reply's content ("" for anything else).

@@ -48,42 +48,52 @@ func spread(fs *flag.FlagSet, args []string) int {
 	}
 	c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *conns, Protocol: 2, ReadTimeout: 10 * time.Second})
 	defer c.Close()
-	ctx := context.Background()
-	var next, orders atomic.Int64
-	total, d := int64(*requests), int64(*depth)
-	pace := rate.NewLimiter(rate.Inf, 0)
+	r := &spreadRun{c: c, prefix: *prefix, uids: *uids, skus: int64(*skus), total: int64(*requests), depth: int64(*depth),
+		pace: rate.NewLimiter(rate.Inf, 0)}
 	if *perSecond > 0 {
-		pace = rate.NewLimiter(rate.Limit(*perSecond), int(d))
+		r.pace = rate.NewLimiter(rate.Limit(*perSecond), *depth)
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range *conns {
-		wg.Go(func() {
-			for {
-				base := next.Add(d) - d
-				if base >= total {
-					return
-				}
-				n := min(d, total-base)
-				if pace.WaitN(ctx, int(n)) != nil {
-					return
-				}
-				pipe := c.Pipeline()
-				cmds := make([]*redis.Cmd, n)
-				for j := range n {
-					i := base + j
-					cmds[j] = pipe.Do(ctx, "seckill.buy", *prefix+strconv.FormatInt(i%int64(*skus), 10), *uids+strconv.FormatInt(i, 10), 1)
-				}
-				_, _ = pipe.Exec(ctx)
-				for _, cmd := range cmds {
-					if cmd.Err() == nil {
-						orders.Add(1)
-					}
-				}
-			}
-		})
+		wg.Go(func() { r.conn(context.Background()) })
 	}
 	wg.Wait()
-	fmt.Printf("%d %d %.3f\n", orders.Load(), total, time.Since(start).Seconds())
+	fmt.Printf("%d %d %.3f\n", r.orders.Load(), r.total, time.Since(start).Seconds())
 	return 0
+}
+
+// spreadRun is one run of spread: what its connections share.
+type spreadRun struct {
+	c                  *redis.Client
+	prefix, uids       string
+	skus, total, depth int64
+	pace               *rate.Limiter
+	next, orders       atomic.Int64
+}
+
+// conn sends the next pipeline of buys until every request is sent.
+func (r *spreadRun) conn(ctx context.Context) {
+	for {
+		base := r.next.Add(r.depth) - r.depth
+		if base >= r.total {
+			return
+		}
+		n := min(r.depth, r.total-base)
+		if r.pace.WaitN(ctx, int(n)) != nil {
+			return
+		}
+		pipe := r.c.Pipeline()
+		cmds := make([]*redis.Cmd, n)
+		for j := range n {
+			i := base + j
+			cmds[j] = pipe.Do(ctx, "seckill.buy", r.prefix+strconv.FormatInt(i%r.skus, 10), r.uids+strconv.FormatInt(i, 10), 1)
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, cmd := range cmds {
+			if cmd.Err() == nil {
+				r.orders.Add(1)
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,80 +105,21 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	defer db.Close()
 	rc := connect.Redis(o.Services.Redis)
 	defer rc.Close()
+	x := &execution{o: o, db: db, rc: rc, progress: progress}
+	defer x.close()
 
-	var buy Buyer
-	var pipe func(context.Context, []string) []result
 	var sale Sale
 	switch o.Mode {
 	case ModeProxy, ModeLegacy:
-		if _, err := schema.Migrate(ctx, db, zap.NewNop()); err != nil {
-			return Report{}, err
-		}
-		addrs := strings.Split(o.Addr, ",")
-		var buys []Buyer
-		var pipes []func(context.Context, []string) []result
-		var first *redis.Client
-		for _, addr := range addrs {
-			pc := redis.NewClient(&redis.Options{Addr: strings.TrimSpace(addr), Username: o.User, Password: o.Password,
-				PoolSize: max(1, o.Load.Conns/len(addrs)), MinIdleConns: max(1, o.Load.Conns/len(addrs)), ReadTimeout: 10 * time.Second, Protocol: 2})
-			defer pc.Close()
-			if first == nil {
-				first = pc
-			}
-			b, p := ProxyBuyer(pc, o.SKU, o.Load.Qty)
-			if o.Mode == ModeLegacy {
-				b, p = LegacyBuyer(pc, o.SKU, o.Load.Qty)
-			}
-			buys, pipes = append(buys, b), append(pipes, p)
-		}
-		var version int64
-		if o.NoSetup {
-			version, err = rc.HGet(ctx, keyspace.KeysFor(o.SKU).Meta, "version").Int64()
-		} else {
-			version, err = Setup(ctx, db, first, o.SKU, o.Units, o.Limit, o.warmRate()...)
-		}
-		if err != nil {
-			return Report{}, fmt.Errorf("the sale of %s: %w", o.SKU, err)
-		}
-		sale = Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}
-		buy, pipe = buys[0], pipes[0]
-		if len(addrs) > 1 {
-			var turn atomic.Uint64
-			buy = func(ctx context.Context, uid string) (string, error) {
-				return buys[turn.Add(1)%uint64(len(buys))](ctx, uid)
-			}
-			pipe = func(ctx context.Context, uids []string) []result {
-				return pipes[turn.Add(1)%uint64(len(pipes))](ctx, uids)
-			}
-		}
+		sale, err = x.proxyBuyers(ctx)
 	case ModeSeeds:
-		addr := o.SeedsAddr
-		if addr == "" {
-			seeds, err := OpenSeeds(ctx, o, rc)
-			if err != nil {
-				return Report{}, err
-			}
-			defer seeds.Close()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return Report{}, err
-			}
-			sctx, stopSeeds := context.WithCancel(ctx)
-			served := make(chan error, 1)
-			go func() { served <- seeds.Serve(sctx, ln) }()
-			defer func() {
-				stopSeeds()
-				<-served
-			}()
-			addr = ln.Addr().String()
-		}
-		sc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
-		defer sc.Close()
-		buy, pipe = ProxyBuyer(sc, o.SKU, o.Load.Qty)
+		err = x.seedsBuyer(ctx)
 	default:
-		return Report{}, fmt.Errorf("mode must be %q, %q or %q, got %q", ModeProxy, ModeSeeds, ModeLegacy, o.Mode)
+		err = fmt.Errorf("mode must be %q, %q or %q, got %q", ModeProxy, ModeSeeds, ModeLegacy, o.Mode)
 	}
-
+	if err != nil {
+		return Report{}, err
+	}
 	var cf *confirmer
 	var onOrder func(string, time.Time)
 	if o.WaitOutcome > 0 {
@@ -191,7 +133,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		onOrder = cf.add
 	}
 	done, stop := showProgress(progress, o.Load.Buyers)
-	res := Run(ctx, o.Load, buy, pipe, func(n int) { done.Add(int64(n)) }, onOrder)
+	res := Run(ctx, o.Load, x.buy, x.pipe, func(n int) { done.Add(int64(n)) }, onOrder)
 	stop()
 	rep := NewReport(o.Mode, o.SKU, o.Units, o.Load, res)
 	if cf != nil {
@@ -208,71 +150,10 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		}
 	}
 	if (o.Mode == ModeProxy || o.Mode == ModeLegacy) && o.Check {
-		fmt.Fprintf(progress, "waiting for the sink to store %d orders...\n", len(res.Orders))
-		dctx, cancel := context.WithTimeout(ctx, o.Drain)
-		target := len(res.Orders)
-		if o.Faults {
-			// A split sale's reservations that a fault left are settled by the sweeper within
-			// seconds; only then do its buyers count what Redis sold.
-			reserved := func() int64 {
-				n, _ := sumBuckets(ctx, rc, o.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.ZCard(ctx, k.Reserved) })
-				return n
-			}
-			for deadline := time.Now().Add(30 * time.Second); reserved() > 0 && time.Now().Before(deadline); {
-				time.Sleep(100 * time.Millisecond)
-			}
-			// Every unit Redis sold, reply lost or not, is to reach MySQL.
-			if n, err := sumBuckets(ctx, rc, o.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Buyers) }); err == nil {
-				target = max(target, int(n))
-			}
-		}
-		drain, err := Drain(dctx, db, sale, target, res.LastBuy)
-		cancel()
-		if err != nil {
-			rep.AddChecks([]Check{{Name: "drain", Detail: err.Error()}}, 0)
-		} else {
-			// The outbox empties a moment after Kafka acknowledges; give it that moment.
-			outbox := func() int64 {
-				n, _ := sumBuckets(ctx, rc, o.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.XLen(ctx, k.Outbox) })
-				return n
-			}
-			for deadline := time.Now().Add(5 * time.Second); outbox() > 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			sale.NotKnown, sale.SoldOutTold = res.NotKnown, res.Replies[ReplySoldOut]
-			st, err := GatherWithin(ctx, 30*time.Second, db, rc, sale, res.Orders)
-			if err != nil {
-				rep.AddChecks([]Check{{Name: "state", Detail: "reading the sale's state: " + err.Error()}}, drain)
-			} else if o.Faults {
-				checks := EvaluateUnderFaults(st, o.RejectedOK)
-				if o.NoUnavailable {
-					n := res.Replies[ReplyUnavailable]
-					checks = append(checks, Check{"no UNAVAILABLE without a fault", n == 0, fmt.Sprintf("%d buyers told UNAVAILABLE", n)})
-				}
-				rep.AddChecks(checks, drain)
-				rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
-				rep.Rejected = st.Rejected
-				rep.ToldRejected = int64(len(st.ToldNotConfirmed))
-				rep.NotKnownConfirmed = st.NotKnownConfirmed
-			} else {
-				checks := Evaluate(st)
-				if rep.Outcomes != nil {
-					checks = append(checks, outcomesTold(*rep.Outcomes, len(res.Orders)))
-				}
-				rep.AddChecks(checks, drain)
-			}
-		}
+		x.check(ctx, &rep, sale, res)
 	}
 	if o.Chart != "" {
-		f, err := os.Create(o.Chart)
-		if err != nil {
-			return rep, err
-		}
-		err = WriteChart(f, fmt.Sprintf("seckill-bench %s: %d buyers, %d units, %d connections", o.Mode, o.Load.Buyers, o.Units, o.Load.Conns), res, o.Units, o.Load.Qty)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := x.writeChart(res); err != nil {
 			return rep, err
 		}
 	}
@@ -282,6 +163,174 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		return rep, enc.Encode(rep)
 	}
 	return rep, rep.WriteText(out)
+}
+
+// execution is one benchmark's services and buyers while Execute runs it.
+type execution struct {
+	o        Options
+	db       *sql.DB
+	rc       *redis.ClusterClient
+	progress io.Writer
+	buy      Buyer
+	pipe     func(context.Context, []string) []result
+	closers  []func()
+}
+
+func (x *execution) close() {
+	for i := len(x.closers) - 1; i >= 0; i-- {
+		x.closers[i]()
+	}
+}
+
+// proxyBuyers connects to the proxies of o.Addr (buyers take them in turn) and opens the sale
+// there, unless o.NoSetup.
+func (x *execution) proxyBuyers(ctx context.Context) (Sale, error) {
+	o := x.o
+	if _, err := schema.Migrate(ctx, x.db, zap.NewNop()); err != nil {
+		return Sale{}, err
+	}
+	addrs := strings.Split(o.Addr, ",")
+	var buys []Buyer
+	var pipes []func(context.Context, []string) []result
+	var first *redis.Client
+	for _, addr := range addrs {
+		pc := redis.NewClient(&redis.Options{Addr: strings.TrimSpace(addr), Username: o.User, Password: o.Password,
+			PoolSize: max(1, o.Load.Conns/len(addrs)), MinIdleConns: max(1, o.Load.Conns/len(addrs)), ReadTimeout: 10 * time.Second, Protocol: 2})
+		x.closers = append(x.closers, func() { pc.Close() })
+		if first == nil {
+			first = pc
+		}
+		b, p := ProxyBuyer(pc, o.SKU, o.Load.Qty)
+		if o.Mode == ModeLegacy {
+			b, p = LegacyBuyer(pc, o.SKU, o.Load.Qty)
+		}
+		buys, pipes = append(buys, b), append(pipes, p)
+	}
+	var version int64
+	var err error
+	if o.NoSetup {
+		version, err = x.rc.HGet(ctx, keyspace.KeysFor(o.SKU).Meta, "version").Int64()
+	} else {
+		version, err = Setup(ctx, x.db, first, o.SKU, o.Units, o.Limit, o.warmRate()...)
+	}
+	if err != nil {
+		return Sale{}, fmt.Errorf("the sale of %s: %w", o.SKU, err)
+	}
+	x.buy, x.pipe = buys[0], pipes[0]
+	if len(addrs) > 1 {
+		var turn atomic.Uint64
+		x.buy = func(ctx context.Context, uid string) (string, error) {
+			return buys[turn.Add(1)%uint64(len(buys))](ctx, uid)
+		}
+		x.pipe = func(ctx context.Context, uids []string) []result {
+			return pipes[turn.Add(1)%uint64(len(pipes))](ctx, uids)
+		}
+	}
+	return Sale{SKU: o.SKU, Units: o.Units, Version: version, Qty: o.Load.Qty}, nil
+}
+
+// seedsBuyer connects to the seeds' server at o.SeedsAddr, or starts one here.
+func (x *execution) seedsBuyer(ctx context.Context) error {
+	o := x.o
+	addr := o.SeedsAddr
+	if addr == "" {
+		seeds, err := OpenSeeds(ctx, o, x.rc)
+		if err != nil {
+			return err
+		}
+		x.closers = append(x.closers, func() { seeds.Close() })
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		sctx, stopSeeds := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- seeds.Serve(sctx, ln) }()
+		x.closers = append(x.closers, func() {
+			stopSeeds()
+			<-served
+		})
+		addr = ln.Addr().String()
+	}
+	sc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
+	x.closers = append(x.closers, func() { sc.Close() })
+	x.buy, x.pipe = ProxyBuyer(sc, o.SKU, o.Load.Qty)
+	return nil
+}
+
+// sum is the sum over the sale's buckets of one command's integer reply (0 on an error).
+func (x *execution) sum(ctx context.Context, cmd func(redis.Pipeliner, keyspace.Keys) redis.Cmder) (int64, error) {
+	return sumBuckets(ctx, x.rc, x.o.SKU, cmd)
+}
+
+// check waits for the sink to store the sale's orders, then adds the invariants' checks to rep.
+func (x *execution) check(ctx context.Context, rep *Report, sale Sale, res Result) {
+	o := x.o
+	fmt.Fprintf(x.progress, "waiting for the sink to store %d orders...\n", len(res.Orders))
+	dctx, cancel := context.WithTimeout(ctx, o.Drain)
+	target := len(res.Orders)
+	if o.Faults {
+		// A split sale's reservations that a fault left are settled by the sweeper within
+		// seconds; only then do its buyers count what Redis sold.
+		x.await(ctx, 30*time.Second, 100*time.Millisecond, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.ZCard(ctx, k.Reserved) })
+		// Every unit Redis sold, reply lost or not, is to reach MySQL.
+		if n, err := x.sum(ctx, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Buyers) }); err == nil {
+			target = max(target, int(n))
+		}
+	}
+	drain, err := Drain(dctx, x.db, sale, target, res.LastBuy)
+	cancel()
+	if err != nil {
+		rep.AddChecks([]Check{{Name: "drain", Detail: err.Error()}}, 0)
+		return
+	}
+	// The outbox empties a moment after Kafka acknowledges; give it that moment.
+	x.await(ctx, 5*time.Second, 10*time.Millisecond, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.XLen(ctx, k.Outbox) })
+	sale.NotKnown, sale.SoldOutTold = res.NotKnown, res.Replies[ReplySoldOut]
+	st, err := GatherWithin(ctx, 30*time.Second, x.db, x.rc, sale, res.Orders)
+	switch {
+	case err != nil:
+		rep.AddChecks([]Check{{Name: "state", Detail: "reading the sale's state: " + err.Error()}}, drain)
+	case o.Faults:
+		checks := EvaluateUnderFaults(st, o.RejectedOK)
+		if o.NoUnavailable {
+			n := res.Replies[ReplyUnavailable]
+			checks = append(checks, Check{"no UNAVAILABLE without a fault", n == 0, fmt.Sprintf("%d buyers told UNAVAILABLE", n)})
+		}
+		rep.AddChecks(checks, drain)
+		rep.LostReplies = max(0, st.Confirmed+st.Rejected-st.Successes)
+		rep.Rejected = st.Rejected
+		rep.ToldRejected = int64(len(st.ToldNotConfirmed))
+		rep.NotKnownConfirmed = st.NotKnownConfirmed
+	default:
+		checks := Evaluate(st)
+		if rep.Outcomes != nil {
+			checks = append(checks, outcomesTold(*rep.Outcomes, len(res.Orders)))
+		}
+		rep.AddChecks(checks, drain)
+	}
+}
+
+// await polls, every step up to within, until the sum over the sale's buckets of cmd is 0.
+func (x *execution) await(ctx context.Context, within, step time.Duration, cmd func(redis.Pipeliner, keyspace.Keys) redis.Cmder) {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(step) {
+		if n, _ := x.sum(ctx, cmd); n == 0 {
+			return
+		}
+	}
+}
+
+func (x *execution) writeChart(res Result) error {
+	o := x.o
+	f, err := os.Create(o.Chart)
+	if err != nil {
+		return err
+	}
+	err = WriteChart(f, fmt.Sprintf("seckill-bench %s: %d buyers, %d units, %d connections", o.Mode, o.Load.Buyers, o.Units, o.Load.Conns), res, o.Units, o.Load.Qty)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // OpenSeeds sets up o.Units of o.SKU under the seeds' keys, with the seeds' Kafka producer;

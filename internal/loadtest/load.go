@@ -126,108 +126,144 @@ const sampleEvery = 100 * time.Millisecond
 // of uids in, one result per uid out). done, when not nil, is called as requests finish, and
 // onOrder with each order's buyer and the time its buy was answered.
 func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, uids []string) []result, done func(n int), onOrder func(uid string, at time.Time)) Result {
-	var limiter *rate.Limiter
+	r := &runner{l: l, buy: buy, pipe: pipe, done: done, onOrder: onOrder, start: time.Now(),
+		res: Result{Latency: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3), Replies: map[string]int64{}}}
 	if l.Rate > 0 {
-		limiter = rate.NewLimiter(rate.Limit(l.Rate), max(1, l.Pipeline))
+		r.limiter = rate.NewLimiter(rate.Limit(l.Rate), max(1, l.Pipeline))
 	}
-	var next atomic.Int64
-	var mu sync.Mutex
-	res := Result{Latency: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3), Replies: map[string]int64{}}
-	start := time.Now()
-	var slot struct {
+	r.slot.hist = hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 2)
+	r.slot.rep = map[string]int64{}
+	var wg sync.WaitGroup
+	for range l.Conns {
+		wg.Go(func() { r.conn(ctx) })
+	}
+	wg.Wait()
+	r.res.LastBuy = time.Now()
+	r.res.Elapsed = r.res.LastBuy.Sub(r.start)
+	r.slot.Lock()
+	r.flushSlot(r.res.Elapsed + sampleEvery)
+	r.slot.Unlock()
+	return r.res
+}
+
+// runner is one Run: what its connections share.
+type runner struct {
+	l       Load
+	buy     Buyer
+	pipe    func(ctx context.Context, uids []string) []result
+	done    func(n int)
+	onOrder func(uid string, at time.Time)
+	limiter *rate.Limiter
+	start   time.Time
+	next    atomic.Int64 // the next buyer's index
+	mu      sync.Mutex   // guards res
+	res     Result
+	// slot is the timeline's sample being filled.
+	slot struct {
 		sync.Mutex
 		at   time.Duration
 		hist *hdrhistogram.Histogram
 		rep  map[string]int64
 	}
-	slot.hist = hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 2)
-	slot.rep = map[string]int64{}
-	flushSlot := func(now time.Duration) {
-		for now-slot.at >= sampleEvery {
-			res.Timeline = append(res.Timeline, Sample{At: slot.at, P99: time.Duration(slot.hist.ValueAtQuantile(99)) * time.Microsecond, Replies: slot.rep})
-			slot.at += sampleEvery
-			slot.hist.Reset()
-			slot.rep = map[string]int64{}
+}
+
+// tally is what one connection measured, merged into the result when it ends.
+type tally struct {
+	latency          *hdrhistogram.Histogram
+	replies          map[string]int64
+	orders, notKnown []string
+	firstErr         string
+}
+
+// flushSlot closes the timeline's samples up to now; the caller holds r.slot.
+func (r *runner) flushSlot(now time.Duration) {
+	for now-r.slot.at >= sampleEvery {
+		r.res.Timeline = append(r.res.Timeline, Sample{At: r.slot.at, P99: time.Duration(r.slot.hist.ValueAtQuantile(99)) * time.Microsecond, Replies: r.slot.rep})
+		r.slot.at += sampleEvery
+		r.slot.hist.Reset()
+		r.slot.rep = map[string]int64{}
+	}
+}
+
+// conn is one connection's loop: it takes the next buyers, up to l.Pipeline at a time.
+func (r *runner) conn(ctx context.Context) {
+	l := r.l
+	t := &tally{latency: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3), replies: map[string]int64{}}
+	uids := make([]string, 0, l.Pipeline)
+	for ctx.Err() == nil {
+		from := int(r.next.Add(int64(l.Pipeline))) - l.Pipeline
+		if from >= l.Buyers {
+			break
+		}
+		n := min(l.Pipeline, l.Buyers-from)
+		if r.limiter != nil && r.limiter.WaitN(ctx, n) != nil {
+			break
+		}
+		uids = uids[:0]
+		for i := from; i < from+n; i++ {
+			uids = append(uids, l.uid(i))
+		}
+		t0 := time.Now()
+		out := r.send(ctx, uids)
+		r.record(t, uids, out, t0, time.Since(t0))
+		if r.done != nil {
+			r.done(n)
 		}
 	}
-	var wg sync.WaitGroup
-	for range l.Conns {
-		wg.Go(func() {
-			local := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
-			replies := map[string]int64{}
-			var orders, notKnown []string
-			var firstErr string
-			uids := make([]string, 0, l.Pipeline)
-			for ctx.Err() == nil {
-				from := int(next.Add(int64(l.Pipeline))) - l.Pipeline
-				if from >= l.Buyers {
-					break
-				}
-				n := min(l.Pipeline, l.Buyers-from)
-				if limiter != nil && limiter.WaitN(ctx, n) != nil {
-					break
-				}
-				uids = uids[:0]
-				for i := from; i < from+n; i++ {
-					uids = append(uids, l.uid(i))
-				}
-				t0 := time.Now()
-				var out []result
-				if pipe != nil && n > 1 {
-					out = pipe(ctx, uids)
-				} else {
-					out = make([]result, n)
-					for i, u := range uids {
-						out[i].id, out[i].err = buy(ctx, u)
-					}
-				}
-				lat := time.Since(t0)
-				us := max(1, lat.Microseconds())
-				slot.Lock()
-				flushSlot(time.Since(start))
-				for i, r := range out {
-					k := Kind(r.err)
-					replies[k]++
-					slot.rep[k]++
-					_ = slot.hist.RecordValue(us)
-					_ = local.RecordValue(us)
-					if k == ReplyOrder {
-						orders = append(orders, r.id)
-						if onOrder != nil {
-							onOrder(uids[i], t0.Add(lat))
-						}
-					} else if k == ReplyUnavailable {
-						notKnown = append(notKnown, uids[i])
-					} else if k == ReplyOther && firstErr == "" {
-						firstErr = r.err.Error()
-					}
-				}
-				slot.Unlock()
-				if done != nil {
-					done(n)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			res.Latency.Merge(local)
-			for k, v := range replies {
-				res.Replies[k] += v
-				res.Requests += v
-			}
-			res.Orders = append(res.Orders, orders...)
-			res.NotKnown = append(res.NotKnown, notKnown...)
-			if res.FirstError == "" {
-				res.FirstError = firstErr
-			}
-		})
+	r.merge(t)
+}
+
+// send buys for uids, pipelined when there is a pipe and more than one.
+func (r *runner) send(ctx context.Context, uids []string) []result {
+	if r.pipe != nil && len(uids) > 1 {
+		return r.pipe(ctx, uids)
 	}
-	wg.Wait()
-	res.LastBuy = time.Now()
-	res.Elapsed = res.LastBuy.Sub(start)
-	slot.Lock()
-	flushSlot(res.Elapsed + sampleEvery)
-	slot.Unlock()
-	return res
+	out := make([]result, len(uids))
+	for i, u := range uids {
+		out[i].id, out[i].err = r.buy(ctx, u)
+	}
+	return out
+}
+
+// record counts one batch's replies, answered lat after t0.
+func (r *runner) record(t *tally, uids []string, out []result, t0 time.Time, lat time.Duration) {
+	us := max(1, lat.Microseconds())
+	r.slot.Lock()
+	defer r.slot.Unlock()
+	r.flushSlot(time.Since(r.start))
+	for i, res := range out {
+		k := Kind(res.err)
+		t.replies[k]++
+		r.slot.rep[k]++
+		_ = r.slot.hist.RecordValue(us)
+		_ = t.latency.RecordValue(us)
+		switch {
+		case k == ReplyOrder:
+			t.orders = append(t.orders, res.id)
+			if r.onOrder != nil {
+				r.onOrder(uids[i], t0.Add(lat))
+			}
+		case k == ReplyUnavailable:
+			t.notKnown = append(t.notKnown, uids[i])
+		case k == ReplyOther && t.firstErr == "":
+			t.firstErr = res.err.Error()
+		}
+	}
+}
+
+func (r *runner) merge(t *tally) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Latency.Merge(t.latency)
+	for k, v := range t.replies {
+		r.res.Replies[k] += v
+		r.res.Requests += v
+	}
+	r.res.Orders = append(r.res.Orders, t.orders...)
+	r.res.NotKnown = append(r.res.NotKnown, t.notKnown...)
+	if r.res.FirstError == "" {
+		r.res.FirstError = t.firstErr
+	}
 }
 
 type result struct {

@@ -149,26 +149,9 @@ func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 		if err := c.expr(s.Condition, inFunc); err != nil {
 			return err
 		}
-		if err := c.stmts(s.Then, inFunc); err != nil {
-			return err
-		}
-		return c.stmts(s.Else, inFunc)
+		return c.stmts(append(append([]ast.Stmt{}, s.Then...), s.Else...), inFunc)
 	case *ast.NumberForStmt:
-		if c.fuel {
-			if err := c.exprs([]ast.Expr{s.Init, s.Limit, s.Step}, inFunc); err != nil {
-				return err
-			}
-			return c.stmts(s.Stmts, inFunc)
-		}
-		for _, e := range []ast.Expr{s.Init, s.Limit} {
-			if !number(e, c.f.bounded, c.f.sources) {
-				return fmt.Errorf("%s: a for loop whose bounds are not literals, #ARGV, #KEYS, the length of an argument or a reply, or names given only those", at(s))
-			}
-		}
-		if s.Step != nil && !literalStep(s.Step) {
-			return fmt.Errorf("%s: a for loop whose step is not a literal", at(s))
-		}
-		return c.stmts(s.Stmts, inFunc)
+		return c.numberFor(s, inFunc)
 	case *ast.GenericForStmt:
 		if err := c.exprs(s.Exprs, inFunc); err != nil {
 			return err
@@ -190,6 +173,26 @@ func (c *checker) stmt(s ast.Stmt, inFunc bool) error {
 		return nil
 	}
 	return fmt.Errorf("%s: a statement this check does not know (%T)", at(s), s)
+}
+
+// numberFor checks a numeric for loop: with fuel, any; without, bounds of the input's size
+// and a literal step.
+func (c *checker) numberFor(s *ast.NumberForStmt, inFunc bool) error {
+	if c.fuel {
+		if err := c.exprs([]ast.Expr{s.Init, s.Limit, s.Step}, inFunc); err != nil {
+			return err
+		}
+		return c.stmts(s.Stmts, inFunc)
+	}
+	for _, e := range []ast.Expr{s.Init, s.Limit} {
+		if !number(e, c.f.bounded, c.f.sources) {
+			return fmt.Errorf("%s: a for loop whose bounds are not literals, #ARGV, #KEYS, the length of an argument or a reply, or names given only those", at(s))
+		}
+	}
+	if s.Step != nil && !literalStep(s.Step) {
+		return fmt.Errorf("%s: a for loop whose step is not a literal", at(s))
+	}
+	return c.stmts(s.Stmts, inFunc)
 }
 
 // loop checks a while or repeat loop's condition and body (with fuel).

@@ -38,78 +38,98 @@ var keywords = map[string]bool{
 func lex(s string) ([]token, error) {
 	var toks []token
 	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == ';':
-			i++
-		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			i += 2
-			if level, ok := longBracket(s, i); ok {
-				end, ok := closeLong(s, i+level+2, level)
-				if !ok {
-					return nil, ErrMalformed
-				}
-				i = end
-				continue
-			}
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case isAlpha(c):
-			j := i + 1
-			for j < len(s) && (isAlpha(s[j]) || isDigit(s[j])) {
-				j++
-			}
-			k := kName
-			if keywords[s[i:j]] {
-				k = kKeyword
-			}
-			toks = append(toks, token{k, s[i:j], j})
-			i = j
-		case isDigit(c) || (c == '.' && i+1 < len(s) && isDigit(s[i+1])):
-			j := i + 1
-			for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '.' ||
-				((s[j] == '-' || s[j] == '+') && strings.IndexByte("eEpP", s[j-1]) >= 0)) {
-				j++
-			}
-			toks = append(toks, token{kNumber, number(s[i:j]), j})
-			i = j
-		case c == '"' || c == '\'':
-			str, end, ok := quoted(s, i)
-			if !ok {
-				return nil, ErrMalformed
-			}
-			toks = append(toks, token{kString, luaQuote(str), end})
-			i = end
-		case c == '[':
-			if level, ok := longBracket(s, i); ok {
-				start := i + level + 2
-				end, ok := closeLong(s, start, level)
-				if !ok {
-					return nil, ErrMalformed
-				}
-				body := s[start : end-level-2]
-				if strings.HasPrefix(body, "\r\n") {
-					body = body[2:]
-				} else if strings.HasPrefix(body, "\n") {
-					body = body[1:]
-				}
-				toks = append(toks, token{kString, luaQuote(body), end})
-				i = end
-				continue
-			}
-			toks = append(toks, token{kOp, "[", i + 1})
-			i++
-		default:
-			op := operator(s[i:])
-			if op == "" {
-				return nil, ErrMalformed
-			}
-			toks = append(toks, token{kOp, op, i + len(op)})
-			i += len(op)
+		t, ok, next, err := lexAt(s, i)
+		if err != nil {
+			return nil, err
 		}
+		if ok {
+			toks = append(toks, t)
+		}
+		i = next
 	}
 	return toks, nil
+}
+
+// lexAt reads what starts at s[i]: a token (ok), or something dropped; next is where the
+// next one starts.
+func lexAt(s string, i int) (t token, ok bool, next int, err error) {
+	c := s[i]
+	switch {
+	case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == ';':
+		return token{}, false, i + 1, nil
+	case c == '-' && i+1 < len(s) && s[i+1] == '-':
+		next, err = comment(s, i+2)
+		return token{}, false, next, err
+	case isAlpha(c):
+		j := i + 1
+		for j < len(s) && (isAlpha(s[j]) || isDigit(s[j])) {
+			j++
+		}
+		t = token{kName, s[i:j], j}
+		if keywords[t.text] {
+			t.kind = kKeyword
+		}
+	case isDigit(c) || (c == '.' && i+1 < len(s) && isDigit(s[i+1])):
+		j := i + 1
+		for j < len(s) && (isAlpha(s[j]) || isDigit(s[j]) || s[j] == '.' ||
+			((s[j] == '-' || s[j] == '+') && strings.IndexByte("eEpP", s[j-1]) >= 0)) {
+			j++
+		}
+		t = token{kNumber, number(s[i:j]), j}
+	case c == '"' || c == '\'':
+		str, end, ok := quoted(s, i)
+		if !ok {
+			return token{}, false, 0, ErrMalformed
+		}
+		t = token{kString, luaQuote(str), end}
+	case c == '[':
+		if t, err = bracket(s, i); err != nil {
+			return token{}, false, 0, err
+		}
+	default:
+		op := operator(s[i:])
+		if op == "" {
+			return token{}, false, 0, ErrMalformed
+		}
+		t = token{kOp, op, i + len(op)}
+	}
+	return t, true, t.end, nil
+}
+
+// comment skips a comment whose -- ends at i, a long one ([[...]], [==[...]==]) or to the
+// line's end; it returns where the comment ends.
+func comment(s string, i int) (int, error) {
+	if level, ok := longBracket(s, i); ok {
+		end, ok := closeLong(s, i+level+2, level)
+		if !ok {
+			return 0, ErrMalformed
+		}
+		return end, nil
+	}
+	for i < len(s) && s[i] != '\n' {
+		i++
+	}
+	return i, nil
+}
+
+// bracket reads what starts with the [ at s[i]: a long string, or the operator [.
+func bracket(s string, i int) (token, error) {
+	level, ok := longBracket(s, i)
+	if !ok {
+		return token{kOp, "[", i + 1}, nil
+	}
+	start := i + level + 2
+	end, ok := closeLong(s, start, level)
+	if !ok {
+		return token{}, ErrMalformed
+	}
+	body := s[start : end-level-2]
+	if strings.HasPrefix(body, "\r\n") {
+		body = body[2:]
+	} else if strings.HasPrefix(body, "\n") {
+		body = body[1:]
+	}
+	return token{kString, luaQuote(body), end}, nil
 }
 
 func isAlpha(c byte) bool { return c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z') }

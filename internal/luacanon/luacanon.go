@@ -105,63 +105,15 @@ func aliasAt(toks []token, i int, alias map[string][]token) (int, []token) {
 // with what it names, and drops its declaration. A local that is assigned again, or declared
 // twice, is left alone.
 func inlineAliases(toks []token) []token {
-	declared := make([]bool, len(toks)) // the names that local statements declare
-	for i := 0; i < len(toks); i++ {
-		if toks[i].kind != kKeyword || toks[i].text != "local" {
-			continue
-		}
-		for j := i + 1; j < len(toks) && toks[j].kind == kName; j += 2 {
-			declared[j] = true
-			if j+1 >= len(toks) || toks[j+1].text != "," {
-				break
-			}
-		}
-	}
-	assigned := map[string]int{} // how often a name is declared or assigned
-	for i, t := range toks {
-		if t.kind == kName && !isField(toks, i) && (declared[i] || i+1 < len(toks) && toks[i+1].kind == kOp && toks[i+1].text == "=") {
-			assigned[t.text]++
-		}
-	}
+	assigned := assignCounts(toks)
 	alias := map[string][]token{}
 	drop := make([]bool, len(toks))
 	for i := 0; i < len(toks); i++ {
 		if toks[i].text != "local" || toks[i].kind != kKeyword || i > 0 && toks[i-1].text == "local" {
 			continue
 		}
-		names, j := []string{}, i+1
-		for j < len(toks) && toks[j].kind == kName {
-			names = append(names, toks[j].text)
-			j++
-			if j < len(toks) && toks[j].text == "," {
-				j++
-				continue
-			}
-			break
-		}
-		if len(names) == 0 || j >= len(toks) || toks[j].text != "=" {
-			continue
-		}
-		j++
-		var exprs [][]token
-		ok := true
-		for k := range names {
-			n, e := aliasAt(toks, j, alias)
-			if n == 0 || assigned[names[k]] != 1 || alias[names[k]] != nil {
-				ok = false
-				break
-			}
-			exprs = append(exprs, e)
-			j += n
-			if k < len(names)-1 {
-				if j >= len(toks) || toks[j].text != "," {
-					ok = false
-					break
-				}
-				j++
-			}
-		}
-		if !ok || !statementStart(toks, j) {
+		names, exprs, j := aliasStatement(toks, i+1, alias, assigned)
+		if names == nil {
 			continue
 		}
 		for k, name := range names {
@@ -187,6 +139,74 @@ func inlineAliases(toks []token) []token {
 		out = append(out, t)
 	}
 	return out
+}
+
+// nameList is the list of names at toks[j:] (name {, name}): the names' indexes, and the
+// index after the list.
+func nameList(toks []token, j int) ([]int, int) {
+	var at []int
+	for j < len(toks) && toks[j].kind == kName {
+		at = append(at, j)
+		j++
+		if j < len(toks) && toks[j].text == "," {
+			j++
+			continue
+		}
+		break
+	}
+	return at, j
+}
+
+// assignCounts is how often each name is declared local or assigned.
+func assignCounts(toks []token) map[string]int {
+	declared := make([]bool, len(toks)) // the names that local statements declare
+	for i, t := range toks {
+		if t.kind == kKeyword && t.text == "local" {
+			at, _ := nameList(toks, i+1)
+			for _, j := range at {
+				declared[j] = true
+			}
+		}
+	}
+	assigned := map[string]int{}
+	for i, t := range toks {
+		if t.kind == kName && !isField(toks, i) && (declared[i] || i+1 < len(toks) && toks[i+1].kind == kOp && toks[i+1].text == "=") {
+			assigned[t.text]++
+		}
+	}
+	return assigned
+}
+
+// aliasStatement reads the local statement whose names start at toks[j]: when each name is
+// declared once and only names an alias (aliasAt), the names, what each names, and the index
+// after the statement; else nil.
+func aliasStatement(toks []token, j int, alias map[string][]token, assigned map[string]int) ([]string, [][]token, int) {
+	at, j := nameList(toks, j)
+	if len(at) == 0 || j >= len(toks) || toks[j].text != "=" {
+		return nil, nil, 0
+	}
+	j++
+	names := make([]string, len(at))
+	exprs := make([][]token, len(at))
+	for k, i := range at {
+		names[k] = toks[i].text
+		n, e := aliasAt(toks, j, alias)
+		if n == 0 || assigned[names[k]] != 1 || alias[names[k]] != nil {
+			return nil, nil, 0
+		}
+		exprs[k] = e
+		j += n
+		if k < len(at)-1 {
+			if j >= len(toks) || toks[j].text != "," {
+				return nil, nil, 0
+			}
+			j++
+		}
+	}
+	if !statementStart(toks, j) {
+		return nil, nil, 0
+	}
+	return names, exprs, j
 }
 
 // isField: toks[i] is a name after . or :, a field or method, never a variable.
@@ -268,41 +288,9 @@ func dropConditionParens(toks []token) []token {
 // which it is first declared: _1, _2, ... Fields and globals keep their names.
 func renameLocals(toks []token) []token {
 	names := map[string]string{}
-	declare := func(n string) {
+	for _, n := range declaredLocals(toks) {
 		if _, ok := names[n]; !ok {
 			names[n] = "_" + strconv.Itoa(len(names)+1)
-		}
-	}
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		if t.kind != kKeyword {
-			continue
-		}
-		switch t.text {
-		case "local", "for":
-			j := i + 1
-			if j < len(toks) && toks[j].text == "function" {
-				j++
-			}
-			for j < len(toks) && toks[j].kind == kName {
-				declare(toks[j].text)
-				j++
-				if j < len(toks) && toks[j].text == "," {
-					j++
-					continue
-				}
-				break
-			}
-		case "function":
-			j := i + 1
-			for j < len(toks) && toks[j].text != "(" {
-				j++
-			}
-			for j++; j < len(toks) && toks[j].text != ")"; j++ {
-				if toks[j].kind == kName {
-					declare(toks[j].text)
-				}
-			}
 		}
 	}
 	if len(names) == 0 {
@@ -314,6 +302,39 @@ func renameLocals(toks []token) []token {
 			t.text = n
 		}
 		out[i] = t
+	}
+	return out
+}
+
+// declaredLocals are the names that local statements, for loops and functions' parameters
+// declare, in order, each as often as it is declared.
+func declaredLocals(toks []token) []string {
+	var out []string
+	for i, t := range toks {
+		if t.kind != kKeyword {
+			continue
+		}
+		switch t.text {
+		case "local", "for":
+			j := i + 1
+			if j < len(toks) && toks[j].text == "function" {
+				j++
+			}
+			at, _ := nameList(toks, j)
+			for _, k := range at {
+				out = append(out, toks[k].text)
+			}
+		case "function":
+			j := i + 1
+			for j < len(toks) && toks[j].text != "(" {
+				j++
+			}
+			for j++; j < len(toks) && toks[j].text != ")"; j++ {
+				if toks[j].kind == kName {
+					out = append(out, toks[j].text)
+				}
+			}
+		}
 	}
 	return out
 }

@@ -29,84 +29,124 @@ func splitArgs(dst [][]byte, scratch, line []byte) (args [][]byte, grown []byte,
 		}
 		// Quotes in this argument: build it in scratch.
 		from := len(scratch)
-		scratch = append(scratch, line[start:p]...)
-		inq, insq, done := false, false, false
-		for !done {
-			var c byte
-			if p < len(line) {
-				c = line[p]
-			}
-			next := func(k int) byte {
-				if p+k < len(line) {
-					return line[p+k]
-				}
-				return 0
-			}
-			switch {
-			case inq:
-				switch {
-				case c == '\\' && next(1) == 'x' && isHex(next(2)) && isHex(next(3)):
-					scratch = append(scratch, hexVal(next(2))<<4|hexVal(next(3)))
-					p += 3
-				case c == '\\' && next(1) != 0:
-					p++
-					switch e := line[p]; e {
-					case 'n':
-						scratch = append(scratch, '\n')
-					case 'r':
-						scratch = append(scratch, '\r')
-					case 't':
-						scratch = append(scratch, '\t')
-					case 'b':
-						scratch = append(scratch, '\b')
-					case 'a':
-						scratch = append(scratch, '\a')
-					default:
-						scratch = append(scratch, e)
-					}
-				case c == '"':
-					if n := next(1); n != 0 && !isSpace(n) {
-						return nil, scratch, false
-					}
-					done = true
-				case c == 0:
-					return nil, scratch, false
-				default:
-					scratch = append(scratch, c)
-				}
-			case insq:
-				switch {
-				case c == '\\' && next(1) == '\'':
-					p++
-					scratch = append(scratch, '\'')
-				case c == '\'':
-					if n := next(1); n != 0 && !isSpace(n) {
-						return nil, scratch, false
-					}
-					done = true
-				case c == 0:
-					return nil, scratch, false
-				default:
-					scratch = append(scratch, c)
-				}
-			default:
-				switch {
-				case c == 0 || endsArg(c):
-					done = true
-				case c == '"':
-					inq = true
-				case c == '\'':
-					insq = true
-				default:
-					scratch = append(scratch, c)
-				}
-			}
-			if p < len(line) {
-				p++
-			}
+		x := inlineQuotes{line: line, p: p, out: append(scratch, line[start:p]...)}
+		if !x.arg() {
+			return nil, x.out, false
 		}
+		scratch, p = x.out, x.p
 		dst = append(dst, scratch[from:len(scratch):len(scratch)])
 	}
+}
+
+// inlineQuotes unquotes one argument of an inline line from p into out.
+type inlineQuotes struct {
+	line []byte
+	p    int
+	out  []byte
+}
+
+// at is the byte k past p, 0 past the line's end (the line holds no NUL byte).
+func (x *inlineQuotes) at(k int) byte {
+	if x.p+k < len(x.line) {
+		return x.line[x.p+k]
+	}
+	return 0
+}
+
+// arg reads the argument up to its end; false when its quotes do not balance.
+func (x *inlineQuotes) arg() bool {
+	var quote byte // the quote the argument is in now, or 0
+	for {
+		c := x.at(0)
+		done, ok := false, true
+		switch quote {
+		case '"':
+			done, ok = x.double(c)
+		case '\'':
+			done, ok = x.single(c)
+		default:
+			done, quote = x.plain(c)
+		}
+		if !ok {
+			return false
+		}
+		if x.p < len(x.line) {
+			x.p++
+		}
+		if done {
+			return true
+		}
+	}
+}
+
+// plain takes c outside quotes: done at the argument's end, or the quote c opens.
+func (x *inlineQuotes) plain(c byte) (done bool, quote byte) {
+	switch {
+	case c == 0 || endsArg(c):
+		return true, 0
+	case c == '"' || c == '\'':
+		return false, c
+	}
+	x.out = append(x.out, c)
+	return false, 0
+}
+
+// double takes c inside "double quotes".
+func (x *inlineQuotes) double(c byte) (done, ok bool) {
+	switch {
+	case c == '\\' && x.at(1) == 'x' && isHex(x.at(2)) && isHex(x.at(3)):
+		x.out = append(x.out, hexVal(x.at(2))<<4|hexVal(x.at(3)))
+		x.p += 3
+	case c == '\\' && x.at(1) != 0:
+		x.p++
+		x.out = append(x.out, unescape(x.line[x.p]))
+	case c == '"':
+		return true, x.closes()
+	case c == 0:
+		return false, false
+	default:
+		x.out = append(x.out, c)
+	}
+	return false, true
+}
+
+// single takes c inside 'single quotes', where only \' is an escape.
+func (x *inlineQuotes) single(c byte) (done, ok bool) {
+	switch {
+	case c == '\\' && x.at(1) == '\'':
+		x.p++
+		x.out = append(x.out, '\'')
+	case c == '\'':
+		return true, x.closes()
+	case c == 0:
+		return false, false
+	default:
+		x.out = append(x.out, c)
+	}
+	return false, true
+}
+
+// closes: the closing quote at p is followed by a space or the line's end.
+func (x *inlineQuotes) closes() bool {
+	n := x.at(1)
+	return n == 0 || isSpace(n)
+}
+
+// unescape is the byte a backslash and e stand for inside double quotes.
+func unescape(e byte) byte {
+	switch e {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
+	}
+	return e
 }
 
 // endsArg: an unquoted argument ends at these (and where the line does).

@@ -265,24 +265,11 @@ func (r *Reader) multibulk(unauthenticated bool) (Command, bool) {
 	}
 	for r.left > 0 {
 		if r.bulkLen < 0 {
-			nl := r.line(r.pos)
-			if nl < 0 {
-				if len(r.buf)-r.pos > InlineMax {
-					return r.fail(errBulkCount)
-				}
+			if wait, err := r.bulkHeader(unauthenticated); err != nil {
+				return r.fail(err)
+			} else if wait {
 				return Command{}, false
 			}
-			if r.buf[r.pos] != '$' {
-				return r.fail(&ProtocolError{"expected '$', got '" + string(r.buf[r.pos]) + "'"})
-			}
-			n, ok := parseInt(r.buf[r.pos+1 : nl])
-			switch {
-			case !ok || n < 0 || n > r.maxBulk:
-				return r.fail(errBulkLength)
-			case n > UnauthBulk && unauthenticated:
-				return r.fail(errUnauthBulk)
-			}
-			r.bulkLen, r.pos = n, nl+2
 		}
 		if int64(len(r.buf)-r.pos) < r.bulkLen+2 {
 			return Command{}, false
@@ -300,6 +287,29 @@ func (r *Reader) multibulk(unauthenticated bool) (Command, bool) {
 	}
 	r.start = r.pos
 	return Command{Args: r.args, Raw: raw}, true
+}
+
+// bulkHeader reads the next argument's $<length> line; wait while it has not all come.
+func (r *Reader) bulkHeader(unauthenticated bool) (wait bool, err error) {
+	nl := r.line(r.pos)
+	if nl < 0 {
+		if len(r.buf)-r.pos > InlineMax {
+			return false, errBulkCount
+		}
+		return true, nil
+	}
+	if r.buf[r.pos] != '$' {
+		return false, &ProtocolError{"expected '$', got '" + string(r.buf[r.pos]) + "'"}
+	}
+	n, ok := parseInt(r.buf[r.pos+1 : nl])
+	switch {
+	case !ok || n < 0 || n > r.maxBulk:
+		return false, errBulkLength
+	case n > UnauthBulk && unauthenticated:
+		return false, errUnauthBulk
+	}
+	r.bulkLen, r.pos = n, nl+2
+	return false, nil
 }
 
 func (r *Reader) inline() (Command, bool) {

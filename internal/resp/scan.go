@@ -40,62 +40,74 @@ func (s *ReplyScanner) Scan(buf []byte) (int, error) {
 		if i < 2 || buf[end-2] != '\r' {
 			return 0, ErrReply
 		}
-		typ, arg := buf[s.pos], buf[s.pos+1:end-2]
-		var elems int64 // of an aggregate; -1: a scalar
-		switch typ {
-		case '+', '-', ':', ',', '(', '#', '_':
-			elems = -1
-		case '$', '!', '=':
-			n, ok := parseInt(arg)
-			if !ok || n < -1 {
-				return 0, ErrReply
-			}
-			if n >= 0 {
-				if int64(len(buf)-end) < n+2 {
-					s.need = end + int(n) + 2
-					return 0, nil // the header is scanned again next time: O(1)
-				}
-				end += int(n) + 2
-				if buf[end-2] != '\r' || buf[end-1] != '\n' {
-					return 0, ErrReply // the bulk's length is not its length: out of step
-				}
-			}
-			elems = -1
-		case '*', '~', '>', '%', '|':
-			n, ok := parseInt(arg)
-			if !ok || n < -1 {
-				return 0, ErrReply
-			}
-			switch {
-			case n <= 0:
-				elems = -1 // empty or null
-			case typ == '%':
-				elems = 2 * n
-			case typ == '|': // an attribute: its pairs, then the reply it is about
-				elems = 2*n + 1
-			default:
-				elems = n
-			}
-		default:
-			return 0, ErrReply
+		end, elems, err := s.element(buf, end)
+		if err != nil || end == 0 {
+			return 0, err
 		}
 		s.pos = end
 		if elems > 0 {
 			s.left = append(s.left, elems)
 			continue
 		}
-		// One element done: close what it completes.
-		for len(s.left) > 0 {
-			top := len(s.left) - 1
-			if s.left[top]--; s.left[top] > 0 {
-				break
-			}
-			s.left = s.left[:top]
-		}
-		if len(s.left) == 0 {
+		if s.closeElement() {
 			n := s.pos
 			s.pos, s.need = 0, 0
 			return n, nil
 		}
 	}
+}
+
+// element reads the header line buf[s.pos:end]: the end of its element (past a bulk string's
+// body; 0 while the body has not all come), and the elements of an aggregate (-1: a scalar,
+// or an aggregate empty or null).
+func (s *ReplyScanner) element(buf []byte, end int) (int, int64, error) {
+	typ, arg := buf[s.pos], buf[s.pos+1:end-2]
+	switch typ {
+	case '+', '-', ':', ',', '(', '#', '_':
+		return end, -1, nil
+	case '$', '!', '=':
+		n, ok := parseInt(arg)
+		if !ok || n < -1 {
+			return 0, 0, ErrReply
+		}
+		if n < 0 {
+			return end, -1, nil
+		}
+		if int64(len(buf)-end) < n+2 {
+			s.need = end + int(n) + 2
+			return 0, 0, nil // the header is scanned again next time: O(1)
+		}
+		end += int(n) + 2
+		if buf[end-2] != '\r' || buf[end-1] != '\n' {
+			return 0, 0, ErrReply // the bulk's length is not its length: out of step
+		}
+		return end, -1, nil
+	case '*', '~', '>', '%', '|':
+		n, ok := parseInt(arg)
+		switch {
+		case !ok || n < -1:
+			return 0, 0, ErrReply
+		case n <= 0:
+			return end, -1, nil // empty or null
+		case typ == '%':
+			return end, 2 * n, nil
+		case typ == '|': // an attribute: its pairs, then the reply it is about
+			return end, 2*n + 1, nil
+		}
+		return end, n, nil
+	}
+	return 0, 0, ErrReply
+}
+
+// closeElement counts one element done and closes the aggregates it completes: true when the
+// reply is complete.
+func (s *ReplyScanner) closeElement() bool {
+	for len(s.left) > 0 {
+		top := len(s.left) - 1
+		if s.left[top]--; s.left[top] > 0 {
+			break
+		}
+		s.left = s.left[:top]
+	}
+	return len(s.left) == 0
 }
