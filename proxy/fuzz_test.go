@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"seckill-proxy/app"
 	"seckill-proxy/conf"
-	"seckill-proxy/internal/app"
 	"seckill-proxy/internal/resp"
 	"seckill-proxy/internal/testenv"
 	"seckill-proxy/proxy"

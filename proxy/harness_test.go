@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"seckill-proxy/app"
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
-	"seckill-proxy/internal/app"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/internal/testenv"
@@ -101,7 +101,7 @@ func start(t *testing.T, mutate func(*conf.Config)) *stack {
 	return startProxy(t, newConfig(t, mutate), true)
 }
 
-// startProxy starts a proxy on cfg, assembled as the binary assembles it (internal/app), on
+// startProxy starts a proxy on cfg, assembled as the binary assembles it (app), on
 // 127.0.0.1:0. withTee false leaves orders in the outboxes, as a proxy killed between the
 // script and Kafka does.
 func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {

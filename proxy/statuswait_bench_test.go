@@ -17,7 +17,7 @@ import (
 	"github.com/rs/xid"
 	"go.uber.org/zap"
 
-	"seckill-proxy/internal/app"
+	"seckill-proxy/app"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/internal/testenv"
 )

@@ -17,10 +17,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"seckill-proxy/app"
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
 	"seckill-proxy/internal/adminhttp"
-	"seckill-proxy/internal/app"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/sale"
