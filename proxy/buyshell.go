@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/guard"
-	"seckill-proxy/router"
 )
 
 // The buys that the router reads on goroutines (every buy of the goroutine-per-client server,
@@ -60,7 +59,7 @@ type upConn struct {
 
 func newBuyShell(s *Server, g *guard.Guard) *buyShell {
 	b := &buyShell{s: s, stopped: make(chan struct{}), handOff: make(chan struct{}), conns: map[*node]*upConn{}}
-	b.core = newCore(buyShellEnv{b}, coreLimits{
+	b.core = newBuyCore(buyShellEnv{b}, coreLimits{
 		maxPipeline: s.limits.MaxPipeline, maxArgBytes: s.limits.MaxArgBytes, maxOut: loopMaxOut,
 		timeout: s.upstream.Timeout(), redialGap: loopRedialGap, maxCallsOut: buyShellCallsOut,
 	}, s.upstream.Standalone() == "")
@@ -298,22 +297,13 @@ func (b *buyShell) closeAll() {
 	close(b.stopped)
 }
 
-// buyShellEnv is the world as the buy shell's core sees it: nodes to dial, work posted back;
-// it has no clients, so nothing it is asked for a client's sake ever runs.
+// buyShellEnv is the world as the buy shell's core sees it: nodes to dial, work posted back.
+// It has no clients, so it gives no clientEnv.
 type buyShellEnv struct{ b *buyShell }
 
-func (buyShellEnv) direct(*router.Session, [][]byte) (string, uint16) { return "", 0 }
-func (buyShellEnv) ownGoroutine([][]byte) bool                        { return false }
-func (buyShellEnv) immediate(out []byte, _ *router.Session, _ [][]byte) ([]byte, bool) {
-	return out, false
-}
-func (buyShellEnv) counted(int)                          {}
-func (e buyShellEnv) begin() bool                        { return e.b.s.begin() }
-func (e buyShellEnv) end()                               { e.b.s.end() }
-func (e buyShellEnv) post(f func())                      { e.b.post(f) }
-func (buyShellEnv) serveSlow(*client, [][][]byte)        {}
-func (buyShellEnv) startBlocking(*client, [][]byte) bool { return false }
-func (buyShellEnv) followRedirects(jobs []redirectJob)   {}
+func (e buyShellEnv) begin() bool   { return e.b.s.begin() }
+func (e buyShellEnv) end()          { e.b.s.end() }
+func (e buyShellEnv) post(f func()) { e.b.post(f) }
 
 // dial connects to up's node as the proxy's own user, on a goroutine; calls queue meanwhile.
 func (e buyShellEnv) dial(up *node) {

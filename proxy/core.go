@@ -22,35 +22,6 @@ import (
 // core, writes what the core holds for each socket, and tells the core how much went out.
 // The core is used by one goroutine, its loop's.
 
-// coreEnv is what a core asks of the world around it.
-type coreEnv interface {
-	// direct is the node to which a pass-through command of sess's goes as it is, or "",
-	// and the slot of its keys in front of a cluster.
-	direct(sess *router.Session, args [][]byte) (addr string, slot uint16)
-	// ownGoroutine: args makes its client one served by a goroutine of its own from then on.
-	ownGoroutine(args [][]byte) bool
-	// immediate appends to out the reply to args that the core writes at once instead of
-	// serving it, and says whether it did (see router.Immediate).
-	immediate(out []byte, sess *router.Session, args [][]byte) ([]byte, bool)
-	counted(n int)
-	// begin and end hold the server's drain while commands are in flight (see Server).
-	begin() bool
-	end()
-	// dial connects to up's node; the answer comes as upConnected or upFailed.
-	dial(up *node)
-	// serveSlow runs cmds through the router for c, elsewhere; the answer comes as slowDone.
-	serveSlow(c *client, cmds [][][]byte)
-	// startBlocking sends args, a blocking command of c's, to Redis now, and waits for its
-	// reply elsewhere; the answer comes as slowDone. false: it could not go at once, and
-	// serveSlow must serve it.
-	startBlocking(c *client, args [][]byte) bool
-	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
-	// and the end as redirectsDone.
-	followRedirects(jobs []redirectJob)
-	// post runs f on the core's goroutine, later (from a goroutine of elsewhere).
-	post(f func())
-}
-
 // coreLimits bound what a core's clients may hold.
 type coreLimits struct {
 	maxPipeline int           // commands of one client in flight
@@ -87,11 +58,10 @@ type client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// buysWaiting counts its buys gathered and not yet written to Redis. buysOut counts its
-	// buys not yet answered, passOut its pass-through commands: the two go to Redis on
-	// connections of their own (buys as the proxy's own user), so one kind waits while the
-	// other is out, and neither overtakes the other.
-	buysWaiting, buysOut, passOut int
+	// buysOut counts its buys not yet answered, passOut its pass-through commands: the two go
+	// to Redis on connections of their own (buys as the proxy's own user), so one kind waits
+	// while the other is out, and neither overtakes the other.
+	buysOut, passOut int
 
 	busy    bool // the router serves a batch of its commands elsewhere
 	closing bool // close once every reply owed is written (QUIT, a protocol error)
@@ -105,9 +75,6 @@ type client struct {
 	dirty          bool // in core.dirty
 	stalled        bool // rd holds commands that wait until the client can be served
 	remote         string
-	// answer, set for the buys the router hands to the core (runBuys), takes each reply in
-	// place of a socket: such a client has no reader, no output and no shell's handle.
-	answer func(seq uint64, reply []byte)
 }
 
 // owed is how many commands sent to Redis still wait for their reply to be written.
@@ -115,8 +82,9 @@ func (c *client) owed() int { return int(c.seqNext - c.seqOut) }
 
 // core is one event loop's state. Build it with newCore.
 type core struct {
-	env      coreEnv
-	buyer    buyer // nil: buys go to the router, on a goroutine of the client's own
+	env      nodeEnv
+	cl       clientEnv // nil in the buy shell, which has no clients
+	buyer    buyer     // nil: buys go to the router, on a goroutine of the client's own
 	lim      coreLimits
 	cluster  bool // in front of a cluster: keep commands for MOVED and ASK, and mind slots
 	ups      map[upKey]*node
@@ -143,7 +111,13 @@ type core struct {
 	passLat   *passLatency
 }
 
+// newCore makes a core for a shell with clients (an event loop's, or a test's).
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
+	return &core{env: env, cl: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}}
+}
+
+// newBuyCore makes a core with no clients of its own, for the buys others hand it (runBuys).
+func newBuyCore(env nodeEnv, lim coreLimits, cluster bool) *core {
 	return &core{env: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}}
 }
 
@@ -238,7 +212,7 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 		k.serveBuy(c, cmd.Args)
 		return true
 	}
-	if addr, slot := k.env.direct(c.sess, cmd.Args); addr != "" {
+	if addr, slot := k.cl.direct(c.sess, cmd.Args); addr != "" {
 		if c.buysOut > 0 || !k.mayGo(c, addr, slot) {
 			// Its buys before it are answered first; or an earlier command of its slot is
 			// still on its way elsewhere.
@@ -253,7 +227,7 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 		return false
 	}
 	if !c.closed {
-		if out, ok := k.env.immediate(c.out, c.sess, cmd.Args); ok {
+		if out, ok := k.cl.immediate(c.out, c.sess, cmd.Args); ok {
 			c.out = out
 			k.markDirty(c)
 			return true
@@ -267,12 +241,12 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 // blocking command on a connection of its own, a command with a goroutine of its own, or a
 // batch served by the router.
 func (k *core) serveAside(c *client, cmd resp.Command) {
-	if blocking(cmd.Args) && k.env.startBlocking(c, cmd.Args) {
+	if blocking(cmd.Args) && k.cl.startBlocking(c, cmd.Args) {
 		// In Redis before anything another client sends after it, as Redis orders them.
 		c.busy, c.mayBlock = true, true
 		return
 	}
-	if k.env.ownGoroutine(cmd.Args) {
+	if k.cl.ownGoroutine(cmd.Args) {
 		c.rd.Unread()
 		c.handoff = true
 		return
@@ -286,14 +260,14 @@ func (k *core) serveAside(c *client, cmd resp.Command) {
 		if err != nil || !ok {
 			break
 		}
-		if k.env.ownGoroutine(cmd.Args) || (k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args)) {
+		if k.cl.ownGoroutine(cmd.Args) || (k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args)) {
 			c.rd.Unread()
 			break
 		}
 		cmds = append(cmds, router.CopyArgs(cmd.Args))
 	}
 	c.busy, c.mayBlock = true, slices.ContainsFunc(cmds, blocking)
-	k.env.serveSlow(c, cmds)
+	k.cl.serveSlow(c, cmds)
 }
 
 // mayGo: a command of the client's for slot may go to addr now. In front of a cluster, while
@@ -333,13 +307,6 @@ func (k *core) track(n int) bool {
 // owned: reply's storage is the client's to keep, not to copy.
 func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
 	if c.closed {
-		return
-	}
-	if c.answer != nil {
-		if !owned {
-			reply = bytes.Clone(reply)
-		}
-		c.answer(seq, reply)
 		return
 	}
 	if seq != c.seqOut {

@@ -79,9 +79,27 @@ type buyOutcome struct {
 	donate bool
 }
 
-// pendingBuy is a buy in the core: its client's command, and its attempt.
+// buyOwner is whom a buy answers: a client of the core's, in the order of its commands, or a
+// batch of buys the router read on a goroutine (runBuys), by their index.
+type buyOwner interface {
+	// buyAnswered takes the reply to the owner's buy seq; its storage is the owner's to keep.
+	buyAnswered(k *core, seq uint64, reply []byte)
+	// buysOutAdd counts n more (or fewer) of its buys sent to Redis and not answered.
+	buysOutAdd(n int)
+}
+
+func (c *client) buyAnswered(k *core, seq uint64, reply []byte) { k.complete(c, seq, reply, true) }
+func (c *client) buysOutAdd(n int)                              { c.buysOut += n }
+
+// routerBuys is a batch of the router's buys (runBuys): answer takes each reply by index.
+type routerBuys struct{ answer func(i int, reply []byte) }
+
+func (r *routerBuys) buyAnswered(_ *core, seq uint64, reply []byte) { r.answer(int(seq), reply) }
+func (r *routerBuys) buysOutAdd(int)                                {}
+
+// pendingBuy is a buy in the core: its owner's command, and its attempt.
 type pendingBuy struct {
-	c     *client
+	to    buyOwner
 	seq   uint64
 	a     buyAttempt
 	start time.Time // the turn it was read in
@@ -110,7 +128,7 @@ type buyWait struct {
 // serveBuy takes a SECKILL.BUY (isBuy said so).
 func (k *core) serveBuy(c *client, args [][]byte) {
 	req, reply := k.buyer.parse(c.sess, args)
-	k.env.counted(1)
+	k.cl.counted(1)
 	seq := c.seqNext
 	c.seqNext++
 	if reply != nil {
@@ -125,39 +143,38 @@ func (k *core) serveBuy(c *client, args [][]byte) {
 // its own clients' buys, on the same engine; answer gets each buy's reply, by its index in
 // reqs, on the core's goroutine.
 func (k *core) runBuys(reqs []guard.BuyRequest, answer func(i int, reply []byte)) {
-	c := &client{answer: func(seq uint64, reply []byte) { answer(int(seq), reply) }}
+	to := &routerBuys{answer: answer}
 	for i := range reqs {
-		seq := c.seqNext
-		c.seqNext++
-		k.startBuy(c, seq, reqs[i])
+		k.startBuy(to, uint64(i), reqs[i])
 	}
 }
 
 // startBuy answers a buy from the flags, or refuses it, or gathers it for the end of the turn.
-func (k *core) startBuy(c *client, seq uint64, req guard.BuyRequest) {
+func (k *core) startBuy(to buyOwner, seq uint64, req guard.BuyRequest) {
 	a, reply := k.buyer.start(req, k.now)
 	if reply != nil {
 		k.metrics.ObserveBuy(0) // answered in the turn that read it
-		k.complete(c, seq, reply, true)
+		to.buyAnswered(k, seq, reply)
 		return
 	}
 	if !k.track(1) {
 		k.buyer.finish(a)
-		k.complete(c, seq, redcon.AppendError(nil, errShuttingDown.Error()), true)
-		c.closing = true
+		to.buyAnswered(k, seq, redcon.AppendError(nil, errShuttingDown.Error()))
+		if c, ok := to.(*client); ok {
+			c.closing = true
+		}
 		return
 	}
-	k.buys = append(k.buys, &pendingBuy{c: c, seq: seq, a: a, start: k.now})
-	c.buysWaiting++
-	c.buysOut++
+	k.buys = append(k.buys, &pendingBuy{to: to, seq: seq, a: a, start: k.now})
+	to.buysOutAdd(1)
 }
 
 // buyDone ends one buy with reply.
 func (k *core) buyDone(b *pendingBuy, reply []byte) {
 	k.metrics.ObserveBuy(k.now.Sub(b.start))
 	k.buyer.finish(b.a)
-	b.c.buysOut--
-	k.complete(b.c, b.seq, reply, true)
+	b.to.buysOutAdd(-1)
+	b.to.buyAnswered(k, b.seq, reply)
 	k.track(-1)
 }
 
@@ -171,13 +188,11 @@ func (k *core) sendBuys() {
 	k.buys = nil
 	t := buyTurn{byNode: map[string]*nodeCalls{}, masters: map[string]string{}}
 	for _, b := range buys {
-		b.c.buysWaiting--
 		addr, up := k.buyNode(&t, b)
 		if up == nil {
 			continue
 		}
 		if k.lim.maxCallsOut > 0 && up.callsOut >= k.lim.maxCallsOut {
-			b.c.buysWaiting++
 			k.later = append(k.later, b) // sent when a call to up is answered
 			continue
 		}
@@ -342,7 +357,7 @@ func (k *core) settleCall(call *buyCall, raw []byte, replicated bool) {
 		k.buyer.late(as, raw, replicated)
 		for _, b := range call.buys {
 			k.buyer.finish(b.a)
-			b.c.buysOut--
+			b.to.buysOutAdd(-1)
 			k.track(-1)
 		}
 		return
@@ -354,7 +369,6 @@ func (k *core) settleCall(call *buyCall, raw []byte, replicated bool) {
 			b.round++
 			b.addr, b.ask = o.addr, o.ask
 			k.buys = append(k.buys, b)
-			b.c.buysWaiting++
 		case o.donate:
 			k.buyer.donate(b.a, func(reply []byte) {
 				k.env.post(func() { k.buyDone(b, reply) })
@@ -385,7 +399,7 @@ func (k *core) failCall(call *buyCall, err error) {
 	for _, b := range call.buys {
 		if call.answered {
 			k.buyer.finish(b.a)
-			b.c.buysOut--
+			b.to.buysOutAdd(-1)
 			k.track(-1)
 			continue
 		}
@@ -399,6 +413,6 @@ func (k *core) expireCall(call *buyCall) {
 	k.callOver(call)
 	call.answered = true
 	for _, b := range call.buys {
-		k.complete(b.c, b.seq, k.buyer.timedOut(b.a), true)
+		b.to.buyAnswered(k, b.seq, k.buyer.timedOut(b.a))
 	}
 }

@@ -116,7 +116,7 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 	up := k.nodeOf(addr, c.sess.Proto)
 	seq := c.seqNext
 	c.seqNext++
-	k.env.counted(1)
+	k.cl.counted(1)
 	if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
 		reply := upstream.Unavailable(up.lastErr)
 		if k.metrics != nil {
@@ -304,7 +304,7 @@ func (k *core) nextRedirects() {
 	jobs := k.redirects
 	k.redirects, k.redirecting = nil, len(jobs) > 0
 	if len(jobs) > 0 {
-		k.env.followRedirects(jobs)
+		k.cl.followRedirects(jobs)
 	}
 }
 

@@ -1,0 +1,43 @@
+package proxy
+
+import "seckill-proxy/router"
+
+// coreEnv is what a core asks of the world around it.
+type coreEnv interface {
+	nodeEnv
+	clientEnv
+}
+
+// nodeEnv is what every shell gives the core for its connections to the nodes and its buys:
+// the buy shell, which has no clients, gives only this.
+type nodeEnv interface {
+	// begin and end hold the server's drain while commands are in flight (see Server).
+	begin() bool
+	end()
+	// dial connects to up's node; the answer comes as upConnected or upFailed.
+	dial(up *node)
+	// post runs f on the core's goroutine, later (from a goroutine of elsewhere).
+	post(f func())
+}
+
+// clientEnv is what an event loop gives the core for its clients' sake.
+type clientEnv interface {
+	// direct is the node to which a pass-through command of sess's goes as it is, or "",
+	// and the slot of its keys in front of a cluster.
+	direct(sess *router.Session, args [][]byte) (addr string, slot uint16)
+	// ownGoroutine: args makes its client one served by a goroutine of its own from then on.
+	ownGoroutine(args [][]byte) bool
+	// immediate appends to out the reply to args that the core writes at once instead of
+	// serving it, and says whether it did (see router.Immediate).
+	immediate(out []byte, sess *router.Session, args [][]byte) ([]byte, bool)
+	counted(n int)
+	// serveSlow runs cmds through the router for c, elsewhere; the answer comes as slowDone.
+	serveSlow(c *client, cmds [][][]byte)
+	// startBlocking sends args, a blocking command of c's, to Redis now, and waits for its
+	// reply elsewhere; the answer comes as slowDone. false: it could not go at once, and
+	// serveSlow must serve it.
+	startBlocking(c *client, args [][]byte) bool
+	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
+	// and the end as redirectsDone.
+	followRedirects(jobs []redirectJob)
+}
