@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -68,36 +69,7 @@ func TestRealClients(t *testing.T) {
 // lock's unlock script loops on a counter stored in the lock's hash, which an app user can set:
 // it runs fueled (redis.app_script_fuel).
 func TestRedisson(t *testing.T) {
-	if _, err := exec.LookPath("mvn"); err != nil {
-		if testenv.Required() {
-			t.Fatalf("mvn is not installed: %v", err)
-		}
-		t.Skip("mvn is not installed")
-	}
-	s := start(t, func(c *conf.Config) {
-		c.Users = []conf.User{{Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}, {Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
-	})
-	for _, u := range []struct{ user, password, want string }{
-		{"ops", "ops-pw", "Redisson ops: 32 of 32 checks pass"},
-		{"shop", "shop-pw", "Redisson shop: 32 of 32 checks pass"},
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold install
-		out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", "redisson", s.addr, u.user, u.password).CombinedOutput()
-		cancel()
-		var summary []string
-		for _, l := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "Redisson ") {
-				summary = append(summary, l)
-			}
-		}
-		t.Logf("%s: %s", u.user, strings.Join(summary, "\n"))
-		if err != nil {
-			t.Fatalf("run.sh redisson as %s: %v\n%s", u.user, err, out)
-		}
-		if !strings.Contains(string(out), u.want+"\n") {
-			t.Errorf("as %s: no %q in the output", u.user, u.want)
-		}
-	}
+	runClientChecks(t, "redisson", "Redisson", 32)
 }
 
 // TestSpringDataRedis: Spring Data Redis 4.1 with its defaults (Lettuce), through the proxy
@@ -105,6 +77,14 @@ func TestRedisson(t *testing.T) {
 // an app user: StringRedisTemplate's values, hashes and lists, and the cache behind @Cacheable
 // and @CacheEvict, whose allEntries clearing runs KEYS and then DEL.
 func TestSpringDataRedis(t *testing.T) {
+	runClientChecks(t, "spring", "Spring Data Redis", 8)
+}
+
+// runClientChecks runs scripts/clients/run.sh's kind of Java client against a proxy as an
+// admin (ops) and as an app user (shop), and wants each run's summary line, "<title> <user>:
+// <checks> of <checks> checks pass".
+func runClientChecks(t *testing.T, kind, title string, checks int) {
+	t.Helper()
 	if _, err := exec.LookPath("mvn"); err != nil {
 		if testenv.Required() {
 			t.Fatalf("mvn is not installed: %v", err)
@@ -116,20 +96,20 @@ func TestSpringDataRedis(t *testing.T) {
 	})
 	for _, u := range []struct{ user, password string }{{"ops", "ops-pw"}, {"shop", "shop-pw"}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold install
-		out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", "spring", s.addr, u.user, u.password).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", kind, s.addr, u.user, u.password).CombinedOutput()
 		cancel()
 		var summary []string
 		for _, l := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "Spring Data Redis ") {
+			if strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, title+" ") {
 				summary = append(summary, l)
 			}
 		}
 		t.Logf("%s: %s", u.user, strings.Join(summary, "\n"))
 		if err != nil {
-			t.Fatalf("run.sh spring as %s: %v\n%s", u.user, err, out)
+			t.Fatalf("run.sh %s as %s: %v\n%s", kind, u.user, err, out)
 		}
-		if want := "Spring Data Redis " + u.user + ": 8 of 8 checks pass\n"; !strings.Contains(string(out), want) {
-			t.Errorf("no %q in the output", want)
+		if want := fmt.Sprintf("%s %s: %d of %d checks pass\n", title, u.user, checks, checks); !strings.Contains(string(out), want) {
+			t.Errorf("as %s: no %q in the output", u.user, want)
 		}
 	}
 }
