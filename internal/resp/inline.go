@@ -59,12 +59,9 @@ func (x *inlineQuotes) arg() bool {
 	for {
 		c := x.at(0)
 		done, ok := false, true
-		switch quote {
-		case '"':
-			done, ok = x.double(c)
-		case '\'':
-			done, ok = x.single(c)
-		default:
+		if quote != 0 {
+			done, ok = x.quoted(c, quote)
+		} else {
 			done, quote = x.plain(c)
 		}
 		if !ok {
@@ -91,32 +88,21 @@ func (x *inlineQuotes) plain(c byte) (done bool, quote byte) {
 	return false, 0
 }
 
-// double takes c inside "double quotes".
-func (x *inlineQuotes) double(c byte) (done, ok bool) {
+// quoted takes c inside quote's quotes: "double" ones with \n, \r, \t, \b, \a, \xHH and
+// \<any> escapes, 'single' ones with \' only.
+func (x *inlineQuotes) quoted(c, quote byte) (done, ok bool) {
+	double := quote == '"'
 	switch {
-	case c == '\\' && x.at(1) == 'x' && isHex(x.at(2)) && isHex(x.at(3)):
+	case double && c == '\\' && x.at(1) == 'x' && isHex(x.at(2)) && isHex(x.at(3)):
 		x.out = append(x.out, hexVal(x.at(2))<<4|hexVal(x.at(3)))
 		x.p += 3
-	case c == '\\' && x.at(1) != 0:
+	case double && c == '\\' && x.at(1) != 0:
 		x.p++
 		x.out = append(x.out, unescape(x.line[x.p]))
-	case c == '"':
-		return true, x.closes()
-	case c == 0:
-		return false, false
-	default:
-		x.out = append(x.out, c)
-	}
-	return false, true
-}
-
-// single takes c inside 'single quotes', where only \' is an escape.
-func (x *inlineQuotes) single(c byte) (done, ok bool) {
-	switch {
-	case c == '\\' && x.at(1) == '\'':
+	case !double && c == '\\' && x.at(1) == '\'':
 		x.p++
 		x.out = append(x.out, '\'')
-	case c == '\'':
+	case c == quote:
 		return true, x.closes()
 	case c == 0:
 		return false, false
