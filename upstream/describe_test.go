@@ -41,8 +41,13 @@ func tableCluster() *Cluster {
 			commandEntry("object|freq", 3, []string{"readonly"}, 2, 2, 1)),
 		[]any{"broken"}, // too short: skipped
 	}
+	return tableClusterWith(reply...)
+}
+
+// tableClusterWith is a Cluster whose command table is read from the entries given.
+func tableClusterWith(entries ...any) *Cluster {
 	c := &Cluster{shared: &shared{}}
-	c.info.Store(newCommandTable(parseCommands(reply)))
+	c.info.Store(newCommandTable(parseCommands(entries)))
 	return c
 }
 
