@@ -32,7 +32,7 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if r.isLegacyKeyCommand(args) {
 		return "", 0 // answered from the sale, by Serve
 	}
-	return r.opt.Upstream.For(s.Proto).Direct(args)
+	return r.opt.Upstream.For(s.Proto).DirectOf(args, s.described)
 }
 
 // StartBlocking sends args, a blocking command of s's that Serve would pass through (BLPOP,

@@ -5,6 +5,7 @@ import (
 
 	"seckill-proxy/internal/resp"
 	"seckill-proxy/sale"
+	"seckill-proxy/upstream"
 )
 
 // This file is the one place that decides whether a client's command may run. The command
@@ -83,7 +84,7 @@ var policyNames = func() map[string]bool {
 func (r *Router) pass(s *Session, args [][]byte) error {
 	var buf [32]byte
 	name := resp.AppendLower(buf[:0], args[0])
-	s.rewrite = nil
+	s.rewrite, s.described = nil, upstream.Description{}
 	if policyNames[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			if err == nil && r.opt.Upstream != nil {
@@ -104,6 +105,7 @@ func (r *Router) pass(s *Session, args [][]byte) error {
 		return nil
 	}
 	d := r.opt.Upstream.Describe(args)
+	s.described = d // Direct routes it from here
 	switch {
 	case d.ReadOnly:
 		return nil

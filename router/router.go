@@ -102,6 +102,9 @@ type Session struct {
 	// rewrite is set by the check of a pass-through command that must go to Redis changed (an
 	// app user's script, fueled; scripts.go): such a command goes through Serve, never Direct.
 	rewrite *rewrite
+	// described is what pass learnt of the pass-through command it let through last (its
+	// flags and keys, from upstream.Describe), for Direct to route it without a second look.
+	described upstream.Description
 
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest

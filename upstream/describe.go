@@ -19,6 +19,9 @@ type Description struct {
 	// AnyArg: the table cannot say where its keys are (Redis does not know the command or the
 	// subcommand, the table is not loaded yet, or its keys move), so any argument may be one.
 	AnyArg bool
+	// plain is the table's entry of a command routed plainly by its positional keys (Keys),
+	// ci nil for any other: DirectOf routes it from here, without a second look-up.
+	plain commandFlags
 }
 
 // ReadOnly reports whether Redis's command table flags args as a read, loading the table
@@ -39,7 +42,7 @@ func (c *Cluster) Describe(args [][]byte) Description {
 	var buf [64]byte
 	name := resp.AppendLower(buf[:0], args[0])
 	if cf, ok := t.plain[string(name)]; ok { // the common case: no allocation
-		return Description{ReadOnly: cf.readOnly, Keys: positionalKeys(cf.ci, args)}
+		return Description{ReadOnly: cf.readOnly, Keys: positionalKeys(cf.ci, args), plain: cf}
 	}
 	ci := t.info[string(name)]
 	if ci != nil && len(ci.Flags) == 0 && len(args) > 1 { // a container: its subcommand says

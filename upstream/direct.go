@@ -22,7 +22,20 @@ func (c *Cluster) Direct(args [][]byte) (addr string, slot uint16) {
 	if t == nil || len(args) == 0 {
 		return "", 0
 	}
-	p := c.plan(context.Background(), t, args)
+	return c.directAddr(c.plan(context.Background(), t, args))
+}
+
+// DirectOf is Direct for args as Describe described it (d): a command routed plainly by its
+// keys is routed from d, its command and keys not looked up again.
+func (c *Cluster) DirectOf(args [][]byte, d Description) (addr string, slot uint16) {
+	if d.plain.ci == nil || !c.verified.Load() {
+		return c.Direct(args)
+	}
+	return c.directAddr(c.routeByKeys(context.Background(), d.plain.ci.Name, d.plain, args, d.Keys))
+}
+
+// directAddr is the node a command planned as p goes to as it is ("" for none).
+func (c *Cluster) directAddr(p plan) (string, uint16) {
 	switch {
 	case p.reply != nil || p.special != nil:
 		return "", 0

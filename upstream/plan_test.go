@@ -74,7 +74,8 @@ func TestPlanRoutesByKeys(t *testing.T) {
 }
 
 // TestDirect: what the event loop may forward itself: a command that goes whole to one node
-// (its address and slot), never one that is split, merged or refused.
+// (its address and slot), never one that is split, merged or refused; DirectOf, from the
+// policy's description of the command, routes it the same.
 func TestDirect(t *testing.T) {
 	c := planCluster("")
 	for _, tc := range []struct {
@@ -85,11 +86,21 @@ func TestDirect(t *testing.T) {
 		{"MGET {a}1 {b}2", ""},
 		{"DBSIZE", ""},
 	} {
-		if addr, _ := c.Direct(argsOf(tc.args)); addr != tc.addr {
+		args := argsOf(tc.args)
+		if addr, _ := c.Direct(args); addr != tc.addr {
 			t.Errorf("Direct(%s) = %q, want %q", tc.args, addr, tc.addr)
+		}
+		// Routed from the policy's description, the same node and slot.
+		a1, s1 := c.Direct(args)
+		if a2, s2 := c.DirectOf(args, c.Describe(args)); a2 != a1 || s2 != s1 {
+			t.Errorf("DirectOf(%s) = %q %d, Direct %q %d", tc.args, a2, s2, a1, s1)
 		}
 	}
 	if addr, _ := (&Cluster{shared: &shared{}}).Direct(argsOf("GET k")); addr != "" {
 		t.Errorf("with no command table: Direct = %q, want none", addr)
+	}
+	c.verified.Store(false)
+	if addr, _ := c.DirectOf(argsOf("GET {a}x"), c.Describe(argsOf("GET {a}x"))); addr != "" {
+		t.Errorf("unverified: DirectOf = %q, want none", addr)
 	}
 }
