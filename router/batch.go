@@ -22,9 +22,10 @@ type batch struct {
 	buys    []guard.BuyRequest
 	buyErrs []error // per gathered buy, its argument error or nil
 	pass    [][][]byte
-	answers [][]byte   // per gathered pass-through command (when any has one), its bulk reply's replacement
-	queued  [][][]byte // commands for the open transaction (s.tx)
-	warms   [][][]byte // SECKILL.WARMs of distinct SKUs, run at once (flushWarms)
+	descs   []upstream.Description // per gathered pass-through command, the policy's description
+	answers [][]byte               // per gathered pass-through command (when any has one), its bulk reply's replacement
+	queued  [][][]byte             // commands for the open transaction (s.tx)
+	warms   [][][]byte             // SECKILL.WARMs of distinct SKUs, run at once (flushWarms)
 }
 
 // warmsAtOnce bounds the WARMs of one pipeline that run at once: each is a dozen round trips
@@ -42,14 +43,15 @@ func (b *batch) addBuy(req guard.BuyRequest, err error) {
 	b.buyErrs = append(b.buyErrs, err)
 }
 
-// addPass gathers a pass-through command.
-// addPass gathers a pass-through command; answer, if not nil, replaces its reply when Redis
-// answers with a bulk string (scriptLoad's).
-func (b *batch) addPass(args [][]byte, answer []byte) {
+// addPass gathers a pass-through command, with d, the policy's description of it (none for a
+// command rewritten); answer, if not nil, replaces its reply when Redis answers with a bulk
+// string (scriptLoad's).
+func (b *batch) addPass(args [][]byte, answer []byte, d upstream.Description) {
 	b.flushBuys()
 	b.flushQueued()
 	b.flushWarms()
 	b.pass = append(b.pass, args)
+	b.descs = append(b.descs, d)
 	if answer != nil {
 		b.answers = append(b.answers, make([][]byte, len(b.pass)-len(b.answers))...)
 		b.answers[len(b.pass)-1] = answer
@@ -141,7 +143,7 @@ func (b *batch) flushPass() {
 		start = time.Now()
 	}
 	// A blocking command among them says where it waits, for CLIENT UNBLOCK.
-	replies := b.r.opt.Upstream.For(b.s.Proto).Do(upstream.WithBlockedOn(b.ctx, &b.s.blocked), b.pass)
+	replies := b.r.opt.Upstream.For(b.s.Proto).DoDescribed(upstream.WithBlockedOn(b.ctx, &b.s.blocked), b.pass, b.descs)
 	if observe != nil {
 		d := time.Since(start)
 		for i, reply := range replies {
@@ -154,7 +156,7 @@ func (b *batch) flushPass() {
 		}
 		b.w.WriteRaw(reply)
 	}
-	b.pass, b.answers = b.pass[:0], b.answers[:0]
+	b.pass, b.descs, b.answers = b.pass[:0], b.descs[:0], b.answers[:0]
 }
 
 // write writes reply, or err, in the protocol the session speaks (after HELLO, the one it

@@ -26,13 +26,15 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if s.muted() {
 		return "", 0 // Serve drops its reply
 	}
-	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil {
+	_, err := r.check(s, args)
+	d := s.takeDescribed()
+	if err != errPassThrough || s.rewrite != nil {
 		return "", 0
 	}
 	if r.isLegacyKeyCommand(args) {
 		return "", 0 // answered from the sale, by Serve
 	}
-	return r.opt.Upstream.For(s.Proto).DirectOf(args, s.described)
+	return r.opt.Upstream.For(s.Proto).DirectOf(args, d)
 }
 
 // StartBlocking sends args, a blocking command of s's that Serve would pass through (BLPOP,
@@ -45,7 +47,9 @@ func (r *Router) StartBlocking(ctx context.Context, s *Session, args [][]byte) (
 	if r.opt.Upstream == nil || s.inTx() || s.muted() {
 		return nil, false
 	}
-	if _, err := r.check(s, args); err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {
+	_, err := r.check(s, args)
+	s.takeDescribed() // blocking commands are planned by upstream
+	if err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {
 		return nil, false
 	}
 	w, ok := r.opt.Upstream.For(s.Proto).StartBlocking(upstream.WithBlockedOn(ctx, &s.blocked), args)

@@ -248,6 +248,14 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	return r
 }
 
+// takeDescribed returns what pass learnt of the command just checked, and forgets it: it
+// points into that command's arguments, which are not to be kept.
+func (s *Session) takeDescribed() upstream.Description {
+	d := s.described
+	s.described = upstream.Description{}
+	return d
+}
+
 // inTx: the session is inside MULTI.
 func (s *Session) inTx() bool { return s.tx != nil && s.tx.Active() }
 
@@ -334,8 +342,9 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 	}
 	c, err := r.check(s, args)
 	var answer []byte
+	desc := s.takeDescribed() // of args as check saw them
 	if err == errPassThrough && s.rewrite != nil {
-		args, answer = s.rewrite.apply(args), s.rewrite.answer
+		args, answer, desc = s.rewrite.apply(args), s.rewrite.answer, upstream.Description{}
 	}
 	if err == errPassThrough && r.legacy != nil {
 		if reply, lerr, ok := r.legacyKeyCommand(b.ctx, args); ok {
@@ -356,7 +365,7 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		b.flush()
 		r.queue(b.ctx, s, c, err, args, b.w)
 	case err == errPassThrough:
-		b.addPass(args, answer)
+		b.addPass(args, answer, desc)
 	case err == nil && c.flags&flagBuy != 0:
 		b.addBuy(guard.ParseBuy(args[1:]))
 	case err == nil && c.name == "seckill.warm":

@@ -225,6 +225,12 @@ func unavailable(err error) []byte {
 // Do passes one client's pipeline of commands through, in order, and returns one raw reply
 // per command. The router has decided that they may run.
 func (c *Cluster) Do(ctx context.Context, cmds [][][]byte) [][]byte {
+	return c.DoDescribed(ctx, cmds, nil)
+}
+
+// DoDescribed is Do for commands the policy described (descs[i], from Describe, is cmds[i]'s;
+// descs may be nil): one routed plainly by its keys is routed from its description.
+func (c *Cluster) DoDescribed(ctx context.Context, cmds [][][]byte, descs []Description) [][]byte {
 	b := batch{Cluster: c, parent: ctx, deadline: time.Now().Add(c.opt.Timeout)}
 	defer b.close()
 	out := make([][]byte, len(cmds))
@@ -239,7 +245,11 @@ func (c *Cluster) Do(ctx context.Context, cmds [][][]byte) [][]byte {
 	// alone, after the run before it, so that effects keep the client's order.
 	run := make([]routed, 0, len(cmds))
 	for i, args := range cmds {
-		p := c.plan(ctx, table, args)
+		var d Description
+		if i < len(descs) {
+			d = descs[i]
+		}
+		p := c.planDescribed(ctx, table, args, d)
 		if p.anyMaster {
 			if p.addr, err = c.anyMaster(ctx); err != nil {
 				p.reply = unavailable(err)

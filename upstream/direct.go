@@ -28,10 +28,10 @@ func (c *Cluster) Direct(args [][]byte) (addr string, slot uint16) {
 // DirectOf is Direct for args as Describe described it (d): a command routed plainly by its
 // keys is routed from d, its command and keys not looked up again.
 func (c *Cluster) DirectOf(args [][]byte, d Description) (addr string, slot uint16) {
-	if d.plain.ci == nil || !c.verified.Load() {
+	if d.plain.ci == nil {
 		return c.Direct(args)
 	}
-	return c.directAddr(c.routeByKeys(context.Background(), d.plain.ci.Name, d.plain, args, d.Keys))
+	return c.directAddr(c.planDescribed(context.Background(), nil, args, d))
 }
 
 // directAddr is the node a command planned as p goes to as it is ("" for none).

@@ -29,6 +29,18 @@ type plan struct {
 // their replies merged into the one Redis would give.
 var splittable = map[string]bool{"mget": true, "mset": true, "del": true, "unlink": true, "exists": true, "touch": true}
 
+// planDescribed is plan for args as Describe described them (d): a command routed plainly
+// by its keys is routed from d, without a second look-up; any other is planned by table.
+func (c *Cluster) planDescribed(ctx context.Context, table *commandTable, args [][]byte, d Description) plan {
+	if d.plain.ci == nil {
+		return c.plan(ctx, table, args)
+	}
+	if !c.verified.Load() {
+		return plan{reply: unavailable(errACLUnverified)}
+	}
+	return c.routeByKeys(ctx, d.plain.ci.Name, d.plain, args, d.Keys)
+}
+
 // plan routes a command that the router's policy has let through.
 func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) plan {
 	if !c.verified.Load() {

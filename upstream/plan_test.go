@@ -22,6 +22,7 @@ func planCluster(standalone string) *Cluster {
 // several slots are split for the commands Redis answers key by key (MGET, MSET, DEL, ...),
 // refused CROSSSLOT for the others; a command with no keys may go to any master; the whole
 // server's commands (DBSIZE) are merged over every master; a standalone server takes all.
+// planDescribed, from the policy's description (Describe), plans each alike.
 func TestPlanRoutesByKeys(t *testing.T) {
 	ctx := context.Background()
 	c := planCluster("")
@@ -45,9 +46,12 @@ func TestPlanRoutesByKeys(t *testing.T) {
 		{args: "XINFO HELP", any: true},
 	}
 	for _, tc := range cases {
-		p := c.plan(ctx, table, argsOf(tc.args))
-		if p.addr != tc.addr || p.slot != tc.slot || (p.special != nil) != tc.special || p.anyMaster != tc.any || string(p.reply) != tc.reply {
-			t.Errorf("%s: plan addr %q slot %d special %v any %v reply %q", tc.args, p.addr, p.slot, p.special != nil, p.anyMaster, p.reply)
+		args := argsOf(tc.args)
+		// planned from the table, and from the policy's description of the command: alike
+		for _, p := range []plan{c.plan(ctx, table, args), c.planDescribed(ctx, table, args, c.Describe(args))} {
+			if p.addr != tc.addr || p.slot != tc.slot || (p.special != nil) != tc.special || p.anyMaster != tc.any || string(p.reply) != tc.reply {
+				t.Errorf("%s: plan addr %q slot %d special %v any %v reply %q", tc.args, p.addr, p.slot, p.special != nil, p.anyMaster, p.reply)
+			}
 		}
 	}
 
@@ -68,8 +72,11 @@ func TestPlanRoutesByKeys(t *testing.T) {
 
 	// Until the pass-through user's ACL is verified, nothing passes.
 	c.verified.Store(false)
-	if p := c.plan(ctx, table, argsOf("GET {a}x")); !strings.Contains(string(p.reply), errACLUnverified.Error()) {
-		t.Errorf("unverified: reply %q", p.reply)
+	get := argsOf("GET {a}x")
+	for _, p := range []plan{c.plan(ctx, table, get), c.planDescribed(ctx, table, get, c.Describe(get))} {
+		if !strings.Contains(string(p.reply), errACLUnverified.Error()) {
+			t.Errorf("unverified: reply %q", p.reply)
+		}
 	}
 }
 
