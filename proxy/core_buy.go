@@ -86,16 +86,20 @@ type buyOwner interface {
 	buyAnswered(k *core, seq uint64, reply []byte)
 	// buysOutAdd counts n more (or fewer) of its buys sent to Redis and not answered.
 	buysOutAdd(n int)
+	// shuttingDown: a buy of its was refused because the server drains.
+	shuttingDown()
 }
 
 func (c *client) buyAnswered(k *core, seq uint64, reply []byte) { k.complete(c, seq, reply, true) }
 func (c *client) buysOutAdd(n int)                              { c.buysOut += n }
+func (c *client) shuttingDown()                                 { c.closing = true }
 
 // routerBuys is a batch of the router's buys (runBuys): answer takes each reply by index.
 type routerBuys struct{ answer func(i int, reply []byte) }
 
 func (r *routerBuys) buyAnswered(_ *core, seq uint64, reply []byte) { r.answer(int(seq), reply) }
 func (r *routerBuys) buysOutAdd(int)                                {}
+func (r *routerBuys) shuttingDown()                                 {}
 
 // pendingBuy is a buy in the core: its owner's command, and its attempt.
 type pendingBuy struct {
@@ -160,9 +164,7 @@ func (k *core) startBuy(to buyOwner, seq uint64, req guard.BuyRequest) {
 	if !k.track(1) {
 		k.buyer.finish(a)
 		to.buyAnswered(k, seq, redcon.AppendError(nil, errShuttingDown.Error()))
-		if c, ok := to.(*client); ok {
-			c.closing = true
-		}
+		to.shuttingDown()
 		return
 	}
 	k.buys = append(k.buys, &pendingBuy{to: to, seq: seq, a: a, start: k.now})
