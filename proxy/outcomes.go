@@ -152,33 +152,32 @@ func (b *outcomeSession) writeError(msg string) bool {
 	return b.write(func(w *redcon.Writer) { w.WriteError(msg) })
 }
 
-// refusal is why ch cannot be subscribed ("" : it can), or, for a channel held already,
-// done: its confirmation is written, as Redis answers a channel subscribed twice.
-func (b *outcomeSession) refusal(ch []byte, ok bool) (msg string, done bool) {
+// refusal is why ch cannot be subscribed ("": it can, and it is counted among the proxy's
+// outcome channels); ok: ch parsed as an outcome channel.
+func (b *outcomeSession) refusal(ch []byte, ok bool) string {
 	lim := b.s.limits
 	switch {
 	case !sale.IsOutcomeChannel(ch):
-		return errOutcomeMixed, false
+		return errOutcomeMixed
 	case !ok:
-		return "ERR an outcome channel is " + sale.OutcomeChannelPrefix + "<sku>/<uid>, each 1-64 characters of [A-Za-z0-9_.:-]", false
-	case b.subs[string(ch)] != nil:
-		b.write(func(w *redcon.Writer) { b.confirm(w, "subscribe", ch) })
-		return "", true
+		return "ERR an outcome channel is " + sale.OutcomeChannelPrefix + "<sku>/<uid>, each 1-64 characters of [A-Za-z0-9_.:-]"
 	case lim.OutcomeChannelsPerConn > 0 && len(b.subs) >= lim.OutcomeChannelsPerConn:
 		b.s.outcomeRefused.Add(1)
-		return errChannelsPerConn(lim.OutcomeChannelsPerConn), false
+		return errChannelsPerConn(lim.OutcomeChannelsPerConn)
 	case !b.s.takeOutcomeChannel():
-		return errChannels(lim.OutcomeChannels), false
+		return errChannels(lim.OutcomeChannels)
 	}
-	return "", false
+	return ""
 }
 
 func (b *outcomeSession) subscribe(ch []byte) {
+	if b.subs[string(ch)] != nil { // held already (so well formed): as Redis answers a channel subscribed twice
+		b.write(func(w *redcon.Writer) { b.confirm(w, "subscribe", ch) })
+		return
+	}
 	sku, uid, ok := sale.ParseOutcomeChannel(ch)
-	if msg, done := b.refusal(ch, ok); done || msg != "" {
-		if msg != "" {
-			b.writeError(msg)
-		}
+	if msg := b.refusal(ch, ok); msg != "" {
+		b.writeError(msg)
 		return
 	}
 	ctx, cancel := context.WithCancel(b.c.ctx)

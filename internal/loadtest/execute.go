@@ -258,7 +258,7 @@ func (x *execution) seedsBuyer(ctx context.Context) error {
 	return nil
 }
 
-// sum is the sum over the sale's buckets of one command's integer reply (0 on an error).
+// sum is the sum over the sale's buckets of one command's integer reply.
 func (x *execution) sum(ctx context.Context, cmd func(redis.Pipeliner, keyspace.Keys) redis.Cmder) (int64, error) {
 	return sumBuckets(ctx, x.rc, x.o.SKU, cmd)
 }
