@@ -512,3 +512,19 @@ func TestWaitFor(t *testing.T) {
 		t.Fatalf("wait_timeout set: WAIT timeout %v", d.Buy.WaitFor())
 	}
 }
+
+// TestEmptyFile: a config file that is named but holds no settings (empty, blank, only
+// comments: a file caught half written) is refused, never read as the defaults; a file with
+// one setting loads.
+func TestEmptyFile(t *testing.T) {
+	for _, body := range []string{"", "\n  \n", "# listen: 127.0.0.1:1\n", "---\n"} {
+		_, err := Load(nil, []string{EnvConfigFile + "=" + writeFile(t, body)})
+		if err == nil || !strings.Contains(err.Error(), "has no settings") {
+			t.Errorf("file %q: %v, want a refusal that says it has no settings", body, err)
+		}
+	}
+	c, err := Load(nil, []string{EnvConfigFile + "=" + writeFile(t, "redis:\n  username: seckill\n")})
+	if err != nil || c.Redis.Username != "seckill" {
+		t.Errorf("a file with one setting: %v, username %q", err, c.Redis.Username)
+	}
+}

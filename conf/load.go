@@ -94,7 +94,17 @@ func Load(fs *flag.FlagSet, environ []string) (Config, error) {
 		})
 	}
 	if path != "" {
-		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		fk := koanf.New(".")
+		if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("config: file %s: %w", path, err)
+		}
+		// A file named and empty is a mistake or a file caught half written (a ConfigMap
+		// being rewritten, an editor's save), never "all defaults": the proxy would come up
+		// logged in as no one, with none of the file's settings.
+		if len(fk.Keys()) == 0 {
+			return Config{}, fmt.Errorf("config: file %s has no settings: it is empty (or only comments); name no file to run on the defaults", path)
+		}
+		if err := k.Merge(fk); err != nil {
 			return Config{}, fmt.Errorf("config: file %s: %w", path, err)
 		}
 		for key, hint := range removedKeys {

@@ -38,6 +38,11 @@ import (
 //   - hostNetwork: the pods run on the host's network, where the dev stack listens; podman
 //     refuses containerPorts there, so they are left out (the containers listen all the same).
 //   - lifecycle.preStop.sleep is ignored.
+//   - A ConfigMap volume is a named podman volume that every pod mounting the ConfigMap shares,
+//     and kube play rewrites its files for each pod it plays, while the pods played before
+//     are already starting: the proxy once read its config.yaml truncated (and came up with
+//     no Redis username) as the sink's pod rewrote it. Kubernetes gives each pod its own
+//     volume, swapped in atomically; each Deployment gets its own copy of the ConfigMap.
 // The image names are the locally built image and a busybox stand-in for the application.
 
 // podPlay is what TestPod plays: the manifests' objects, adapted as said above.
@@ -105,7 +110,36 @@ func adapt(t *testing.T, img, app string, secrets map[string]string, files ...st
 			}
 		}
 	}
+	p.configMaps = ownConfigMaps(t, p.configMaps, p.deployments)
 	return p
+}
+
+// ownConfigMaps gives each Deployment's ConfigMap volumes a copy of their own, named after the
+// Deployment, and returns the copies.
+func ownConfigMaps(t *testing.T, cms []*corev1.ConfigMap, deps []*appsv1.Deployment) []*corev1.ConfigMap {
+	t.Helper()
+	byName := map[string]*corev1.ConfigMap{}
+	for _, cm := range cms {
+		byName[cm.Name] = cm
+	}
+	var own []*corev1.ConfigMap
+	for _, d := range deps {
+		for i := range d.Spec.Template.Spec.Volumes {
+			ref := d.Spec.Template.Spec.Volumes[i].ConfigMap
+			if ref == nil {
+				continue
+			}
+			cm, ok := byName[ref.Name]
+			if !ok {
+				t.Fatalf("Deployment %s mounts ConfigMap %s, which no manifest played defines", d.Name, ref.Name)
+			}
+			cp := cm.DeepCopy()
+			cp.Name = cm.Name + "-" + d.Name
+			ref.Name = cp.Name
+			own = append(own, cp)
+		}
+	}
+	return own
 }
 
 // yaml is the play as one multi-document YAML file.
@@ -199,6 +233,9 @@ func TestPod(t *testing.T) {
 			}
 		}
 		podman(t, "kube", "down", playFile)
+		for _, cm := range play.configMaps {
+			podman(t, "volume", "rm", "--force", cm.Name) // kube down keeps a ConfigMap's volume
+		}
 	})
 	t.Logf("podman kube play:\n%s", out)
 	const proxy, shop, sink = "shop-pod-0-seckill-proxy", "shop-pod-0-shop", "seckill-sink-pod-0-seckill-sink"
