@@ -94,23 +94,8 @@ func Load(fs *flag.FlagSet, environ []string) (Config, error) {
 		})
 	}
 	if path != "" {
-		fk := koanf.New(".")
-		if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
-			return Config{}, fmt.Errorf("config: file %s: %w", path, err)
-		}
-		// A file named and empty is a mistake or a file caught half written (a ConfigMap
-		// being rewritten, an editor's save), never "all defaults": the proxy would come up
-		// logged in as no one, with none of the file's settings.
-		if len(fk.Keys()) == 0 {
-			return Config{}, fmt.Errorf("config: file %s has no settings: it is empty (or only comments); name no file to run on the defaults", path)
-		}
-		if err := k.Merge(fk); err != nil {
-			return Config{}, fmt.Errorf("config: file %s: %w", path, err)
-		}
-		for key, hint := range removedKeys {
-			if k.Exists(key) {
-				return Config{}, fmt.Errorf("config: file %s: %s was removed: %s", path, key, hint)
-			}
+		if err := loadFile(k, path); err != nil {
+			return Config{}, err
 		}
 	}
 	for key, hint := range removedKeys {
@@ -248,4 +233,26 @@ func trimAll(ss []string) []string {
 		out = append(out, strings.TrimSpace(s))
 	}
 	return out
+}
+
+// loadFile merges the YAML file at path into k. A file named and empty is a mistake or a
+// file caught half written (a ConfigMap being rewritten, an editor's save), never "all
+// defaults": the proxy would come up logged in as no one, with none of the file's settings.
+func loadFile(k *koanf.Koanf, path string) error {
+	fk := koanf.New(".")
+	if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+		return fmt.Errorf("config: file %s: %w", path, err)
+	}
+	if len(fk.Keys()) == 0 {
+		return fmt.Errorf("config: file %s has no settings: it is empty (or only comments); name no file to run on the defaults", path)
+	}
+	for key, hint := range removedKeys {
+		if fk.Exists(key) {
+			return fmt.Errorf("config: file %s: %s was removed: %s", path, key, hint)
+		}
+	}
+	if err := k.Merge(fk); err != nil {
+		return fmt.Errorf("config: file %s: %w", path, err)
+	}
+	return nil
 }

@@ -8,8 +8,8 @@ import (
 	"seckill-proxy/router"
 )
 
-// guardBuyer is the buy engine as an event loop's core sees it: package guard's loop API,
-// with the router's checks and replies. It is its loop's alone (the buffers it reuses).
+// guardBuyer is what the buy engine decides by: package guard's loop API, with the router's
+// checks and replies. It is its engine's alone (the buffers it reuses).
 type guardBuyer struct {
 	r       *router.Router
 	g       *guard.Guard
@@ -119,3 +119,8 @@ func (b *guardBuyer) wait(addr string) ([]byte, int) { return b.g.WaitCommand(ad
 func (b *guardBuyer) waitReply(raw []byte, want int) bool { return b.g.WaitReply(raw, want) }
 
 func (b *guardBuyer) callTimeout() time.Duration { return b.timeout }
+
+// newGuardEngine makes k's buy engine, deciding through g and replying as r does.
+func newGuardEngine(k *core, r *router.Router, g *guard.Guard) *engine {
+	return newEngine(k, &guardBuyer{r: r, g: g, timeout: g.CallTimeout()})
+}

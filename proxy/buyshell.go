@@ -15,7 +15,7 @@ import (
 
 // The buys that the router reads on goroutines (every buy of the goroutine-per-client server,
 // and in loop mode a subscriber's, or one of a session a reload revoked) run on a core of
-// their own, the same core and engine as an event loop's (core_buy.go), in a shell with no
+// their own, the same core and engine as an event loop's (engine.go), in a shell with no
 // clients and no epoll, so that it builds everywhere. Whoever brings the core work (a
 // router's goroutine with a batch of buys, the goroutine that reads a master's connection, a
 // dial, Kafka's acknowledgement, the timer) posts it; one that finds the core idle runs a
@@ -63,7 +63,7 @@ func newBuyShell(s *Server, g *guard.Guard) *buyShell {
 		maxPipeline: s.limits.MaxPipeline, maxArgBytes: s.limits.MaxArgBytes, maxOut: loopMaxOut,
 		timeout: s.upstream.Timeout(), redialGap: loopRedialGap, maxCallsOut: buyShellCallsOut,
 	}, s.upstream.Standalone() == "")
-	b.core.buyer = &guardBuyer{r: s.router, g: g, timeout: g.CallTimeout()}
+	newGuardEngine(b.core, s.router, g)
 	b.core.metrics = s.metrics
 	b.timer = time.AfterFunc(time.Hour, func() { b.post(func() {}) })
 	b.timer.Stop()
@@ -82,7 +82,7 @@ func (b *buyShell) RunBuys(ctx context.Context, reqs []guard.BuyRequest) [][]byt
 	left := len(reqs)
 	all := make(chan struct{})
 	if !b.post(func() {
-		b.core.runBuys(reqs, func(i int, reply []byte) {
+		b.core.eng.run(reqs, func(i int, reply []byte) {
 			replies[i] = reply
 			if left--; left == 0 {
 				close(all)

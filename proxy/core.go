@@ -84,7 +84,7 @@ func (c *client) owed() int { return int(c.seqNext - c.seqOut) }
 type core struct {
 	env      nodeEnv
 	cl       clientEnv // nil in the buy shell, which has no clients
-	buyer    buyer     // nil: buys go to the router, on a goroutine of the client's own
+	eng      *engine   // the buy engine; nil: buys go to the router, on a goroutine of the client's own
 	lim      coreLimits
 	cluster  bool // in front of a cluster: keep commands for MOVED and ASK, and mind slots
 	ups      map[upKey]*node
@@ -98,12 +98,6 @@ type core struct {
 	// redirects wait for the one job that follows them (redirecting: it is running).
 	redirects   []redirectJob
 	redirecting bool
-	// buys gathered this turn, written as script calls at its end (sendBuys); sold, the
-	// attempts that sold, teed at its end (teeSold).
-	buys []*pendingBuy
-	sold []buyAttempt
-	// later holds buys for nodes with lim.maxCallsOut calls out, until one is answered.
-	later []*pendingBuy
 	// metrics takes each buy's latency (nil: none); passNames and passLat are the core's own
 	// pass-through counters' lookup and latency count (passStat).
 	metrics   *Metrics
@@ -116,7 +110,7 @@ func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
 	return &core{env: env, cl: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}}
 }
 
-// newBuyCore makes a core with no clients of its own, for the buys others hand it (runBuys).
+// newBuyCore makes a core with no clients of its own, for the buys others hand its engine (run).
 func newBuyCore(env nodeEnv, lim coreLimits, cluster bool) *core {
 	return &core{env: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}}
 }
@@ -204,12 +198,12 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 		}
 		return false
 	}
-	if k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args) {
+	if k.eng.isBuy(c.sess, cmd.Args) {
 		if c.passOut > 0 {
 			c.rd.Unread() // its pass-through commands before it are answered first
 			return false
 		}
-		k.serveBuy(c, cmd.Args)
+		k.eng.serve(c, cmd.Args)
 		return true
 	}
 	if addr, slot := k.cl.direct(c.sess, cmd.Args); addr != "" {
@@ -253,14 +247,14 @@ func (k *core) serveAside(c *client, cmd resp.Command) {
 	}
 	// The commands that follow go with it, unless the client has yet to log in: an AUTH
 	// changes what may follow. A buy ends the batch: the loop runs every buy itself, with
-	// one engine (core_buy.go), after the replies before it.
+	// one engine (engine.go), after the replies before it.
 	cmds := [][][]byte{router.CopyArgs(cmd.Args)}
 	for c.sess.Authed && len(cmds) < k.lim.maxPipeline {
 		cmd, ok, err := c.rd.Next(false)
 		if err != nil || !ok {
 			break
 		}
-		if k.cl.ownGoroutine(cmd.Args) || (k.buyer != nil && k.buyer.isBuy(c.sess, cmd.Args)) {
+		if k.cl.ownGoroutine(cmd.Args) || k.eng.isBuy(c.sess, cmd.Args) {
 			c.rd.Unread()
 			break
 		}
@@ -394,8 +388,9 @@ func (k *core) flushInputs() {
 			c.stalled = true
 		}
 	}
-	k.sendBuys()
-	k.teeSold()
+	if k.eng != nil {
+		k.eng.endTurn()
+	}
 }
 
 // takeDirty returns the clients marked dirty, and keeps marked those whose input waits and
@@ -415,3 +410,6 @@ func (k *core) takeDirty(after func(c *client)) {
 	clear(dirty[len(pending):]) // the array outlives the turn: it must not keep gone clients (and their buffers) alive
 	k.dirty = pending
 }
+
+// pendingWork: its engine has buys to send, or sold orders to tee, at the end of a turn.
+func (k *core) pendingWork() bool { return k.eng != nil && k.eng.pending() }

@@ -23,7 +23,7 @@ const buyHold = 10
 // Only a node silent for a whole call timeout (stopped, cut off, gone), or a call held
 // buyHold timeouts, answers its buys UNAVAILABLE.
 func (k *core) holdCall(up *node, in *inflight) bool {
-	timeout := k.buyer.callTimeout()
+	timeout := k.eng.callTimeout()
 	if k.now.Sub(up.lastRead) >= timeout || k.now.Sub(in.sent) >= buyHold*timeout {
 		return false
 	}
@@ -51,7 +51,7 @@ func (k *core) expire() (dropped []*node) {
 			in.answered = true
 			switch {
 			case in.call != nil:
-				k.expireCall(in.call)
+				k.eng.expireCall(in.call)
 			case in.c != nil:
 				if k.metrics != nil {
 					k.metrics.pass.unavailable.WithLabelValues(unavailTimeout).Inc()

@@ -249,10 +249,10 @@ func (k *core) deliver(up *node, reply []byte, owned bool) {
 	up.head++
 	switch {
 	case in.call != nil:
-		k.callReply(in.call, reply)
+		k.eng.callReply(in.call, reply)
 		return
 	case in.wait != nil:
-		k.waitReply(in.wait, reply)
+		k.eng.waitReply(in.wait, reply)
 		return
 	case in.discard:
 		return
@@ -338,13 +338,9 @@ func (k *core) upFailed(up *node, err error, reason string) {
 		up.head++
 		switch {
 		case in.call != nil:
-			k.failCall(in.call, err)
+			k.eng.failCall(in.call, err)
 		case in.wait != nil:
-			for _, call := range in.wait.calls {
-				if call.replied {
-					k.settleCall(call, call.reply, false) // no replica was seen to hold it
-				}
-			}
+			k.eng.waitFailed(in.wait)
 		case !in.discard:
 			if k.metrics != nil && !in.answered {
 				k.metrics.pass.unavailable.WithLabelValues(reason).Inc()
@@ -365,8 +361,8 @@ func (k *core) dialFailed(up *node, err error) {
 // ownerDown: the proxy lost, or cannot open, its connection to a master it buys on; the slot
 // map may be out of date (a failover), and is reloaded now rather than at its next period.
 func (k *core) ownerDown(up *node) {
-	if up.owner && k.buyer != nil {
-		k.buyer.nodeDown(up.addr)
+	if up.owner && k.eng != nil {
+		k.eng.nodeDown(up.addr)
 	}
 }
 

@@ -4,9 +4,9 @@
 // pass-through, straight to Redis from the event loop), and writes the replies back in order
 // (with tidwall/redcon's writer). It drains in-flight calls on shutdown.
 //
-// It also runs the buys: the core's buy path (core_buy.go) sends the calls of guard's engine
-// on its own connections and settles them, in an event loop or in the buy shell
-// (buyshell.go), through the buyer interface (buy.go adapts guard to it); what a buy decides (admission, the
-// script's arguments, the reading of its reply) is guard's. The buyers' outcome channels
+// It also runs the buys: its buy engine (engine.go) gathers them, sends guard's script calls
+// on the core's own connections and settles them, in an event loop or in the buy shell
+// (buyshell.go), through the buyer interface (buy.go adapts guard to it); what a buy decides
+// (admission, the script's arguments, the reading of its reply) is guard's. The buyers' outcome channels
 // (outcomes.go) and the live sale page (salepage.go) show what guard knows of the sales.
 package proxy

@@ -108,7 +108,7 @@ func newLoop(s *Server) (*loop, error) {
 		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap,
 	}, s.upstream.Standalone() == "")
 	if g := s.router.Guard(); g != nil {
-		l.core.buyer = &guardBuyer{r: s.router, g: g, timeout: g.CallTimeout()}
+		newGuardEngine(l.core, s.router, g)
 		l.core.metrics = s.metrics
 	}
 	return l, nil

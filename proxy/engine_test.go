@@ -122,7 +122,7 @@ func (h *coreHarness) buyNode(b *fakeBuyer) {
 func TestCoreBuys(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{noScript: true}
-	h.k.buyer = fb
+	newEngine(h.k, fb)
 	c1, c2 := h.client(true), h.client(true)
 	h.send(c1, cmdsOf("BUY s u1", "BUY soldout u1", "GET a1"))
 	h.send(c2, cmdsOf("BUY s u2"))
@@ -162,7 +162,7 @@ func TestCoreBuys(t *testing.T) {
 func TestCoreBuyTimeout(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	h.k.buyer = fb
+	newEngine(h.k, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1"))
 	h.k.flushInputs()
@@ -186,7 +186,7 @@ func TestCoreBuyTimeout(t *testing.T) {
 func TestCoreBuyConnectionLost(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	h.k.buyer = fb
+	newEngine(h.k, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1", "BUY s u2"))
 	h.k.flushInputs()
@@ -208,7 +208,7 @@ func TestCoreBuyConnectionLost(t *testing.T) {
 func TestCoreRetryIsPendingWork(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{noScript: true}
-	h.k.buyer = fb
+	newEngine(h.k, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1"))
 	h.k.flushInputs()
@@ -234,7 +234,7 @@ func TestCoreRetryIsPendingWork(t *testing.T) {
 func TestCoreBuyEndsSlowBatch(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	h.k.buyer = fb
+	newEngine(h.k, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("ECHO x", "BUY s u1", "ECHO y"))
 	h.k.flushInputs()
@@ -264,14 +264,14 @@ func TestCoreRunBuysBounded(t *testing.T) {
 	h := newCoreHarness(t, false)
 	h.k.lim.maxCallsOut = 1
 	fb := &fakeBuyer{}
-	h.k.buyer = fb
+	newEngine(h.k, fb)
 	got := map[string]string{}
 	run := func(name string, uids ...string) {
 		reqs := make([]guard.BuyRequest, len(uids))
 		for i, u := range uids {
 			reqs[i] = guard.BuyRequest{SKU: "s", UID: u, Qty: 1}
 		}
-		h.k.runBuys(reqs, func(i int, reply []byte) { got[name+uids[i]] = string(reply) })
+		h.k.eng.run(reqs, func(i int, reply []byte) { got[name+uids[i]] = string(reply) })
 	}
 	run("a:", "u1", "u2")
 	h.k.flushInputs()
@@ -285,9 +285,9 @@ func TestCoreRunBuysBounded(t *testing.T) {
 	h.k.flushInputs()
 	run("c:", "u4", "u5")
 	h.k.flushInputs()
-	if string(owner.out) != first || len(h.k.later) != 3 || h.k.pendingWork() {
+	if string(owner.out) != first || len(h.k.eng.later) != 3 || h.k.pendingWork() {
 		t.Fatalf("while a call is out: out %q, %d held, pending %v; want nothing more written, 3 held, no pending work",
-			owner.out, len(h.k.later), h.k.pendingWork())
+			owner.out, len(h.k.eng.later), h.k.pendingWork())
 	}
 	h.buyNode(fb)
 	if len(got) != 2 || got["a:u1"] != "$8\r\norder-u1\r\n" || got["a:u2"] != "$8\r\norder-u2\r\n" {

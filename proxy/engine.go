@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -18,8 +17,56 @@ import (
 // NOSCRIPT, a slot that moved). No goroutine, and no Redis client but the loop's own, serves
 // a buy; only Kafka's acknowledgement, with buy.reply_after=kafka, comes from elsewhere.
 
-// buyer is what the core asks of the buy engine (package guard, through the router for the
-// replies' encoding).
+// engine is the buy engine: it owns each buy from the request to the reply. It answers what
+// the sold-out flags can, gathers the rest of a turn by master and SKU, writes them as
+// script calls on its core's connections to the masters (logged in as the proxy's own user),
+// and settles each reply: an answer, a retry (a stale version, NOSCRIPT, a slot that moved),
+// a donation to other buckets, a tee to Kafka. It answers calls that time out or fail.
+//
+// The servers reach it through a handful of methods: isBuy and serve (an event loop's
+// client), run (a batch the router read on a goroutine), endTurn and pending (the turn), and
+// what becomes of its connections' calls (callReply, waitReply, failCall, waitFailed,
+// expireCall, callTimeout, nodeDown). It uses its core for the connections, the turn's
+// clock and the drain count; what a buy decides (stock, duplicates, buckets, the scripts'
+// words) is its buyer's (package guard's, through guardBuyer).
+type engine struct {
+	k     *core
+	buyer buyer
+	// buys gathered this turn, written as script calls at its end (sendBuys); sold, the
+	// attempts that sold, teed at its end (teeSold).
+	buys []*pendingBuy
+	sold []buyAttempt
+	// later holds buys for nodes with lim.maxCallsOut calls out, until one is answered.
+	later []*pendingBuy
+}
+
+// newEngine makes k's buy engine, deciding through b.
+func newEngine(k *core, b buyer) *engine {
+	e := &engine{k: k, buyer: b}
+	k.eng = e
+	return e
+}
+
+// isBuy: args is a SECKILL.BUY of sess's for the engine to serve; never, on a core that
+// has no engine (nil: its buys go to the router, on a goroutine of the client's own).
+func (e *engine) isBuy(sess *router.Session, args [][]byte) bool {
+	return e != nil && e.buyer.isBuy(sess, args)
+}
+
+// nodeDown: the connection to the master at addr failed; where slots live may have changed.
+func (e *engine) nodeDown(addr string) { e.buyer.nodeDown(addr) }
+
+// callTimeout is how long a script call is waited for (buy.call_timeout).
+func (e *engine) callTimeout() time.Duration { return e.buyer.callTimeout() }
+
+// endTurn writes the turn's buys and tees the orders it sold.
+func (e *engine) endTurn() {
+	e.sendBuys()
+	e.teeSold()
+}
+
+// buyer is what the engine asks of package guard (through the router for the replies'
+// encoding): the decisions.
 type buyer interface {
 	// isBuy: args is a SECKILL.BUY of sess's for the loop to serve.
 	isBuy(sess *router.Session, args [][]byte) bool
@@ -130,78 +177,78 @@ type buyWait struct {
 }
 
 // serveBuy takes a SECKILL.BUY (isBuy said so).
-func (k *core) serveBuy(c *client, args [][]byte) {
-	req, reply := k.buyer.parse(c.sess, args)
-	k.cl.counted(1)
+func (e *engine) serve(c *client, args [][]byte) {
+	req, reply := e.buyer.parse(c.sess, args)
+	e.k.cl.counted(1)
 	seq := c.seqNext
 	c.seqNext++
 	if reply != nil {
-		k.complete(c, seq, reply, true)
+		e.k.complete(c, seq, reply, true)
 		return
 	}
-	k.startBuy(c, seq, req)
+	e.startBuy(c, seq, req)
 }
 
 // runBuys serves buys that the router read on a goroutine of its own (a subscriber's, a
 // client of the goroutine-per-client server, a session a reload revoked) as the core serves
 // its own clients' buys, on the same engine; answer gets each buy's reply, by its index in
 // reqs, on the core's goroutine.
-func (k *core) runBuys(reqs []guard.BuyRequest, answer func(i int, reply []byte)) {
+func (e *engine) run(reqs []guard.BuyRequest, answer func(i int, reply []byte)) {
 	to := &routerBuys{answer: answer}
 	for i := range reqs {
-		k.startBuy(to, uint64(i), reqs[i])
+		e.startBuy(to, uint64(i), reqs[i])
 	}
 }
 
 // startBuy answers a buy from the flags, or refuses it, or gathers it for the end of the turn.
-func (k *core) startBuy(to buyOwner, seq uint64, req guard.BuyRequest) {
-	a, reply := k.buyer.start(req, k.now)
+func (e *engine) startBuy(to buyOwner, seq uint64, req guard.BuyRequest) {
+	a, reply := e.buyer.start(req, e.k.now)
 	if reply != nil {
-		k.metrics.ObserveBuy(0) // answered in the turn that read it
-		to.buyAnswered(k, seq, reply)
+		e.k.metrics.ObserveBuy(0) // answered in the turn that read it
+		to.buyAnswered(e.k, seq, reply)
 		return
 	}
-	if !k.track(1) {
-		k.buyer.finish(a)
-		to.buyAnswered(k, seq, redcon.AppendError(nil, errShuttingDown.Error()))
+	if !e.k.track(1) {
+		e.buyer.finish(a)
+		to.buyAnswered(e.k, seq, redcon.AppendError(nil, errShuttingDown.Error()))
 		to.shuttingDown()
 		return
 	}
-	k.buys = append(k.buys, &pendingBuy{to: to, seq: seq, a: a, start: k.now})
+	e.buys = append(e.buys, &pendingBuy{to: to, seq: seq, a: a, start: e.k.now})
 	to.buysOutAdd(1)
 }
 
 // buyDone ends one buy with reply.
-func (k *core) buyDone(b *pendingBuy, reply []byte) {
-	k.metrics.ObserveBuy(k.now.Sub(b.start))
-	k.buyer.finish(b.a)
+func (e *engine) buyDone(b *pendingBuy, reply []byte) {
+	e.k.metrics.ObserveBuy(e.k.now.Sub(b.start))
+	e.buyer.finish(b.a)
 	b.to.buysOutAdd(-1)
-	b.to.buyAnswered(k, b.seq, reply)
-	k.track(-1)
+	b.to.buyAnswered(e.k, b.seq, reply)
+	e.k.track(-1)
 }
 
 // sendBuys writes the buys gathered since the last time, as script calls grouped by node
 // and SKU, each group's buys in the order they came.
-func (k *core) sendBuys() {
-	if len(k.buys) == 0 {
+func (e *engine) sendBuys() {
+	if len(e.buys) == 0 {
 		return
 	}
-	buys := k.buys
-	k.buys = nil
+	buys := e.buys
+	e.buys = nil
 	t := buyTurn{byNode: map[string]*nodeCalls{}, masters: map[string]string{}}
 	for _, b := range buys {
-		addr, up := k.buyNode(&t, b)
+		addr, up := e.buyNode(&t, b)
 		if up == nil {
 			continue
 		}
-		if k.lim.maxCallsOut > 0 && up.callsOut >= k.lim.maxCallsOut {
-			k.later = append(k.later, b) // sent when a call to up is answered
+		if e.k.lim.maxCallsOut > 0 && up.callsOut >= e.k.lim.maxCallsOut {
+			e.later = append(e.later, b) // sent when a call to up is answered
 			continue
 		}
 		t.add(b, up, addr)
 	}
 	for _, nc := range t.order {
-		k.writeCalls(nc)
+		e.writeCalls(nc)
 	}
 }
 
@@ -221,22 +268,22 @@ type nodeCalls struct {
 }
 
 // buyNode is the node b's call goes to; nil when it cannot be reached, and b is answered.
-func (k *core) buyNode(t *buyTurn, b *pendingBuy) (string, *node) {
+func (e *engine) buyNode(t *buyTurn, b *pendingBuy) (string, *node) {
 	addr := b.addr
 	if addr == "" {
 		tag := b.a.tag()
 		if addr = t.masters[tag]; addr == "" {
 			var err error
-			if addr, err = k.buyer.master(tag); err != nil {
-				k.buyDone(b, k.buyer.unreached(b.a, err))
+			if addr, err = e.buyer.master(tag); err != nil {
+				e.buyDone(b, e.buyer.unreached(b.a, err))
 				return "", nil
 			}
 			t.masters[tag] = addr
 		}
 	}
-	up := k.ownerNodeOf(addr)
-	if !up.connected && !up.dialing && k.now.Before(up.retryAt) {
-		k.buyDone(b, k.buyer.unreached(b.a, up.lastErr))
+	up := e.k.ownerNodeOf(addr)
+	if !up.connected && !up.dialing && e.k.now.Before(up.retryAt) {
+		e.buyDone(b, e.buyer.unreached(b.a, up.lastErr))
 		return "", nil
 	}
 	return addr, up
@@ -265,20 +312,20 @@ func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
 }
 
 // writeCalls writes a node's calls of the turn, then the WAIT that covers them, if any.
-func (k *core) writeCalls(nc *nodeCalls) {
+func (e *engine) writeCalls(nc *nodeCalls) {
 	up := nc.up
 	if !up.connected && !up.dialing {
 		up.dialing = true
-		k.env.dial(up)
+		e.k.env.dial(up)
 	}
 	var w *buyWait
-	wait, want := k.buyer.wait(up.addr)
+	wait, want := e.buyer.wait(up.addr)
 	if wait != nil {
 		w = &buyWait{calls: nc.calls, want: want}
 	}
-	deadline := k.now.Add(k.buyer.callTimeout())
+	deadline := e.k.now.Add(e.buyer.callTimeout())
 	if len(up.queue) == up.head {
-		up.lastRead = k.now
+		up.lastRead = e.k.now
 	}
 	for _, call := range nc.calls {
 		if nc.ask {
@@ -290,10 +337,10 @@ func (k *core) writeCalls(nc *nodeCalls) {
 		for i, b := range call.buys {
 			as[i] = b.a
 		}
-		up.out = k.buyer.appendCall(up.out, as)
+		up.out = e.buyer.appendCall(up.out, as)
 		call.wait, call.out = w, up
 		up.callsOut++
-		up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: k.now})
+		up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: e.k.now})
 	}
 	if w != nil {
 		up.out = append(up.out, wait...)
@@ -303,118 +350,26 @@ func (k *core) writeCalls(nc *nodeCalls) {
 
 // callOver: call is answered, failed or past its deadline, and counts no longer among its
 // node's calls out; the buys held back for that bound go with the next turn's, before them.
-func (k *core) callOver(call *buyCall) {
+func (e *engine) callOver(call *buyCall) {
 	if call.out == nil {
 		return
 	}
 	call.out.callsOut--
 	call.out = nil
-	if len(k.later) > 0 {
-		k.buys = append(k.later, k.buys...)
-		k.later = nil
+	if len(e.later) > 0 {
+		e.buys = append(e.later, e.buys...)
+		e.later = nil
 	}
 }
 
-// pendingWork: buys wait to be sent, or sold orders to be teed, at the end of a turn.
-func (k *core) pendingWork() bool { return len(k.buys) > 0 || len(k.sold) > 0 }
+// pending: buys wait to be sent, or sold orders to be teed, at the end of a turn.
+func (e *engine) pending() bool { return len(e.buys) > 0 || len(e.sold) > 0 }
 
 // teeSold hands the orders sold this turn to Kafka, together.
-func (k *core) teeSold() {
-	if len(k.sold) > 0 {
-		k.buyer.teeAll(k.sold)
-		clear(k.sold)
-		k.sold = k.sold[:0]
-	}
-}
-
-// callReply takes the reply of a script call: settled now, or when its WAIT answers.
-func (k *core) callReply(call *buyCall, raw []byte) {
-	k.callOver(call)
-	if call.wait != nil {
-		call.reply, call.replied = bytes.Clone(raw), true
-		return
-	}
-	k.settleCall(call, raw, true)
-}
-
-// waitReply takes a WAIT's reply, and settles the calls it followed: as they said if the
-// replicas acknowledged, else as not known.
-func (k *core) waitReply(w *buyWait, raw []byte) {
-	replicated := k.buyer.waitReply(raw, w.want)
-	for _, call := range w.calls {
-		if call.replied {
-			k.settleCall(call, call.reply, replicated)
-		}
-	}
-}
-
-// settleCall gives each buy of a call its answer, or sends it again. replicated: see
-// buyer.settle.
-func (k *core) settleCall(call *buyCall, raw []byte, replicated bool) {
-	as := make([]buyAttempt, len(call.buys))
-	for i, b := range call.buys {
-		as[i] = b.a
-	}
-	if call.answered {
-		k.buyer.late(as, raw, replicated)
-		for _, b := range call.buys {
-			k.buyer.finish(b.a)
-			b.to.buysOutAdd(-1)
-			k.track(-1)
-		}
-		return
-	}
-	for i, o := range k.buyer.settle(as, raw, call.buys[0].round, replicated) {
-		b := call.buys[i]
-		switch {
-		case o.retry:
-			b.round++
-			b.addr, b.ask = o.addr, o.ask
-			k.buys = append(k.buys, b)
-		case o.donate:
-			k.buyer.donate(b.a, func(reply []byte) {
-				k.env.post(func() { k.buyDone(b, reply) })
-			})
-		case o.sold && k.buyer.afterKafka():
-			k.buyer.tee(b.a, func(err error) {
-				k.env.post(func() { k.buyDone(b, k.buyer.ackReply(b.a, err)) })
-			})
-		case o.sold:
-			k.sold = append(k.sold, b.a) // teed at the end of the turn, all together
-			k.buyDone(b, o.reply)
-		default:
-			k.buyDone(b, o.reply)
-		}
-	}
-}
-
-// failCall answers the buys of a call whose connection failed with err (UNAVAILABLE, counted
-// by the engine like every UNAVAILABLE it answers: the script may have run); a call whose
-// reply came (and waited for its WAIT, which the failure cut) is settled with it as not
-// known: no replica was seen to hold what it sold.
-func (k *core) failCall(call *buyCall, err error) {
-	k.callOver(call)
-	if call.replied {
-		k.settleCall(call, call.reply, false)
-		return
-	}
-	for _, b := range call.buys {
-		if call.answered {
-			k.buyer.finish(b.a)
-			b.to.buysOutAdd(-1)
-			k.track(-1)
-			continue
-		}
-		k.buyDone(b, k.buyer.unreached(b.a, err))
-	}
-}
-
-// expireCall answers the buys of a call past its deadline; the script may still run, and
-// its reply, when it comes, is taken by late.
-func (k *core) expireCall(call *buyCall) {
-	k.callOver(call)
-	call.answered = true
-	for _, b := range call.buys {
-		b.to.buyAnswered(k, b.seq, k.buyer.timedOut(b.a))
+func (e *engine) teeSold() {
+	if len(e.sold) > 0 {
+		e.buyer.teeAll(e.sold)
+		clear(e.sold)
+		e.sold = e.sold[:0]
 	}
 }

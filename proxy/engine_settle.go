@@ -1,0 +1,108 @@
+package proxy
+
+import "bytes"
+
+// What the engine does with a call's reply, or with its absence: settle each buy, send it
+// again, donate it, tee it; answer the buys of a call that failed or timed out.
+
+// callReply takes the reply of a script call: settled now, or when its WAIT answers.
+func (e *engine) callReply(call *buyCall, raw []byte) {
+	e.callOver(call)
+	if call.wait != nil {
+		call.reply, call.replied = bytes.Clone(raw), true
+		return
+	}
+	e.settleCall(call, raw, true)
+}
+
+// waitReply takes a WAIT's reply, and settles the calls it followed: as they said if the
+// replicas acknowledged, else as not known.
+func (e *engine) waitReply(w *buyWait, raw []byte) {
+	replicated := e.buyer.waitReply(raw, w.want)
+	for _, call := range w.calls {
+		if call.replied {
+			e.settleCall(call, call.reply, replicated)
+		}
+	}
+}
+
+// waitFailed: the connection failed before a WAIT's reply came; the calls it followed whose
+// replies came are settled as not known: no replica was seen to hold what they sold.
+func (e *engine) waitFailed(w *buyWait) {
+	for _, call := range w.calls {
+		if call.replied {
+			e.settleCall(call, call.reply, false)
+		}
+	}
+}
+
+// settleCall gives each buy of a call its answer, or sends it again. replicated: see
+// buyer.settle.
+func (e *engine) settleCall(call *buyCall, raw []byte, replicated bool) {
+	as := make([]buyAttempt, len(call.buys))
+	for i, b := range call.buys {
+		as[i] = b.a
+	}
+	if call.answered {
+		e.buyer.late(as, raw, replicated)
+		for _, b := range call.buys {
+			e.buyer.finish(b.a)
+			b.to.buysOutAdd(-1)
+			e.k.track(-1)
+		}
+		return
+	}
+	for i, o := range e.buyer.settle(as, raw, call.buys[0].round, replicated) {
+		b := call.buys[i]
+		switch {
+		case o.retry:
+			b.round++
+			b.addr, b.ask = o.addr, o.ask
+			e.buys = append(e.buys, b)
+		case o.donate:
+			e.buyer.donate(b.a, func(reply []byte) {
+				e.k.env.post(func() { e.buyDone(b, reply) })
+			})
+		case o.sold && e.buyer.afterKafka():
+			e.buyer.tee(b.a, func(err error) {
+				e.k.env.post(func() { e.buyDone(b, e.buyer.ackReply(b.a, err)) })
+			})
+		case o.sold:
+			e.sold = append(e.sold, b.a) // teed at the end of the turn, all together
+			e.buyDone(b, o.reply)
+		default:
+			e.buyDone(b, o.reply)
+		}
+	}
+}
+
+// failCall answers the buys of a call whose connection failed with err (UNAVAILABLE, counted
+// by the engine like every UNAVAILABLE it answers: the script may have run); a call whose
+// reply came (and waited for its WAIT, which the failure cut) is settled with it as not
+// known: no replica was seen to hold what it sold.
+func (e *engine) failCall(call *buyCall, err error) {
+	e.callOver(call)
+	if call.replied {
+		e.settleCall(call, call.reply, false)
+		return
+	}
+	for _, b := range call.buys {
+		if call.answered {
+			e.buyer.finish(b.a)
+			b.to.buysOutAdd(-1)
+			e.k.track(-1)
+			continue
+		}
+		e.buyDone(b, e.buyer.unreached(b.a, err))
+	}
+}
+
+// expireCall answers the buys of a call past its deadline; the script may still run, and
+// its reply, when it comes, is taken by late.
+func (e *engine) expireCall(call *buyCall) {
+	e.callOver(call)
+	call.answered = true
+	for _, b := range call.buys {
+		b.to.buyAnswered(e.k, b.seq, e.buyer.timedOut(b.a))
+	}
+}
