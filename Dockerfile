@@ -2,9 +2,10 @@
 # Build: docker build -t seckill-proxy .
 # Run:   docker run -e SECKILL_REDIS_ADDRS=... -e SECKILL_KAFKA_BROKERS=... -e SECKILL_MYSQL_DSN=... \
 #          -e SECKILL_USERS=shop:...:app,ops:...:admin -e SECKILL_ADMIN_TOKEN=... \
-#          -p 6380:6380 seckill-proxy [-check-config]
+#          -p 6380:6380 seckill-proxy [-check-config -strict]
 # Without SECKILL_USERS (or SECKILL_PASSWORD) the proxy is in protected mode: it refuses every
-# client from outside the container's loopback (-DENIED), and -check-config warns. Without
+# client from outside the container's loopback (-DENIED), and -check-config warns (with -strict,
+# exits 2: a deployment pipeline's gate). Without
 # SECKILL_ADMIN_TOKEN the admin port serves only /livez, /readyz, /healthz and /metrics to the
 # network.
 #        docker run ... --entrypoint /seckill-sink seckill-proxy

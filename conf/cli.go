@@ -29,7 +29,7 @@ type CommandLine struct {
 	Done bool
 }
 
-// ParseCommandLine binds the configuration flags plus -check-config, -print-config,
+// ParseCommandLine binds the configuration flags plus -check-config (and -strict), -print-config,
 // -print-defaults and -migrate on a new flag set named name, parses args (without the program
 // name), loads the Config from its layers and validates it. -check-config and the print
 // flags write to out and set Done.
@@ -41,6 +41,9 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	if *f.strict && !*check {
+		return nil, fmt.Errorf("%s: -strict goes with -check-config (it makes a warning refuse the configuration)", name)
 	}
 	if *printDefaults {
 		return &CommandLine{Done: true}, writeYAML(out, Default())
@@ -61,10 +64,8 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 		return nil, err
 	}
 	if *check {
-		for _, w := range cfg.Warnings() {
-			if _, err := fmt.Fprintln(out, "warning: "+w); err != nil {
-				return nil, err
-			}
+		if err := checkWarnings(cfg, *f.strict, out); err != nil {
+			return nil, err
 		}
 		_, err = fmt.Fprintln(out, "config OK")
 	}
@@ -86,6 +87,24 @@ func ParseCommandLine(name string, args, environ []string, out io.Writer) (*Comm
 		Level: zap.NewAtomicLevelAt(zapcore.InfoLevel), reload: reload}, err
 }
 
+// ErrWarned is the error of a configuration that -check-config -strict refuses for its
+// warnings.
+var ErrWarned = errors.New("configuration refused for its warnings (-strict)")
+
+// checkWarnings prints cfg's warnings to out; with strict, any is ErrWarned.
+func checkWarnings(cfg Config, strict bool, out io.Writer) error {
+	w := cfg.Warnings()
+	for _, s := range w {
+		if _, err := fmt.Fprintln(out, "warning: "+s); err != nil {
+			return err
+		}
+	}
+	if strict && len(w) > 0 {
+		return fmt.Errorf("%w: %d warning(s)", ErrWarned, len(w))
+	}
+	return nil
+}
+
 // ErrUnsafe is the error of a configuration that Config.Unsafe refuses.
 var ErrUnsafe = errors.New("unsafe configuration refused")
 
@@ -99,7 +118,7 @@ func refuseUnsafe(cfg Config) error {
 }
 
 // cliFlags are the command line's flags besides the settings.
-type cliFlags struct{ check, print, printDefaults, migrate, printACL *bool }
+type cliFlags struct{ check, strict, print, printDefaults, migrate, printACL *bool }
 
 // commandFlags is the flag set of a binary named name: the settings and the cliFlags.
 func commandFlags(name string, out io.Writer) (*flag.FlagSet, cliFlags) {
@@ -108,6 +127,7 @@ func commandFlags(name string, out io.Writer) (*flag.FlagSet, cliFlags) {
 	BindFlags(fs)
 	return fs, cliFlags{
 		check:         fs.Bool("check-config", false, "validate the configuration and exit"),
+		strict:        fs.Bool("strict", false, "with -check-config: exit 2 on any warning too"),
 		print:         fs.Bool("print-config", false, "print the effective configuration (secrets masked) and exit"),
 		printDefaults: fs.Bool("print-defaults", false, "print the default configuration and exit"),
 		migrate:       fs.Bool("migrate", false, "apply the MySQL migrations and exit"),

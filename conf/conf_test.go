@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -526,5 +527,28 @@ func TestEmptyFile(t *testing.T) {
 	c, err := Load(nil, []string{EnvConfigFile + "=" + writeFile(t, "redis:\n  username: seckill\n")})
 	if err != nil || c.Redis.Username != "seckill" {
 		t.Errorf("a file with one setting: %v, username %q", err, c.Redis.Username)
+	}
+}
+
+// TestCheckConfigStrict: -check-config prints warnings and passes; with -strict a warning
+// refuses the configuration (ErrWarned, after the warnings are printed) and a configuration
+// without one passes; -strict without -check-config is refused.
+func TestCheckConfigStrict(t *testing.T) {
+	open := []string{"SECKILL_LISTEN=0.0.0.0:6380"}
+	var out strings.Builder
+	if _, err := ParseCommandLine("x", []string{"-check-config"}, open, &out); err != nil || !strings.Contains(out.String(), "warning: ") {
+		t.Errorf("-check-config with a warning: %v %q, want it printed and passed", err, out.String())
+	}
+	out.Reset()
+	_, err := ParseCommandLine("x", []string{"-check-config", "-strict"}, open, &out)
+	if !errors.Is(err, ErrWarned) || !strings.Contains(out.String(), "protected_mode") || strings.Contains(out.String(), "config OK") {
+		t.Errorf("-check-config -strict with a warning: %v %q, want ErrWarned after the warning", err, out.String())
+	}
+	out.Reset()
+	if cl, err := ParseCommandLine("x", []string{"-check-config", "-strict"}, nil, &out); err != nil || !cl.Done || out.String() != "config OK\n" {
+		t.Errorf("-check-config -strict with no warning: %v %q", err, out.String())
+	}
+	if _, err := ParseCommandLine("x", []string{"-strict"}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "-strict goes with -check-config") {
+		t.Errorf("-strict alone: %v, want a refusal", err)
 	}
 }

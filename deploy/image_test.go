@@ -67,6 +67,17 @@ func checkConfigInImage(t *testing.T, img string) {
 		t.Errorf("sink -check-config with the image's defaults: exit %d\n%s", code, out)
 	}
 
+	// -strict: the same defaults' warnings fail it; with users and an admin token, none is left.
+	out, code = podman(t, "run", "--rm", "--network", "host", img, "-check-config", "-strict")
+	if code != 2 || !strings.Contains(out, "protected_mode") || !strings.Contains(out, "refused for its warnings") || strings.Contains(out, "config OK") {
+		t.Errorf("proxy -check-config -strict with the image's defaults: exit %d, want 2 after the warnings\n%s", code, out)
+	}
+	out, code = podman(t, "run", "--rm", "--network", "host", "-e", "SECKILL_USERS=shop:"+secret(t)+":app",
+		"-e", "SECKILL_ADMIN_TOKEN="+secret(t), img, "-check-config", "-strict")
+	if code != 0 || strings.TrimSpace(out) != "config OK" {
+		t.Errorf("proxy -check-config -strict with users and a token: exit %d\n%s", code, out)
+	}
+
 	open := []string{"-e", "SECKILL_PROTECTED_MODE=false"}
 	var placeholders []string
 	for _, s := range find[*corev1.Secret](objects(t, "k8s/proxy-sidecar.yaml")) {
@@ -107,6 +118,7 @@ func saleThroughImage(t *testing.T, img string) {
 	cfg := testenv.Config(t)
 	freePorts(t, "16380", "16381", "16382")
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() { testenv.DeleteTopics(t, cfg.Kafka.Brokers, "seckill.image."+run) }) // after the containers stop
 	password, token := secret(t), secret(t)
 	env := []string{
 		"SECKILL_REDIS_ADDRS=" + strings.Join(cfg.Redis.Addrs, ","),
