@@ -183,6 +183,7 @@ func TestPod(t *testing.T) {
 	freePorts(t, "6380", "6381", "6382")
 
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() { testenv.DeleteTopics(t, cfg.Kafka.Brokers, "seckill.pod."+run) }) // after the pods are down
 	shopPassword, opsPassword, token, redisPassword := secret(t), secret(t), secret(t), secret(t)
 	secrets := map[string]string{
 		"SECKILL_USERS":                      "shop:" + shopPassword + ":app,ops:" + opsPassword + ":admin",

@@ -35,6 +35,7 @@ func newFixture(t *testing.T) *fixture {
 	testenv.Kafka(t)
 	cfg := testenv.Config(t)
 	cfg.Kafka.Topic = "test.outbox." + xid.New().String()
+	t.Cleanup(func() { testenv.DeleteTopics(t, cfg.Kafka.Brokers, cfg.Kafka.Topic) }) // after the fixture's producers stop
 	if err := connect.EnsureTopics(cfg.Kafka); err != nil {
 		t.Fatal(err)
 	}

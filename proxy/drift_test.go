@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
 	"seckill-proxy/sale"
 )
 
@@ -52,6 +53,9 @@ func TestDriftRefused(t *testing.T) {
 	cfg := newConfig(t, nil)
 	drifted := cfg
 	drifted.Kafka.Topic, drifted.Kafka.DeadLetterTopic = cfg.Kafka.Topic+".other", cfg.Kafka.Topic+".other.dlq"
+	onDataCleanup(t, func() {
+		testenv.DeleteTopics(t, drifted.Kafka.Brokers, drifted.Kafka.Topic, drifted.Kafka.DeadLetterTopic)
+	})
 	b := startProxy(t, drifted, true)
 	cb := b.client(t, 1)
 	ctx := context.Background()

@@ -92,6 +92,7 @@ func newConfig(t *testing.T, mutate func(*conf.Config)) conf.Config {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	onDataCleanup(t, func() { testenv.DeleteTopics(t, cfg.Kafka.Brokers, cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic) })
 	return cfg
 }
 

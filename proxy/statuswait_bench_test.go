@@ -74,6 +74,7 @@ func statusPhase(b *testing.B, mode string, n int, hold time.Duration) phaseCost
 	cfg := testenv.Config(b)
 	id := xid.New().String()
 	cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic, cfg.Kafka.Group = "bench."+id, "bench."+id+".dlq", "bench-"+id
+	b.Cleanup(func() { testenv.DeleteTopics(b, cfg.Kafka.Brokers, cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic) })
 	cfg.Limits.MaxClients = 2 * n
 	cfg.Log.Level = "warn"
 	db := testenv.MySQL(b)

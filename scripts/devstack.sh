@@ -362,8 +362,12 @@ cmd_down() {
   stop "$(MYSQL_DIR)/mysqld.pid" mariadbd
   for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
     stop "$STACK/redis/$port/redis.pid" redis-server
+    # Redis keeps nothing across down and up: no node saves (save ""), but a replica writes
+    # the RDB of its full sync to disk, which a restart would load (old sales, piling up).
+    # A node restarted by up while the others run (a test's kill) keeps it, as a real one would.
+    rm -f "$STACK/redis/$port/dump.rdb"
   done
-  log "down"
+  log "down (kept: MySQL's databases and Kafka's topics; Redis's data is gone)"
 }
 
 cmd_status() {

@@ -25,6 +25,7 @@ func BenchmarkSink(b *testing.B) {
 	db := migrated(b)
 	id := xid.New().String()
 	cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic, cfg.Kafka.Group = "bench."+id, "bench."+id+".dlq", "bench-"+id
+	b.Cleanup(func() { testenv.DeleteTopics(b, cfg.Kafka.Brokers, cfg.Kafka.Topic, cfg.Kafka.DeadLetterTopic) })
 	sku := newItem(b, db, b.N)
 	if err := connect.EnsureTopics(cfg.Kafka); err != nil {
 		b.Fatal(err)

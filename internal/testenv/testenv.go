@@ -21,6 +21,8 @@ import (
 
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/schema"
+
+	"github.com/IBM/sarama"
 )
 
 // Required reports whether missing services fail tests rather than skip them.
@@ -148,5 +150,27 @@ func Prometheus(t testing.TB) string {
 			t.Fatal("testenv: no go.mod above the test's folder")
 		}
 		dir = parent
+	}
+}
+
+// DeleteTopics deletes a test's own topics from the brokers; call it when the test's proxies
+// and sinks have stopped (a producer still running would create them again). Topics left
+// behind pile up: each partition is a directory whose files the broker keeps open. A topic
+// already gone is no error; another failure is logged, not failed, since the test's
+// assertions are made.
+func DeleteTopics(t testing.TB, brokers []string, topics ...string) {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Admin.Timeout = 10 * time.Second
+	admin, err := sarama.NewClusterAdmin(brokers, cfg)
+	if err != nil {
+		t.Logf("cannot delete the test's topics %v: %v", topics, err)
+		return
+	}
+	defer admin.Close()
+	for _, topic := range topics {
+		if err := admin.DeleteTopic(topic); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			t.Logf("cannot delete the test's topic %s: %v", topic, err)
+		}
 	}
 }
