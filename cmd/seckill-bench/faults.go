@@ -43,7 +43,7 @@ func faultPlan(fs *flag.FlagSet, args []string) int {
 
 // faultIntro prints the opening of the suite's report, with the table's header.
 func faultIntro(fs *flag.FlagSet, args []string) int {
-	s := loadtest.Suite{Cores: runtime.NumCPU(), When: time.Now().UTC().Format("2006-01-02 15:04 UTC")}
+	s := loadtest.Suite{Cores: runtime.NumCPU(), When: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Commit: loadtest.Revision()}
 	fs.StringVar(&s.Command, "command", "scripts/chaos.sh", "the suite's command line")
 	fs.IntVar(&s.Faults, "faults", 0, "faults run")
 	fs.IntVar(&s.Runs, "runs", 0, "runs of each")

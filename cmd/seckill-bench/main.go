@@ -163,7 +163,7 @@ func table(name string, args []string) int {
 
 // benchReport writes BENCHMARKS.md from what make bench left in its work directory.
 func benchReport(fs *flag.FlagSet, args []string) int {
-	run := loadtest.BenchRun{Now: time.Now(), Cores: runtime.NumCPU()}
+	run := loadtest.BenchRun{Now: time.Now(), Commit: loadtest.Revision(), Cores: runtime.NumCPU()}
 	fs.StringVar(&run.Work, "work", "", "the bench's work directory")
 	out := fs.String("out", "BENCHMARKS.md", "the file to write")
 	fs.IntVar(&run.Requests, "n", 0, "requests per measurement of the buy table")

@@ -29,12 +29,13 @@ type BenchRun struct {
 	Base        string    // the revision the CPU and pass-through tables compare against
 	MetricsBase string    // the revision before the metrics, for table (k)
 	Now         time.Time // when
+	Commit      string    // what was measured (Revision)
 	Cores       int
 }
 
 // benchData is what the template fills BENCHMARKS.md with.
 type benchData struct {
-	Now                        string
+	Now, Commit                string
 	Cores, N                   int
 	Base, MetricsBase          string
 	Proxy, Seeds, SeedsIn      Report
@@ -67,7 +68,7 @@ type cpuTable struct {
 
 // BenchReport makes BENCHMARKS.md from run's work directory.
 func BenchReport(run BenchRun) (string, error) {
-	d := benchData{Now: run.Now.UTC().Format("2006-01-02 15:04 UTC"), Cores: run.Cores, N: run.Requests,
+	d := benchData{Now: run.Now.UTC().Format("2006-01-02 15:04 UTC"), Commit: run.Commit, Cores: run.Cores, N: run.Requests,
 		Base: run.Base, MetricsBase: run.MetricsBase}
 	w := func(name string) string { return filepath.Join(run.Work, name) }
 	var errs []error

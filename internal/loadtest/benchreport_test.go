@@ -30,7 +30,7 @@ func TestBenchReport(t *testing.T) {
 		"github.com/redis/go-redis/v9.(*ClusterClient).processPipeline": 1,
 	})
 	got, err := BenchReport(BenchRun{Work: work, Requests: 300000, Base: "73f24fa", MetricsBase: "2ca946a",
-		Now: time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC), Cores: 2})
+		Now: time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC), Commit: "`0123abc`", Cores: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,13 +194,14 @@ type Suite struct {
 	Buyers, Conns, Rate int
 	Cores               int
 	When                string
+	Commit              string // what was measured (Revision)
 }
 
 // FaultIntro is the opening of the fault suite's report, up to its table.
 func FaultIntro(s Suite) string {
 	return fmt.Sprintf(`# Reliability: faults during real sales
 
-Measured by `+"`%s`"+` (%d faults, %d runs each, or as CHAOS_RUNS_<FAULT> says: %s) on %s, on a machine with
+Measured by `+"`%s`"+` (%d faults, %d runs each, or as CHAOS_RUNS_<FAULT> says: %s) at commit %s on %s, on a machine with
 %d cores that also runs the dev stack. Each run: a sale of 2,000 units, %d requests over
 %d connections at %d requests per second through two proxies, two sinks in one group; the
 fault at a random moment while units sell, healed, then the drain and seckill-bench's checks under
@@ -214,5 +215,5 @@ not have); bought → stored, the time from a buy's answer to its outcome for th
 an order, each of whom waited for it with `+"`SECKILL.STATUS ... WAIT`"+` (with how many waits
 ended still pending). What each fault does: `+"`seckill-bench fault-plan -list`"+`.
 
-%s`, s.Command, s.Faults, s.Runs, s.RunsSet, s.When, s.Cores, s.Buyers, s.Conns, s.Rate, FaultHeader)
+%s`, s.Command, s.Faults, s.Runs, s.RunsSet, s.Commit, s.When, s.Cores, s.Buyers, s.Conns, s.Rate, FaultHeader)
 }

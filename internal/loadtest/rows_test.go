@@ -89,8 +89,8 @@ func TestClockOffRow(t *testing.T) {
 
 // TestFaultIntro: the report's opening says what ran and ends with the table's header.
 func TestFaultIntro(t *testing.T) {
-	got := FaultIntro(Suite{Command: "scripts/chaos.sh 1 proxy-kill", Faults: 1, Runs: 1, RunsSet: "none", Buyers: 4000, Conns: 20, Rate: 500, Cores: 2, When: "2026-12-01 16:00 UTC"})
-	for _, s := range []string{"`scripts/chaos.sh 1 proxy-kill` (1 faults, 1 runs each", "4000 requests over\n20 connections at 500 requests", "fault-plan -list"} {
+	got := FaultIntro(Suite{Command: "scripts/chaos.sh 1 proxy-kill", Faults: 1, Runs: 1, RunsSet: "none", Buyers: 4000, Conns: 20, Rate: 500, Cores: 2, When: "2026-12-01 16:00 UTC", Commit: "`0123abc`"})
+	for _, s := range []string{"at commit `0123abc` on 2026-12-01 16:00 UTC", "`scripts/chaos.sh 1 proxy-kill` (1 faults, 1 runs each", "4000 requests over\n20 connections at 500 requests", "fault-plan -list"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("the opening lacks %q:\n%s", s, got)
 		}
