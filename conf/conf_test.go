@@ -96,7 +96,7 @@ func TestLayers(t *testing.T) {
 					t.Errorf("dsn = %q", c.MySQL.DSN)
 				}
 			}},
-		{"flags over env", []string{"SECKILL_CONFIG=" + file, "SECKILL_LISTEN=127.0.0.1:2222", "SECKILL_REQUIRE_SERVICES=1"},
+		{"flags over env", []string{"SECKILL_CONFIG=" + file, "SECKILL_LISTEN=127.0.0.1:2222", "SECKILL_REQUIRE_SERVICES=1", "SECKILL_STACK_DIR=/tmp/stack"},
 			[]string{"-listen=127.0.0.1:3333", "-redis.pool_size=9", "-kafka.brokers=a:1,b:2"},
 			func(t *testing.T, c Config) {
 				if c.Listen != "127.0.0.1:3333" || c.Redis.PoolSize != 9 {

@@ -27,6 +27,10 @@ const EnvConfigFile = EnvPrefix + "CONFIG"
 // is missing. It is not a setting, but Load accepts it in the environment.
 const EnvRequireServices = EnvPrefix + "REQUIRE_SERVICES"
 
+// EnvStackDir moves scripts/devstack.sh's directory. It is not a setting either, but a
+// developer who exports it runs the binaries in the same shell.
+const EnvStackDir = EnvPrefix + "STACK_DIR"
+
 // secretKeys are settings that are never flags (a flag shows in ps) and are masked when
 // printed.
 var secretKeys = map[string]bool{"password": true, "users": true, "admin_token": true, "redis.password": true,
@@ -103,7 +107,7 @@ func Load(fs *flag.FlagSet, environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("config: %s (%s) was removed: %s", EnvName(key), key, hint)
 		}
 	}
-	known := map[string]bool{EnvConfigFile: true, EnvRequireServices: true}
+	known := map[string]bool{EnvConfigFile: true, EnvRequireServices: true, EnvStackDir: true}
 	envLayer := map[string]any{}
 	for _, key := range Keys() {
 		name := EnvName(key)
