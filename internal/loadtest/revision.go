@@ -1,17 +1,35 @@
 package loadtest
 
-import "runtime/debug"
+import (
+	"os/exec"
+	"runtime/debug"
+	"strings"
+)
 
 // Revision is the commit the running binary was built from, as a published table names what
-// it measured: "`abc1234`", "`abc1234` with uncommitted changes", or "an unknown commit" for a
-// binary built outside a git checkout (or by go run, which records none).
+// it measured: "`abc1234`", or "`abc1234` with uncommitted changes". It reads the binary's
+// build info, or, where the build recorded none (GOFLAGS=-buildvcs=false, go run), asks git
+// in the working directory (make bench and make chaos run from the checkout they built);
+// "an unknown commit" when neither knows.
 func Revision() string {
+	rev, modified := buildRevision()
+	if rev == "" {
+		rev, modified = gitRevision()
+	}
+	switch {
+	case rev == "":
+		return "an unknown commit"
+	case modified:
+		return "`" + rev + "` with uncommitted changes"
+	}
+	return "`" + rev + "`"
+}
+
+func buildRevision() (rev string, modified bool) {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "an unknown commit"
+		return "", false
 	}
-	var rev string
-	modified := false
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -20,14 +38,14 @@ func Revision() string {
 			modified = s.Value == "true"
 		}
 	}
-	if rev == "" {
-		return "an unknown commit"
+	return rev[:min(len(rev), 7)], modified
+}
+
+func gitRevision() (rev string, modified bool) {
+	out, err := exec.Command("git", "rev-parse", "--short=7", "HEAD").Output()
+	if err != nil {
+		return "", false
 	}
-	if len(rev) > 7 {
-		rev = rev[:7]
-	}
-	if modified {
-		return "`" + rev + "` with uncommitted changes"
-	}
-	return "`" + rev + "`"
+	status, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	return strings.TrimSpace(string(out)), err == nil && len(strings.TrimSpace(string(status))) > 0
 }

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,5 +123,17 @@ func TestReadReports(t *testing.T) {
 	}
 	if _, err := ReadReports(a + "," + filepath.Join(dir, "none.json")); err == nil {
 		t.Fatal("a missing report read as nothing")
+	}
+}
+
+// TestRevision: in this checkout (a test binary records no VCS information) the commit is
+// git's HEAD, quoted as a table names it.
+func TestRevision(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "--short=7", "HEAD").Output()
+	if err != nil {
+		t.Skip("no git checkout here: ", err)
+	}
+	if got := Revision(); !strings.HasPrefix(got, "`"+strings.TrimSpace(string(head))+"`") {
+		t.Errorf("Revision() = %q, want HEAD %s", got, head)
 	}
 }
