@@ -123,6 +123,7 @@ func main() {
 //	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
 //	seckill-bench bench-report -work DIR -out FILE -n N -base REV -metrics-base REV
 //	seckill-bench spread -addr A -prefix P -skus N [-requests R] [-conns C] [-pipeline D]
+//	seckill-bench schemes [-schemes S,...] [-addr A] [-one-redis A] [-rounds N] [-json F] [-md F] [-chart F]
 func table(name string, args []string) int {
 	fs := flag.NewFlagSet("seckill-bench "+name, flag.ContinueOnError)
 	switch name {
@@ -138,6 +139,8 @@ func table(name string, args []string) int {
 		return faultIntro(fs, args)
 	case "spread":
 		return spread(fs, args)
+	case "schemes":
+		return schemes(fs, args)
 	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
@@ -157,7 +160,7 @@ func table(name string, args []string) int {
 		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, owner, toxi, bench-report, spread; flags for a sale)\n", name)
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, owner, toxi, bench-report, spread, schemes; flags for a sale)\n", name)
 	return 2
 }
 

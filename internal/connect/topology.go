@@ -299,3 +299,24 @@ func SlotOwner(nodesText string, slot int) (string, error) {
 	}
 	return "", nil
 }
+
+// SlotReplica is SlotOwner's master and the address of a replica of it that is not flagged
+// failing; replica is "" when the master has none.
+func SlotReplica(nodesText string, slot int) (master, replica string, err error) {
+	if master, err = SlotOwner(nodesText, slot); err != nil || master == "" {
+		return master, "", err
+	}
+	nodes, _ := parseClusterNodes(nodesText)
+	id := ""
+	for _, n := range nodes {
+		if n.addr == master && n.isMaster {
+			id = n.id
+		}
+	}
+	for _, n := range nodes {
+		if !n.isMaster && !n.failing && n.master == id {
+			return master, n.addr, nil
+		}
+	}
+	return master, "", nil
+}

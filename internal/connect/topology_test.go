@@ -141,3 +141,20 @@ func TestSlotOwner(t *testing.T) {
 		t.Error("a malformed view was read")
 	}
 }
+
+func TestSlotReplica(t *testing.T) {
+	text := "a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n" +
+		"d4 127.0.0.1:7002@17002 master - 0 0 3 connected 5461-16383\n" +
+		"e5 127.0.0.1:7003@17003 slave,fail a1 0 0 1 connected\n" +
+		"f6 127.0.0.1:7004@17004 slave a1 0 0 1 connected\n" +
+		"g7 127.0.0.1:7005@17005 slave b9 0 0 1 connected\n"
+	for slot, want := range map[int][2]string{0: {"127.0.0.1:7000", "127.0.0.1:7004"}, 9000: {"127.0.0.1:7002", ""}} {
+		m, r, err := SlotReplica(text, slot)
+		if err != nil || m != want[0] || r != want[1] {
+			t.Errorf("slot %d: %q, %q, %v; want %q", slot, m, r, err, want)
+		}
+	}
+	if _, _, err := SlotReplica("garbage\n", 0); err == nil {
+		t.Error("a malformed view was read")
+	}
+}

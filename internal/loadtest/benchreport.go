@@ -49,6 +49,8 @@ type benchData struct {
 	AdmissionBusy              string // the same rush, a load process per proxy and a core kept busy
 	Idle                       string // scripts/bench-idle.sh all: open sales nobody buys
 	Skus                       string // scripts/bench-skus.sh: buys spread over many SKUs
+	Schemes                    string // seckill-bench schemes: the seeds' stock schemes side by side
+	SchemesFailover            string // the same with a master failover during each sale
 	Buckets                    string
 	Cost, CostRatios, Profiles string
 	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
@@ -121,6 +123,12 @@ func BenchReport(run BenchRun) (string, error) {
 	skus, err := os.ReadFile(w("skus.md"))
 	must(err)
 	d.Skus = strings.TrimSpace(string(skus))
+	schemes, err := os.ReadFile(w("schemes.md"))
+	must(err)
+	d.Schemes = strings.TrimSpace(string(schemes))
+	failover, err := os.ReadFile(w("schemes-failover.md"))
+	must(err)
+	d.SchemesFailover = strings.TrimSpace(string(failover))
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)

@@ -336,15 +336,21 @@ func (x *execution) writeChart(res Result) error {
 // OpenSeeds sets up o.Units of o.SKU under the seeds' keys, with the seeds' Kafka producer;
 // Serve then answers buyers (rc is the cluster client it calls the seeds' script with).
 func OpenSeeds(ctx context.Context, o Options, rc *redis.ClusterClient) (*Seeds, error) {
-	sc, err := connect.Sarama(o.Services.Kafka)
+	return openSeeds(ctx, o.Services.Kafka, rc, o.SKU, o.Units)
+}
+
+// openSeeds sets up units of sku under the seeds' keys on rc, with the seeds' Kafka producer
+// sending to k's topic with ".seeds" after it.
+func openSeeds(ctx context.Context, k conf.Kafka, rc redis.UniversalClient, sku string, units int) (*Seeds, error) {
+	sc, err := connect.Sarama(k)
 	if err != nil {
 		return nil, err
 	}
-	producer, err := sarama.NewSyncProducer(o.Services.Kafka.Brokers, sc)
+	producer, err := sarama.NewSyncProducer(k.Brokers, sc)
 	if err != nil {
 		return nil, err
 	}
-	seeds, err := NewSeeds(ctx, rc, producer, o.Services.Kafka.Topic+".seeds", o.SKU, o.Units)
+	seeds, err := NewSeeds(ctx, rc, producer, k.Topic+".seeds", sku, units)
 	if err != nil {
 		_ = producer.Close()
 		return nil, err

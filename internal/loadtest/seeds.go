@@ -26,7 +26,7 @@ var seedsScript = redis.NewScript(seedsLua)
 // Kafka synchronously. Its keys are seckill:{<sku>}:seeds:*, apart from the proxy's. Serve puts
 // it behind RESP, as the seeds' service was.
 type Seeds struct {
-	rc       *redis.ClusterClient
+	rc       redis.UniversalClient
 	producer sarama.SyncProducer
 	topic    string
 	sku      string
@@ -37,7 +37,7 @@ type Seeds struct {
 }
 
 // NewSeeds sets up units of stock for sku under the seeds' keys.
-func NewSeeds(ctx context.Context, rc *redis.ClusterClient, producer sarama.SyncProducer, topic, sku string, units int) (*Seeds, error) {
+func NewSeeds(ctx context.Context, rc redis.UniversalClient, producer sarama.SyncProducer, topic, sku string, units int) (*Seeds, error) {
 	s := &Seeds{rc: rc, producer: producer, topic: topic, sku: sku,
 		keys: []string{"seckill:{" + sku + "}:seeds:stock", "seckill:{" + sku + "}:seeds:users"}}
 	if err := rc.Del(ctx, s.keys...).Err(); err != nil {

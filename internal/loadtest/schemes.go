@@ -1,0 +1,475 @@
+package loadtest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/xid"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/schema"
+	keyspace "seckill-proxy/sale"
+)
+
+// The seeds' comparison of stock schemes, measured: one sale (Units, Buyers) sold under each
+// scheme in turn by the same load, with what each costs the whole machine per order, how fast
+// it sells, its p99 and its oversell. seckill-bench schemes runs it; BENCHMARKS.md (s) shows it.
+
+// The schemes, in the order they are run and shown.
+const (
+	SchemeMySQLLock = "mysql-lock"    // the seeds' optimistic-lock UPDATE straight on MySQL
+	SchemeOneRedis  = "one-redis"     // the seeds' Lua script on one Redis, a Kafka send per order
+	SchemeProxy     = "proxy"         // seckill-proxy on the cluster, the sink storing the orders
+	SchemeBuckets   = "proxy-buckets" // the same, the stock split over buckets
+	SchemeLocal     = "local"         // stock counted in each instance's memory, two instances
+)
+
+// Schemes are every scheme, in order.
+var Schemes = []string{SchemeMySQLLock, SchemeOneRedis, SchemeProxy, SchemeBuckets, SchemeLocal}
+
+// schemeHolds says what a scheme's order is when the buyer is told: what its CPU pays for.
+var schemeHolds = map[string]string{
+	SchemeMySQLLock: "a MySQL row, in the buy's own transaction",
+	SchemeOneRedis:  "a Redis decrement, then a Kafka message sent synchronously",
+	SchemeProxy:     "a Redis decrement and outbox entry, then a MySQL row by the sink",
+	SchemeBuckets:   "the same, the stock over buckets",
+	SchemeLocal:     "a counter in one instance's memory, nothing stored",
+}
+
+// SchemesOptions are seckill-bench schemes' flags.
+type SchemesOptions struct {
+	Schemes  []string
+	Proxy    string // the proxy's RESP address, for the proxy schemes
+	OneRedis string // the one Redis of SchemeOneRedis (the dev stack's standalone server)
+	SKU      string // the prefix of every scheme's SKU
+	Units    int
+	Load     Load
+	Buckets  int // the buckets of SchemeBuckets
+	Tries    int // how often a buyer tries the optimistic lock before giving up (BUSY)
+	Rounds   int // rounds of every scheme; each scheme's row is its round of median orders/s
+	Drain    time.Duration
+	// Failover forces a failover of the master holding each scheme's stock once a quarter of
+	// the units are told sold (schemes with a Redis master only; one-redis then runs on the
+	// cluster, a master with its replica).
+	Failover bool
+	Services conf.Config
+}
+
+// Validate checks o.
+func (o SchemesOptions) Validate() error {
+	if err := o.Load.Validate(); err != nil {
+		return err
+	}
+	for _, s := range o.Schemes {
+		if !slices.Contains(Schemes, s) {
+			return fmt.Errorf("unknown scheme %q (schemes: %s)", s, strings.Join(Schemes, ", "))
+		}
+		if o.Failover && (s == SchemeMySQLLock || s == SchemeLocal) {
+			return fmt.Errorf("scheme %s has no Redis master to fail over", s)
+		}
+	}
+	switch {
+	case len(o.Schemes) == 0:
+		return errors.New("no scheme to run")
+	case o.Units < 1:
+		return fmt.Errorf("units must be at least 1, got %d", o.Units)
+	case o.Buckets < 2 || o.Buckets > 16:
+		return fmt.Errorf("buckets must be from 2 to 16, got %d", o.Buckets)
+	case o.Tries < 1:
+		return fmt.Errorf("tries must be at least 1, got %d", o.Tries)
+	case o.Rounds < 1:
+		return fmt.Errorf("rounds must be at least 1, got %d", o.Rounds)
+	}
+	return nil
+}
+
+// SchemeResult is one scheme's sale.
+type SchemeResult struct {
+	Scheme   string `json:"scheme"`
+	Holds    string `json:"holds"`
+	Requests int64  `json:"requests"`
+	// Orders are the buyers told they bought; OrderUnits their units as the scheme's own
+	// store counts them (MySQL, Redis or memory); Oversell the units beyond the stock.
+	Orders     int64 `json:"orders"`
+	OrderUnits int64 `json:"order_units"`
+	Oversell   int64 `json:"oversell"`
+	Unsold     int64 `json:"unsold"`
+	// SellMs is the time from the first request to the last order told; OrdersPerSec the
+	// orders over it.
+	SellMs       float64 `json:"sell_ms"`
+	OrdersPerSec float64 `json:"orders_per_s"`
+	RequestsPerS float64 `json:"requests_per_s"`
+	P50us        int64   `json:"p50_us"`
+	P99us        int64   `json:"p99_us"`
+	// CPUPerOrderMs is the whole machine's busy CPU (every process: the services, the proxy,
+	// the sink, the load) from the first request until the orders are where the scheme keeps
+	// them, over the orders; StoredMs that wait after the last request (the proxy's drain).
+	CPUPerOrderMs float64          `json:"cpu_per_order_ms"`
+	StoredMs      float64          `json:"stored_ms"`
+	Replies       map[string]int64 `json:"replies"`
+	FirstError    string           `json:"first_error,omitempty"`
+	// Under a failover: what it was, the units told and not kept, and the span of the
+	// timeline's samples with an error reply.
+	Failover      string  `json:"failover,omitempty"`
+	NotKept       int64   `json:"not_kept"`
+	ErrorWindowMs float64 `json:"error_window_ms"`
+}
+
+// scheme is one scheme set up for a round: its buyer, then what it counts once the load ends.
+type scheme struct {
+	buy Buyer
+	// settle waits until the orders are kept and returns their units as kept.
+	settle func(ctx context.Context, res Result) (int64, error)
+	close  func()
+	// stockKey is the cluster key of the stock, whose master a failover hits.
+	stockKey string
+}
+
+// RunSchemes sells o's sale under every scheme of o.Schemes, o.Rounds times each (the schemes
+// alternate within a round), and returns each scheme's round of median orders per second.
+func RunSchemes(ctx context.Context, o SchemesOptions, progress io.Writer) ([]SchemeResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	rounds := map[string][]SchemeResult{}
+	for round := 1; round <= o.Rounds; round++ {
+		for _, name := range o.Schemes {
+			fmt.Fprintf(progress, "scheme %s, round %d of %d\n", name, round, o.Rounds)
+			r, err := runScheme(ctx, o, name, fmt.Sprintf("%s_%s_%d", o.SKU, strings.ReplaceAll(name, "-", "_"), round))
+			if err != nil {
+				return nil, fmt.Errorf("scheme %s: %w", name, err)
+			}
+			rounds[name] = append(rounds[name], r)
+		}
+	}
+	out := make([]SchemeResult, 0, len(o.Schemes))
+	for _, name := range o.Schemes {
+		rs := rounds[name]
+		slices.SortFunc(rs, func(a, b SchemeResult) int { return cmpFloat(a.OrdersPerSec, b.OrdersPerSec) })
+		out = append(out, rs[len(rs)/2])
+	}
+	return out, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// runScheme sells one sale of sku under scheme name.
+func runScheme(ctx context.Context, o SchemesOptions, name, sku string) (SchemeResult, error) {
+	s, err := openScheme(ctx, o, name, sku)
+	if err != nil {
+		return SchemeResult{}, err
+	}
+	defer s.close()
+	var fo *failover
+	var onOrder func(string, time.Time)
+	if o.Failover {
+		fo = newFailover(o.Services.Redis, s.stockKey, int64(o.Units/4))
+		onOrder = fo.onOrder
+	}
+	cpu0, cpuErr := machineCPU()
+	res := Run(ctx, o.Load, s.buy, nil, nil, onOrder)
+	units, err := s.settle(ctx, res)
+	if err != nil {
+		return SchemeResult{}, err
+	}
+	cpu1, err := machineCPU()
+	told := int64(len(res.Orders) * o.Load.Qty)
+	r := SchemeResult{Scheme: name, Holds: schemeHolds[name], Requests: res.Requests, Orders: int64(len(res.Orders)),
+		OrderUnits: units, Oversell: max(0, max(units, told)-int64(o.Units)), Unsold: max(0, int64(o.Units)-units),
+		NotKept: max(0, told-units), RequestsPerS: res.Throughput(),
+		P50us: res.Latency.ValueAtQuantile(50), P99us: res.Latency.ValueAtQuantile(99),
+		StoredMs: float64(time.Since(res.LastBuy).Microseconds()) / 1000, Replies: res.Replies, FirstError: res.FirstError}
+	r.ErrorWindowMs = NewReport(name, sku, o.Units, o.Load, res).ErrorWindowMs
+	r.SellMs = float64(sellTime(res).Microseconds()) / 1000
+	if r.SellMs > 0 {
+		r.OrdersPerSec = float64(r.Orders) / (r.SellMs / 1000)
+	}
+	if cpuErr == nil && err == nil && r.Orders > 0 {
+		r.CPUPerOrderMs = float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(r.Orders)
+	}
+	if fo != nil {
+		r.Failover = fo.wait()
+	}
+	return r, nil
+}
+
+// sellTime is when, from the run's start, the last order was told: the end of the last
+// timeline sample with an order.
+func sellTime(res Result) time.Duration {
+	for i := len(res.Timeline) - 1; i >= 0; i-- {
+		if res.Timeline[i].Replies[ReplyOrder] > 0 {
+			return min(res.Elapsed, res.Timeline[i].At+sampleEvery)
+		}
+	}
+	return 0
+}
+
+// machineCPU is the machine's busy CPU time so far (every core, every process), from
+// /proc/stat; USER_HZ is 100 on Linux.
+func machineCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// openScheme sets up sku's sale of o.Units under scheme name.
+func openScheme(ctx context.Context, o SchemesOptions, name, sku string) (*scheme, error) {
+	switch name {
+	case SchemeMySQLLock:
+		return openMySQLLock(ctx, o, sku)
+	case SchemeOneRedis:
+		return openOneRedis(ctx, o, sku)
+	case SchemeProxy:
+		return openProxyScheme(ctx, o, sku, 1)
+	case SchemeBuckets:
+		return openProxyScheme(ctx, o, sku, o.Buckets)
+	}
+	return openLocal(o), nil
+}
+
+// The optimistic lock's tables: the stock row with its version, and the orders, one per
+// buyer. They live beside the proxy's own tables, apart from them.
+const lockTables = `CREATE TABLE IF NOT EXISTS bench_lock_stock (
+	sku VARCHAR(64) NOT NULL PRIMARY KEY, stock INT NOT NULL, version BIGINT NOT NULL
+) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS bench_lock_orders (
+	id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, sku VARCHAR(64) NOT NULL, uid VARCHAR(64) NOT NULL,
+	qty INT NOT NULL, UNIQUE KEY sku_uid (sku, uid)
+) ENGINE=InnoDB`
+
+// openMySQLLock is the seeds' optimistic lock: read the stock and its version, then
+// UPDATE ... SET stock = stock - qty, version = version + 1 WHERE sku = ? AND version = ?, and
+// the order's INSERT, in one transaction; a buyer whose UPDATE found the version moved reads
+// again, up to o.Tries times, then gives up (BUSY).
+func openMySQLLock(ctx context.Context, o SchemesOptions, sku string) (*scheme, error) {
+	db, err := schema.Open(o.Services.MySQL)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(min(o.Load.Conns, 500))
+	db.SetMaxIdleConns(min(o.Load.Conns, 500))
+	for stmt := range strings.SplitSeq(lockTables, ";\n") {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("the optimistic lock's tables: %w", err)
+		}
+	}
+	_, err = db.ExecContext(ctx, `DELETE FROM bench_lock_orders WHERE sku = ?`, sku)
+	if err == nil {
+		_, err = db.ExecContext(ctx, `REPLACE INTO bench_lock_stock (sku, stock, version) VALUES (?, ?, 0)`, sku, o.Units)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	qty := o.Load.Qty
+	buy := func(ctx context.Context, uid string) (string, error) { return lockBuy(ctx, db, sku, uid, qty, o.Tries) }
+	settle := func(ctx context.Context, _ Result) (int64, error) {
+		var units int64
+		err := db.QueryRowContext(ctx, `SELECT COALESCE(SUM(qty), 0) FROM bench_lock_orders WHERE sku = ?`, sku).Scan(&units)
+		return units, err
+	}
+	return &scheme{buy: buy, settle: settle, close: func() { db.Close() }}, nil
+}
+
+var errLockBusy = errors.New("BUSY the optimistic lock lost every try")
+
+// lockBuy is one buyer's optimistic-lock buy.
+func lockBuy(ctx context.Context, db *sql.DB, sku, uid string, qty, tries int) (string, error) {
+	for range tries {
+		var stock, version int64
+		if err := db.QueryRowContext(ctx, `SELECT stock, version FROM bench_lock_stock WHERE sku = ?`, sku).Scan(&stock, &version); err != nil {
+			return "", fmt.Errorf("UNAVAILABLE %w", err)
+		}
+		if stock < int64(qty) {
+			return "", errSeedsSoldOut
+		}
+		id, won, err := lockTx(ctx, db, sku, uid, qty, version)
+		if err != nil || won {
+			return id, err
+		}
+	}
+	return "", errLockBusy
+}
+
+// lockTx is one try: won is false when another buyer moved the version first.
+func lockTx(ctx context.Context, db *sql.DB, sku, uid string, qty int, version int64) (id string, won bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", false, fmt.Errorf("UNAVAILABLE %w", err)
+	}
+	defer func() {
+		if !won || err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	res, err := tx.ExecContext(ctx, `UPDATE bench_lock_stock SET stock = stock - ?, version = version + 1 WHERE sku = ? AND version = ?`, qty, sku, version)
+	if err != nil {
+		return "", false, fmt.Errorf("UNAVAILABLE %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return "", false, nil
+	}
+	ins, err := tx.ExecContext(ctx, `INSERT INTO bench_lock_orders (sku, uid, qty) VALUES (?, ?, ?)`, sku, uid, qty)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1062 { // ER_DUP_ENTRY
+		return "", true, errSeedsDuplicate
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("UNAVAILABLE %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", false, fmt.Errorf("UNAVAILABLE %w", err)
+	}
+	n, _ := ins.LastInsertId()
+	return strconv.FormatInt(n, 10), true, nil
+}
+
+// openOneRedis is the seeds' own design (Seeds) on one Redis server: their stock script, a
+// local sold-out flag, a synchronous Kafka send per order.
+func openOneRedis(ctx context.Context, o SchemesOptions, sku string) (*scheme, error) {
+	if o.OneRedis == "" {
+		return nil, errors.New("no address for the one Redis (-one-redis)")
+	}
+	var rc redis.UniversalClient = redis.NewClient(&redis.Options{Addr: o.OneRedis, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, Protocol: 2})
+	if o.Failover {
+		rc.Close()
+		c := o.Services.Redis
+		c.PoolSize, c.MinIdleConns = o.Load.Conns, o.Load.Conns
+		rc = connect.Redis(c)
+	}
+	seeds, err := openSeeds(ctx, o.Services.Kafka, rc, sku, o.Units)
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	settle := func(ctx context.Context, _ Result) (int64, error) {
+		left, err := rc.Get(ctx, seeds.keys[0]).Int64()
+		return int64(o.Units) - left, err
+	}
+	return &scheme{buy: seeds.Buy, settle: settle, close: func() { seeds.Close(); rc.Close() }, stockKey: seeds.keys[0]}, nil
+}
+
+// openProxyScheme opens the sale on the proxy at o.Proxy, over buckets stock buckets; its
+// orders are kept once the sink has stored them all.
+func openProxyScheme(ctx context.Context, o SchemesOptions, sku string, buckets int) (*scheme, error) {
+	if o.Proxy == "" {
+		return nil, errors.New("no proxy address (-addr)")
+	}
+	db, err := schema.Open(o.Services.MySQL)
+	if err != nil {
+		return nil, err
+	}
+	pc := redis.NewClient(&redis.Options{Addr: o.Proxy, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
+	closeAll := func() { pc.Close(); db.Close() }
+	var warm []any
+	if buckets > 1 {
+		warm = []any{"BUCKETS", buckets}
+	}
+	version, err := Setup(ctx, db, pc, sku, o.Units, max(1, o.Load.Qty), warm...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	buy, _ := ProxyBuyer(pc, sku, o.Load.Qty)
+	settle := func(ctx context.Context, res Result) (int64, error) {
+		dctx, cancel := context.WithTimeout(ctx, o.Drain)
+		defer cancel()
+		s := Sale{SKU: sku, Units: o.Units, Version: version, Qty: o.Load.Qty}
+		if _, err := Drain(dctx, db, s, len(res.Orders), res.LastBuy); err != nil {
+			return 0, err
+		}
+		var units int64
+		err := db.QueryRowContext(ctx, `SELECT COALESCE(SUM(qty), 0) FROM seckill_orders WHERE sku = ? AND sale_version = ? AND status = 'confirmed'`, sku, version).Scan(&units)
+		return units, err
+	}
+	return &scheme{buy: buy, settle: settle, close: closeAll, stockKey: keyspace.KeysFor(sku).Stock}, nil
+}
+
+// localStock is one instance's stock in its own memory: what every instance was told the
+// sale has, sold with no word to the others.
+type localStock struct {
+	mu     sync.Mutex
+	left   int
+	buyers map[string]bool
+}
+
+func (l *localStock) buy(uid string, qty int) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.buyers[uid]:
+		return "", errSeedsDuplicate
+	case l.left < qty:
+		return "", errSeedsSoldOut
+	}
+	l.left -= qty
+	l.buyers[uid] = true
+	return xid.New().String(), nil
+}
+
+// localInstances is how many instances SchemeLocal runs: the fewest that can oversell.
+const localInstances = 2
+
+// openLocal is local in-process stock: localInstances instances, each holding the whole
+// stock, take the buyers in turn as a load balancer hands them out.
+func openLocal(o SchemesOptions) *scheme {
+	inst := make([]*localStock, localInstances)
+	for i := range inst {
+		inst[i] = &localStock{left: o.Units, buyers: map[string]bool{}}
+	}
+	var turn atomic.Uint64
+	qty := o.Load.Qty
+	buy := func(_ context.Context, uid string) (string, error) {
+		return inst[turn.Add(1)%localInstances].buy(uid, qty)
+	}
+	settle := func(context.Context, Result) (int64, error) {
+		var sold int64
+		for _, l := range inst {
+			l.mu.Lock()
+			sold += int64(o.Units - l.left)
+			l.mu.Unlock()
+		}
+		return sold, nil
+	}
+	return &scheme{buy: buy, settle: settle, close: func() {}}
+}
