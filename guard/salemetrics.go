@@ -29,6 +29,15 @@ type SaleMetrics struct {
 	// when it did; zero before the first.
 	StoredDelay, StoredDelayMax time.Duration
 	StoredAt                    time.Time
+	// State is the sale's state in Redis (sale.StateOpen, ...); Initial its stock when warmed,
+	// summed over its buckets; Pending the orders sold in Redis that have no outcome from the
+	// sink yet (buyers less outcomes): those MySQL has still to store.
+	State   string
+	Initial int64
+	Pending int64
+	// Served is whether this proxy answered buys of the sale within shownFor: a sale shown
+	// only for its late orders was left by other proxies.
+	Served bool
 }
 
 // OutcomeCount is a count of buys with one outcome.
@@ -73,12 +82,14 @@ func (g *Guard) markLate(sku string, late bool) {
 	g.lateShown[sku] = true
 }
 
-// SaleMetrics returns the figures of the open sales this proxy answered buys of within
-// shownFor (and of those with late orders), at most most of them, read from Redis in one
-// pipeline: what it costs follows what is shown, not the sales open on the cluster. A sale
-// whose state cannot be read is left out.
+// SaleMetrics returns the figures of the sales this proxy answered buys of within shownFor,
+// open or ended (State says which), and of those with late orders, at most most of them,
+// read from Redis in one pipeline: what it costs follows what is shown, not the sales open on
+// the cluster. A sale whose state cannot be read is left out.
 func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
-	skus := g.shownSales(g.opt.Now(), most)
+	now := g.opt.Now()
+	served := g.recentSince(now.Add(-shownFor), now.Add(-shownFor))
+	skus := g.shownSales(now, most)
 	if len(skus) == 0 {
 		return nil
 	}
@@ -92,13 +103,13 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			for b := range l.Tags {
 				k := l.Keys(b)
 				rs[i] = append(rs[i], saleReads{state: p.HGet(ctx, k.Meta, "state"), late: p.HGet(ctx, k.Meta, "late"),
-					stored: p.HMGet(ctx, k.Meta, "stored_delay_ms", "stored_delay_max_ms", "stored_at_ms"), stock: p.Get(ctx, k.Stock),
-					outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1)})
+					stored: p.HMGet(ctx, k.Meta, "stored_delay_ms", "stored_delay_max_ms", "stored_at_ms", "initial"), stock: p.Get(ctx, k.Stock),
+					outbox: p.XLen(ctx, k.Outbox), oldest: p.XRangeN(ctx, k.Outbox, "-", "+", 1),
+					buyers: p.HLen(ctx, k.Buyers), outcomes: p.HLen(ctx, k.Result)})
 			}
 		}
 		return nil
 	})
-	now := g.opt.Now()
 	var out []SaleMetrics
 	for i, sku := range skus {
 		if len(out) == most {
@@ -110,11 +121,12 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			late += n
 		}
 		g.markLate(sku, late > 0)
-		if rs[i][0].state.Val() != sale.StateOpen && late == 0 {
-			continue // an ended sale is shown while it has late orders
+		state := rs[i][0].state.Val()
+		if state == "" {
+			continue // gone from Redis
 		}
 		c, _ := g.counters(sku)
-		m := SaleMetrics{SKU: sku, Late: late, Outcomes: []OutcomeCount{
+		m := SaleMetrics{SKU: sku, Late: late, State: state, Served: slices.Contains(served, sku), Outcomes: []OutcomeCount{
 			{"order", c.successes.Load()}, {"duplicate", c.duplicates.Load()}, {"soldout", c.soldOut.Load()},
 			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
 			{"limited_denied", c.limitedDenied.Load()}}}
@@ -134,6 +146,8 @@ type saleReads struct {
 	stock  *redis.StringCmd
 	outbox *redis.IntCmd
 	oldest *redis.XMessageSliceCmd
+	// buyers and outcomes are the lengths of the buyers' and the results' hashes.
+	buyers, outcomes *redis.IntCmd
 }
 
 // addTo adds the bucket's figures to its sale's at now: its stock and outbox summed, the
@@ -141,13 +155,15 @@ type saleReads struct {
 func (r saleReads) addTo(m *SaleMetrics, now time.Time) {
 	n, _ := r.stock.Int64()
 	m.Stock += n
-	if v := r.stored.Val(); len(v) == 3 {
+	if v := r.stored.Val(); len(v) == 4 {
+		m.Initial += metaMs(v[3])
 		mean, most, at := metaMs(v[0]), metaMs(v[1]), metaMs(v[2])
 		if at > 0 && time.UnixMilli(at).After(m.StoredAt) {
 			m.StoredDelay, m.StoredDelayMax, m.StoredAt = time.Duration(mean)*time.Millisecond, time.Duration(most)*time.Millisecond, time.UnixMilli(at)
 		}
 	}
 	m.Outbox += r.outbox.Val()
+	m.Pending += max(0, r.buyers.Val()-r.outcomes.Val())
 	if msgs := r.oldest.Val(); len(msgs) == 1 {
 		ms, _, _ := strings.Cut(msgs[0].ID, "-")
 		if t, err := strconv.ParseInt(ms, 10, 64); err == nil {

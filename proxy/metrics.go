@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 )
 
 // Metrics are the proxy's Prometheus metrics, served at /metrics on the admin port. The
@@ -120,6 +121,9 @@ func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, s := range f.m.sales(ctx, MaxSaleSeries) {
+		if s.State != sale.StateOpen && s.Late == 0 {
+			continue // an ended sale has series while it has late orders
+		}
 		for _, o := range s.Outcomes {
 			ch <- prometheus.MustNewConstMetric(saleBuysDesc, prometheus.CounterValue, float64(o.Count), s.SKU, o.Outcome)
 		}

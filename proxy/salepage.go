@@ -10,14 +10,21 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"seckill-proxy/guard"
+	"seckill-proxy/sale"
 )
 
 // The live sale page: /sale on the admin port is a self-contained HTML page (no external
-// assets) that polls /sale.json every second and draws, for each open sale, its stock, its
+// assets) that polls /sale.json every second. For each sale this proxy served in the last 10
+// minutes (guard.SaleMetrics) it shows the state (open, sold out, draining, over), the stock
+// as a share of the sale's initial stock (so that a sale of 30,000 and one of 1,000,000 read
+// alike), the orders still to be stored in MySQL and the time to drain them, and draws the
 // buys per second by outcome, the BUY latency, and the time from buy to stored in MySQL (the
-// sink's last batch) over the last minutes. The figures come
-// from a sampler (Metrics.RunSampler) that reads the sales once a second, as /metrics does,
-// and keeps the last saleHistory samples.
+// sink's batches as they come) over the last minutes, each chart scaled to the sales shown. A
+// sale shown only for its late orders, which other proxies left, goes under a folded "other
+// open sales" line. The figures come from a sampler (Metrics.RunSampler) that reads the sales
+// once a second, as /metrics does, and keeps the last saleHistory samples.
 
 //go:embed salepage.html
 var salePageHTML []byte
@@ -37,9 +44,15 @@ type saleSample struct {
 
 // saleState is one sale's figures; Buys are counts since the proxy started, by outcome.
 type saleState struct {
-	Stock  int64            `json:"stock"`
-	Outbox int64            `json:"outbox"`
-	Buys   map[string]int64 `json:"buys"`
+	// State is pageState's word; Served false marks a sale shown only for its late orders.
+	State   string           `json:"state"`
+	Served  bool             `json:"served"`
+	Stock   int64            `json:"stock"`
+	Initial int64            `json:"initial"`
+	Pending int64            `json:"pending"`
+	Late    int64            `json:"late"`
+	Outbox  int64            `json:"outbox"`
+	Buys    map[string]int64 `json:"buys"`
 	// StoredMs and StoredMaxMs are the mean and the most of the time from buy to stored of the
 	// last batch the sink stored, and StoredAt when (Unix ms); 0 before the first.
 	StoredMs    float64 `json:"stored_ms"`
@@ -78,7 +91,8 @@ func (m *Metrics) sample(ctx context.Context, now time.Time) {
 	if m.sales != nil {
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
 		for _, sm := range m.sales(sctx, MaxSaleSeries) {
-			st := saleState{Stock: sm.Stock, Outbox: sm.Outbox, Buys: map[string]int64{},
+			st := saleState{State: pageState(sm), Served: sm.Served, Stock: sm.Stock, Initial: sm.Initial, Pending: sm.Pending,
+				Late: sm.Late, Outbox: sm.Outbox, Buys: map[string]int64{},
 				StoredMs: float64(sm.StoredDelay.Microseconds()) / 1000, StoredMaxMs: float64(sm.StoredDelayMax.Microseconds()) / 1000}
 			if !sm.StoredAt.IsZero() {
 				st.StoredAt = sm.StoredAt.UnixMilli()
@@ -113,6 +127,25 @@ func (m *Metrics) sample(ctx context.Context, now time.Time) {
 		m.sampler.samples = append(m.sampler.samples[:0], m.sampler.samples[1:]...)
 	}
 	m.sampler.samples = append(m.sampler.samples, s)
+}
+
+// pageState is the sale's state in an operator's words: open, sold out, draining (closed,
+// with orders MySQL has still to store or still in the outbox), over, or Redis's own word for
+// another (warming).
+func pageState(sm guard.SaleMetrics) string {
+	switch sm.State {
+	case sale.StateOpen:
+		if sm.Stock > 0 {
+			return "open"
+		}
+		return "sold out"
+	case sale.StateClosed:
+		if sm.Pending > 0 || sm.Outbox > 0 {
+			return "draining"
+		}
+		return "over"
+	}
+	return sm.State
 }
 
 // quantileMS is the upper bound, in milliseconds, of the bucket where quantile q of the

@@ -354,10 +354,27 @@ stop() {
   rm -f "$pidfile"
 }
 
+# The topics of the tests, the benchmarks and the fault suite: their own, never a service's.
+TEST_TOPICS='(test|bench|chaos)\..*'
+
+# prune_topics deletes the tests' own topics (each partition is a directory whose files the
+# broker keeps open: left behind, they pile up until Kafka runs out of file descriptors).
+prune_topics() {
+  kafka_alive || return 0
+  local n
+  n=$(kafka_java org.apache.kafka.tools.TopicCommand --bootstrap-server "$HOST:$KAFKA_PORT" --list 2>/dev/null |
+    grep -cE "^$TEST_TOPICS\$" || true)
+  [[ $n -gt 0 ]] || return 0
+  kafka_java org.apache.kafka.tools.TopicCommand --bootstrap-server "$HOST:$KAFKA_PORT" --delete \
+    --topic "$TEST_TOPICS" >/dev/null 2>&1 || log "could not delete the tests' topics"
+  log "deleted $n topics of the tests (test.*, bench.*, chaos.*)"
+}
+
 cmd_down() {
   local port
   cmd_heal 2>/dev/null
   stop "$(PROM_DIR)/prometheus.pid" prometheus
+  prune_topics
   stop "$(KAFKA_DIR)/kafka.pid" kafka.Kafka
   stop "$(MYSQL_DIR)/mysqld.pid" mariadbd
   for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do
@@ -367,7 +384,7 @@ cmd_down() {
     # A node restarted by up while the others run (a test's kill) keeps it, as a real one would.
     rm -f "$STACK/redis/$port/dump.rdb"
   done
-  log "down (kept: MySQL's databases and Kafka's topics; Redis's data is gone)"
+  log "down (kept: MySQL's databases and Kafka's topics but the tests' own; Redis's data is gone)"
 }
 
 cmd_status() {
