@@ -61,8 +61,9 @@ done
 echo "== (s) the seeds' stock schemes side by side, on the same sale" >&2
 # Each scheme in turn, three rounds; the chart is what README's first screen links.
 ./bin/seckill-bench schemes -addr 127.0.0.1:$PORT -rounds 3 -json "$WORK/schemes.json" -md "$WORK/schemes.md" -chart docs/schemes.svg
-# The Redis schemes once more, each with its master failed over a quarter of the way through.
-./bin/seckill-bench schemes -addr 127.0.0.1:$PORT -schemes one-redis,proxy,proxy-buckets -failover -sku bench_scheme_fo -json "$WORK/schemes-failover.json" -md "$WORK/schemes-failover.md"
+# The Redis schemes once more, each with its master failed over a quarter of the way through,
+# three rounds, each shown.
+./bin/seckill-bench schemes -addr 127.0.0.1:$PORT -schemes one-redis,proxy,proxy-buckets -failover -rounds 3 -sku bench_scheme_fo -json "$WORK/schemes-failover.json" -md "$WORK/schemes-failover.md"
 # (p) The seeds' sale once more, every buyer with an order waiting for its outcome
 # (SECKILL.STATUS ... WAIT): the time from buy to stored in MySQL.
 ./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_outcome "${SALE[@]}" -wait-outcome 30s -json >"$WORK/outcome.json" 2>"$WORK/proxy.err" || { cat "$WORK/proxy.err" >&2; exit 1; }

@@ -320,3 +320,26 @@ func SlotReplica(nodesText string, slot int) (master, replica string, err error)
 	}
 	return master, "", nil
 }
+
+// Replicas are, for each master of a CLUSTER NODES text that owns slots and is not flagged
+// failing, the addresses of its replicas not flagged failing (none: an empty list).
+func Replicas(nodesText string) (map[string][]string, error) {
+	nodes, err := parseClusterNodes(nodesText)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	byID := map[string]string{}
+	for _, n := range nodes {
+		if n.isMaster && !n.failing && len(n.slots) > 0 {
+			out[n.addr] = []string{}
+			byID[n.id] = n.addr
+		}
+	}
+	for _, n := range nodes {
+		if m, ok := byID[n.master]; ok && !n.isMaster && !n.failing {
+			out[m] = append(out[m], n.addr)
+		}
+	}
+	return out, nil
+}

@@ -158,3 +158,18 @@ func TestSlotReplica(t *testing.T) {
 		t.Error("a malformed view was read")
 	}
 }
+
+func TestReplicas(t *testing.T) {
+	text := "a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n" +
+		"d4 127.0.0.1:7002@17002 master - 0 0 3 connected 5461-16383\n" +
+		"x9 127.0.0.1:7009@17009 master - 0 0 3 connected\n" +
+		"e5 127.0.0.1:7003@17003 slave,fail a1 0 0 1 connected\n" +
+		"f6 127.0.0.1:7004@17004 slave a1 0 0 1 connected\n"
+	got, err := Replicas(text)
+	if err != nil || len(got) != 2 || len(got["127.0.0.1:7000"]) != 1 || got["127.0.0.1:7000"][0] != "127.0.0.1:7004" || len(got["127.0.0.1:7002"]) != 0 {
+		t.Errorf("Replicas: %v, %v; want 7000 with 7004 alone, 7002 with none, no slotless master", got, err)
+	}
+	if _, err := Replicas("garbage\n"); err == nil {
+		t.Error("a malformed view was read")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"seckill-proxy/conf"
@@ -89,6 +90,7 @@ func (o SchemesOptions) Validate() error {
 // SchemeResult is one scheme's sale.
 type SchemeResult struct {
 	Scheme   string `json:"scheme"`
+	Round    int    `json:"round"`
 	Holds    string `json:"holds"`
 	Requests int64  `json:"requests"`
 	// Orders are the buyers told they bought; OrderUnits their units as the scheme's own
@@ -122,32 +124,48 @@ type SchemeResult struct {
 type scheme struct {
 	buy Buyer
 	// settle waits until the orders are kept and returns their units as kept.
-	settle func(ctx context.Context, res Result) (int64, error)
+	settle func(ctx context.Context, res Result) (kept, error)
 	close  func()
 	// stockKey is the cluster key of the stock, whose master a failover hits.
 	stockKey string
 }
 
+// kept is what a scheme's store holds once the load is over: the units of its orders, and
+// the units told to buyers that it does not hold.
+type kept struct{ units, notKept int64 }
+
+// keptOf is kept for a store that holds units, where any unit told beyond them is not kept.
+func keptOf(units int64, res Result, qty int) kept {
+	return kept{units: units, notKept: max(0, int64(len(res.Orders)*qty)-units)}
+}
+
 // RunSchemes sells o's sale under every scheme of o.Schemes, o.Rounds times each (the schemes
-// alternate within a round), and returns each scheme's round of median orders per second.
+// alternate within a round), and returns each scheme's round of median orders per second; with
+// o.Failover, every round of every scheme, since each failover is a draw of its own.
 func RunSchemes(ctx context.Context, o SchemesOptions, progress io.Writer) ([]SchemeResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	rounds := map[string][]SchemeResult{}
+	pace := &failoverPace{redis: o.Services.Redis}
 	for round := 1; round <= o.Rounds; round++ {
 		for _, name := range o.Schemes {
 			fmt.Fprintf(progress, "scheme %s, round %d of %d\n", name, round, o.Rounds)
-			r, err := runScheme(ctx, o, name, fmt.Sprintf("%s_%s_%d", o.SKU, strings.ReplaceAll(name, "-", "_"), round))
+			r, err := runScheme(ctx, o, name, fmt.Sprintf("%s_%s_%d", o.SKU, strings.ReplaceAll(name, "-", "_"), round), pace)
 			if err != nil {
 				return nil, fmt.Errorf("scheme %s: %w", name, err)
 			}
+			r.Round = round
 			rounds[name] = append(rounds[name], r)
 		}
 	}
-	out := make([]SchemeResult, 0, len(o.Schemes))
+	out := make([]SchemeResult, 0, len(o.Schemes)*o.Rounds)
 	for _, name := range o.Schemes {
 		rs := rounds[name]
+		if o.Failover {
+			out = append(out, rs...)
+			continue
+		}
 		slices.SortFunc(rs, func(a, b SchemeResult) int { return cmpFloat(a.OrdersPerSec, b.OrdersPerSec) })
 		out = append(out, rs[len(rs)/2])
 	}
@@ -164,34 +182,47 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// runScheme sells one sale of sku under scheme name.
-func runScheme(ctx context.Context, o SchemesOptions, name, sku string) (SchemeResult, error) {
+// runScheme sells one sale of sku under scheme name; with o.Failover, once pace says the
+// cluster is ready for another.
+func runScheme(ctx context.Context, o SchemesOptions, name, sku string, pace *failoverPace) (SchemeResult, error) {
+	if o.Failover {
+		if err := pace.ready(ctx); err != nil {
+			return SchemeResult{}, err
+		}
+	}
 	s, err := openScheme(ctx, o, name, sku)
 	if err != nil {
 		return SchemeResult{}, err
 	}
 	defer s.close()
 	var fo *failover
-	var onOrder func(string, time.Time)
 	if o.Failover {
 		fo = newFailover(o.Services.Redis, s.stockKey, int64(o.Units/4))
-		onOrder = fo.onOrder
 	}
 	cpu0, cpuErr := machineCPU()
+	start := time.Now()
+	var lastOrder atomic.Int64 // when the last order was told, in ns from start
+	onOrder := func(uid string, at time.Time) {
+		raiseTo(&lastOrder, int64(at.Sub(start)))
+		if fo != nil {
+			fo.onOrder(uid, at)
+		}
+	}
 	res := Run(ctx, o.Load, s.buy, nil, nil, onOrder)
-	units, err := s.settle(ctx, res)
+	k, err := s.settle(ctx, res)
 	if err != nil {
 		return SchemeResult{}, err
 	}
+	units := k.units
 	cpu1, err := machineCPU()
 	told := int64(len(res.Orders) * o.Load.Qty)
 	r := SchemeResult{Scheme: name, Holds: schemeHolds[name], Requests: res.Requests, Orders: int64(len(res.Orders)),
 		OrderUnits: units, Oversell: max(0, max(units, told)-int64(o.Units)), Unsold: max(0, int64(o.Units)-units),
-		NotKept: max(0, told-units), RequestsPerS: res.Throughput(),
+		NotKept: k.notKept, RequestsPerS: res.Throughput(),
 		P50us: res.Latency.ValueAtQuantile(50), P99us: res.Latency.ValueAtQuantile(99),
 		StoredMs: float64(time.Since(res.LastBuy).Microseconds()) / 1000, Replies: res.Replies, FirstError: res.FirstError}
 	r.ErrorWindowMs = NewReport(name, sku, o.Units, o.Load, res).ErrorWindowMs
-	r.SellMs = float64(sellTime(res).Microseconds()) / 1000
+	r.SellMs = float64(lastOrder.Load()) / 1e6
 	if r.SellMs > 0 {
 		r.OrdersPerSec = float64(r.Orders) / (r.SellMs / 1000)
 	}
@@ -200,19 +231,18 @@ func runScheme(ctx context.Context, o SchemesOptions, name, sku string) (SchemeR
 	}
 	if fo != nil {
 		r.Failover = fo.wait()
+		pace.last = time.Now()
 	}
 	return r, nil
 }
 
-// sellTime is when, from the run's start, the last order was told: the end of the last
-// timeline sample with an order.
-func sellTime(res Result) time.Duration {
-	for i := len(res.Timeline) - 1; i >= 0; i-- {
-		if res.Timeline[i].Replies[ReplyOrder] > 0 {
-			return min(res.Elapsed, res.Timeline[i].At+sampleEvery)
+// raiseTo raises v to n, if n is more.
+func raiseTo(v *atomic.Int64, n int64) {
+	for cur := v.Load(); n > cur; cur = v.Load() {
+		if v.CompareAndSwap(cur, n) {
+			return
 		}
 	}
-	return 0
 }
 
 // machineCPU is the machine's busy CPU time so far (every core, every process), from

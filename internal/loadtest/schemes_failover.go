@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,8 @@ import (
 // master: the writes the master acknowledged and had not yet sent are lost, as in a real
 // failover after a crash. The old master lives on, and becomes a replica of the new one.
 
-// failover forces one failover of the master of key when the orders told reach at.
+// failover forces one failover of the master of key when the orders told reach at. The sale
+// goes on meanwhile: the buyers' replies count what it cost.
 type failover struct {
 	redis conf.Redis
 	key   string
@@ -96,14 +98,78 @@ func forceFailover(ctx context.Context, c conf.Redis, key string) (master, repli
 	}
 	r := node(replica)
 	defer r.Close()
-	if err := r.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
-		return master, replica, fmt.Errorf("CLUSTER FAILOVER FORCE on %s: %w", replica, err)
-	}
+	// A manual failover that wins no election in 5 s is given up (the masters refuse a second
+	// vote for the same slots within twice the node timeout, after an earlier failover): ask
+	// again until ctx ends.
 	for ctx.Err() == nil {
-		if role, err := r.Do(ctx, "ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
-			return master, replica, nil
+		if err := r.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
+			return master, replica, fmt.Errorf("CLUSTER FAILOVER FORCE on %s: %w", replica, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		for asked := time.Now(); ctx.Err() == nil && time.Since(asked) < 6*time.Second; time.Sleep(10 * time.Millisecond) {
+			if role, err := r.Do(ctx, "ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
+				return master, replica, nil
+			}
+		}
 	}
 	return master, replica, fmt.Errorf("%s did not become a master: %w", replica, ctx.Err())
+}
+
+// failoverPace spaces the forced failovers of RunSchemes: Redis Cluster's masters refuse a
+// second vote for the same slots within twice the node timeout, and a demoted master needs a
+// moment to sync from the new one, so each round waits for both before it sells.
+type failoverPace struct {
+	redis conf.Redis
+	last  time.Time // when the last failover ended
+}
+
+// ready waits until twice the cluster's node timeout has passed since the last failover and
+// every master has a replica in sync with it.
+func (p *failoverPace) ready(ctx context.Context) error {
+	n := redis.NewClient(&redis.Options{Addr: p.redis.Addrs[0], Username: p.redis.Username, Password: p.redis.Password, Protocol: 2, DisableIdentity: true})
+	defer n.Close()
+	gap := 30 * time.Second // Redis's default node timeout, 15 s, twice
+	if v, err := n.ConfigGet(ctx, "cluster-node-timeout").Result(); err == nil {
+		if ms, err := strconv.Atoi(v["cluster-node-timeout"]); err == nil {
+			gap = 2 * time.Duration(ms) * time.Millisecond
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(p.last.Add(gap + time.Second))):
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !p.replicated(ctx, n) {
+		if time.Now().After(deadline) {
+			return errors.New("not every master had a replica in sync within 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// replicated is whether every master that owns slots, as n sees the cluster, has a replica
+// whose link to it is up.
+func (p *failoverPace) replicated(ctx context.Context, n *redis.Client) bool {
+	text, err := n.ClusterNodes(ctx).Result()
+	if err != nil {
+		return false
+	}
+	masters, err := connect.Replicas(text)
+	if err != nil || len(masters) == 0 {
+		return false
+	}
+	for _, replicas := range masters {
+		synced := false
+		for _, addr := range replicas {
+			r := redis.NewClient(&redis.Options{Addr: addr, Username: p.redis.Username, Password: p.redis.Password, Protocol: 2, DisableIdentity: true})
+			role, err := r.Do(ctx, "ROLE").Slice()
+			r.Close()
+			synced = synced || (err == nil && len(role) >= 4 && role[0] == "slave" && role[3] == "connected")
+		}
+		if !synced {
+			return false
+		}
+	}
+	return true
 }

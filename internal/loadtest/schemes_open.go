@@ -74,10 +74,10 @@ func openMySQLLock(ctx context.Context, o SchemesOptions, sku string) (*scheme, 
 	}
 	qty := o.Load.Qty
 	buy := func(ctx context.Context, uid string) (string, error) { return lockBuy(ctx, db, sku, uid, qty, o.Tries) }
-	settle := func(ctx context.Context, _ Result) (int64, error) {
+	settle := func(ctx context.Context, res Result) (kept, error) {
 		var units int64
 		err := db.QueryRowContext(ctx, `SELECT COALESCE(SUM(qty), 0) FROM bench_lock_orders WHERE sku = ?`, sku).Scan(&units)
-		return units, err
+		return keptOf(units, res, qty), err
 	}
 	return &scheme{buy: buy, settle: settle, close: func() { db.Close() }}, nil
 }
@@ -153,9 +153,9 @@ func openOneRedis(ctx context.Context, o SchemesOptions, sku string) (*scheme, e
 		rc.Close()
 		return nil, err
 	}
-	settle := func(ctx context.Context, _ Result) (int64, error) {
+	settle := func(ctx context.Context, res Result) (kept, error) {
 		left, err := rc.Get(ctx, seeds.keys[0]).Int64()
-		return int64(o.Units) - left, err
+		return keptOf(int64(o.Units)-left, res, o.Load.Qty), err
 	}
 	return &scheme{buy: seeds.Buy, settle: settle, close: func() { seeds.Close(); rc.Close() }, stockKey: seeds.keys[0]}, nil
 }
@@ -182,18 +182,40 @@ func openProxyScheme(ctx context.Context, o SchemesOptions, sku string, buckets 
 		return nil, err
 	}
 	buy, _ := ProxyBuyer(pc, sku, o.Load.Qty)
-	settle := func(ctx context.Context, res Result) (int64, error) {
-		dctx, cancel := context.WithTimeout(ctx, o.Drain)
-		defer cancel()
-		s := Sale{SKU: sku, Units: o.Units, Version: version, Qty: o.Load.Qty}
-		if _, err := Drain(dctx, db, s, len(res.Orders), res.LastBuy); err != nil {
-			return 0, err
-		}
-		var units int64
-		err := db.QueryRowContext(ctx, `SELECT COALESCE(SUM(qty), 0) FROM seckill_orders WHERE sku = ? AND sale_version = ? AND status = 'confirmed'`, sku, version).Scan(&units)
-		return units, err
+	settle := func(ctx context.Context, res Result) (kept, error) {
+		return settleProxySale(ctx, o, db, Sale{SKU: sku, Units: o.Units, Version: version, Qty: o.Load.Qty}, res)
 	}
 	return &scheme{buy: buy, settle: settle, close: closeAll, stockKey: keyspace.KeysFor(sku).Stock}, nil
+}
+
+// settleProxySale waits until MySQL holds an outcome for every unit Redis sold (after a
+// failover, the buys answered UNAVAILABLE whose order stood come later, through the sweeper;
+// a split sale's reservations are settled first), and reads what MySQL confirmed of them and
+// which orders told were not confirmed.
+func settleProxySale(ctx context.Context, o SchemesOptions, db *sql.DB, s Sale, res Result) (kept, error) {
+	rc := connect.Redis(o.Services.Redis)
+	defer rc.Close()
+	target := len(res.Orders)
+	if o.Failover {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if n, err := sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.ZCard(ctx, k.Reserved) }); err == nil && n == 0 {
+				break
+			}
+		}
+		if n, err := sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Buyers) }); err == nil {
+			target = max(target, int(n))
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, o.Drain)
+	defer cancel()
+	if _, err := Drain(dctx, db, s, target, res.LastBuy); err != nil {
+		return kept{}, err
+	}
+	st, err := GatherWithin(ctx, 30*time.Second, db, rc, s, res.Orders)
+	if err != nil {
+		return kept{}, err
+	}
+	return kept{units: st.ConfirmedUnits, notKept: int64(len(st.ToldNotConfirmed)+len(st.MissingOrders)) * int64(s.Qty)}, nil
 }
 
 // localStock is one instance's stock in its own memory: what every instance was told the
@@ -233,14 +255,14 @@ func openLocal(o SchemesOptions) *scheme {
 	buy := func(_ context.Context, uid string) (string, error) {
 		return inst[turn.Add(1)%localInstances].buy(uid, qty)
 	}
-	settle := func(context.Context, Result) (int64, error) {
+	settle := func(_ context.Context, res Result) (kept, error) {
 		var sold int64
 		for _, l := range inst {
 			l.mu.Lock()
 			sold += int64(o.Units - l.left)
 			l.mu.Unlock()
 		}
-		return sold, nil
+		return keptOf(sold, res, qty), nil
 	}
 	return &scheme{buy: buy, settle: settle, close: func() {}}
 }

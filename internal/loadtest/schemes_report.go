@@ -26,10 +26,10 @@ func SchemesTable(rs []SchemeResult) string {
 // table: what each scheme told its buyers against what it kept.
 func SchemesFailoverTable(rs []SchemeResult) string {
 	var b strings.Builder
-	b.WriteString("| scheme | the failover | orders told | units kept | oversell | told, not kept | UNAVAILABLE | other replies | error window |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scheme | round | the failover | orders told | units kept | oversell | told, not kept | UNAVAILABLE | other replies | error window |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %s | %.0f ms |\n", r.Scheme, r.Failover, r.Orders, r.OrderUnits,
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %d | %d | %d | %s | %.0f ms |\n", r.Scheme, r.Round, r.Failover, r.Orders, r.OrderUnits,
 			r.Oversell, r.NotKept, r.Replies[ReplyUnavailable], otherReplies(r.Replies), r.ErrorWindowMs)
 	}
 	return b.String()

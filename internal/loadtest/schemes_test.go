@@ -100,10 +100,10 @@ func TestSchemesTable(t *testing.T) {
 }
 
 func TestSchemesFailoverTable(t *testing.T) {
-	rs := []SchemeResult{{Scheme: SchemeOneRedis, Failover: "127.0.0.1:7001 to 127.0.0.1:7004 after 500 orders, promoted in 40 ms", Orders: 2030, OrderUnits: 1990,
+	rs := []SchemeResult{{Scheme: SchemeOneRedis, Round: 2, Failover: "127.0.0.1:7001 to 127.0.0.1:7004 after 500 orders, promoted in 40 ms", Orders: 2030, OrderUnits: 1990,
 		Oversell: 30, NotKept: 40, ErrorWindowMs: 300, Replies: map[string]int64{ReplyOrder: 2030, ReplyUnavailable: 12}}}
 	table := SchemesFailoverTable(rs)
-	for _, want := range []string{"| one-redis | 127.0.0.1:7001 to 127.0.0.1:7004 after 500 orders, promoted in 40 ms | 2030 | 1990 | 30 | 40 | 12 | UNAVAILABLE 12 | 300 ms |"} {
+	for _, want := range []string{"| one-redis | 2 | 127.0.0.1:7001 to 127.0.0.1:7004 after 500 orders, promoted in 40 ms | 2030 | 1990 | 30 | 40 | 12 | UNAVAILABLE 12 | 300 ms |"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
