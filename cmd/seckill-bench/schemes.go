@@ -35,6 +35,8 @@ func schemes(fs *flag.FlagSet, args []string) int {
 	fs.DurationVar(&o.Drain, "drain-timeout", 2*time.Minute, "the most to wait for the sink to store the proxy schemes' orders")
 	fs.BoolVar(&o.Failover, "failover", false, "force a failover of the master holding each scheme's stock once a quarter of the units are sold, and write the failover table (no chart; schemes one-redis, proxy and proxy-buckets; one-redis then runs on the cluster)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	from := fs.String("from", "", "read the results from this -json file of an earlier run instead of running (to draw the table and chart again)")
+	failoverJSON := fs.String("failover-json", "", "the -json file of a -failover run: the chart gets a panel of what the failover cost each scheme")
 	mdOut := fs.String("md", "", "write the markdown table to this file (\"\": standard output)")
 	chart := fs.String("chart", "", "write an SVG chart of the schemes side by side to this file")
 	if fs.Parse(args) != nil {
@@ -57,9 +59,17 @@ func schemes(fs *flag.FlagSet, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rs, err := loadtest.RunSchemes(ctx, o, os.Stderr)
+	var rs, failover []loadtest.SchemeResult
+	if *from != "" {
+		err = readSchemes(*from, &rs)
+	} else {
+		rs, err = loadtest.RunSchemes(ctx, o, os.Stderr)
+	}
+	if err == nil && *failoverJSON != "" {
+		err = readSchemes(*failoverJSON, &failover)
+	}
 	if err == nil {
-		err = writeSchemes(rs, o, *jsonOut, *mdOut, *chart)
+		err = writeSchemes(rs, failover, o, *jsonOut, *mdOut, *chart)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckill-bench schemes:", err)
@@ -68,8 +78,23 @@ func schemes(fs *flag.FlagSet, args []string) int {
 	return 0
 }
 
-// writeSchemes writes rs where the flags say.
-func writeSchemes(rs []loadtest.SchemeResult, o loadtest.SchemesOptions, jsonOut, mdOut, chart string) error {
+// readSchemes reads a -json file of seckill-bench schemes into rs.
+func readSchemes(path string, rs *[]loadtest.SchemeResult) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, rs); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(*rs) == 0 {
+		return fmt.Errorf("%s holds no scheme's results", path)
+	}
+	return nil
+}
+
+// writeSchemes writes rs (and the failover run's results, for the chart) where the flags say.
+func writeSchemes(rs, failover []loadtest.SchemeResult, o loadtest.SchemesOptions, jsonOut, mdOut, chart string) error {
 	table := loadtest.SchemesTable(rs)
 	if o.Failover {
 		table = loadtest.SchemesFailoverTable(rs)
@@ -95,8 +120,8 @@ func writeSchemes(rs []loadtest.SchemeResult, o loadtest.SchemesOptions, jsonOut
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("One sale, five stock schemes: %d units, %d buyers, %d at once", o.Units, o.Load.Buyers, o.Load.Conns)
-	err = loadtest.WriteSchemesChart(f, title, rs)
+	title := fmt.Sprintf("One sale under each stock scheme: %d units, %d buyers, %d at once", o.Units, o.Load.Buyers, o.Load.Conns)
+	err = loadtest.WriteSchemesChart(f, title, rs, failover)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -12,7 +12,7 @@ import (
 // SchemesTable is RunSchemes' results as a markdown table, a row per scheme.
 func SchemesTable(rs []SchemeResult) string {
 	var b strings.Builder
-	b.WriteString("| scheme | an order is | orders/s | sold out after | requests/s | p99 | machine CPU per order | orders told | units kept | oversell | unsold | other replies |\n")
+	b.WriteString("| scheme | an order is | orders/s | last order after | requests/s | p99 | machine CPU per order | orders told | units kept | oversell | unsold | other replies |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f ms | %.0f | %s | %s | %d | %d | %d | %d | %s |\n",
@@ -67,30 +67,71 @@ type schemePanel struct {
 	wrong bool
 }
 
+// ms labels a time in milliseconds, in µs below a tenth of one.
+func ms(v float64) string {
+	if v < 0.1 {
+		return fmt.Sprintf("%.0f µs", v*1000)
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
 var schemePanels = []schemePanel{
 	{"orders per second (log scale; more is better)", true, func(r SchemeResult) float64 { return r.OrdersPerSec },
 		func(v float64) string { return fmt.Sprintf("%.0f", v) }, false},
 	{"machine CPU per order, ms (log scale; less is better)", true, func(r SchemeResult) float64 { return r.CPUPerOrderMs },
 		func(v float64) string { return fmt.Sprintf("%.2f ms", v) }, false},
 	{"p99 latency of a buy, ms (log scale; less is better)", true, func(r SchemeResult) float64 { return float64(r.P99us) / 1000 },
-		func(v float64) string { return fmt.Sprintf("%.1f ms", v) }, false},
+		ms, false},
 	{"units sold beyond the stock (oversell; 0 is the only right answer)", false, func(r SchemeResult) float64 { return float64(r.Oversell) },
 		func(v float64) string { return fmt.Sprintf("%.0f", v) }, true},
 }
 
+// failoverPanel shows, for each scheme of rs, the worst round of failover (a -failover run's
+// results): the units sold beyond the stock or told and not kept. A scheme with no round
+// there (no Redis master to fail over) gets no bar.
+func failoverPanel(failover []SchemeResult) schemePanel {
+	worst := map[string]float64{}
+	rounds := 0
+	for _, r := range failover {
+		worst[r.Scheme] = max(worst[r.Scheme], float64(max(r.Oversell, r.NotKept)))
+		rounds = max(rounds, r.Round)
+	}
+	return schemePanel{
+		title: fmt.Sprintf("a master failed over mid-sale: units sold beyond the stock or told and not kept (worst of %d rounds)", rounds),
+		value: func(r SchemeResult) float64 {
+			if v, ok := worst[r.Scheme]; ok {
+				return v
+			}
+			return math.NaN()
+		},
+		label: func(v float64) string {
+			if math.IsNaN(v) {
+				return "no Redis master to fail over"
+			}
+			return fmt.Sprintf("%.0f", v)
+		},
+		wrong: true,
+	}
+}
+
 // WriteSchemesChart writes a self-contained SVG of rs: one panel per measure, a labelled bar
-// per scheme. It needs no script or network to open.
-func WriteSchemesChart(w io.Writer, title string, rs []SchemeResult) error {
+// per scheme, and with the results of a -failover run, a panel of what a failover cost. It
+// needs no script or network to open.
+func WriteSchemesChart(w io.Writer, title string, rs, failover []SchemeResult) error {
 	if len(rs) == 0 {
 		return ErrNoRequests
 	}
+	panels := schemePanels
+	if len(failover) > 0 {
+		panels = append(slices.Clip(panels), failoverPanel(failover))
+	}
 	const width, labelW, pad, barH, gap = 900, 130, 20, 18, 4
 	panelH := 24 + len(rs)*(barH+gap) + pad
-	height := 40 + len(schemePanels)*panelH
+	height := 40 + len(panels)*panelH
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%d" y="24" font-size="16">%s</text>`+"\n", pad, html.EscapeString(title))
-	for i, p := range schemePanels {
+	for i, p := range panels {
 		y := 40 + i*panelH
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", pad, y+14, html.EscapeString(p.title))
 		scale := panelScale(p, rs)
@@ -114,6 +155,9 @@ func panelScale(p schemePanel, rs []SchemeResult) func(float64) float64 {
 	hi, lo := 0.0, math.Inf(1)
 	for _, r := range rs {
 		v := p.value(r)
+		if math.IsNaN(v) {
+			continue
+		}
 		hi = max(hi, v)
 		if v > 0 {
 			lo = min(lo, v)
@@ -123,12 +167,17 @@ func panelScale(p schemePanel, rs []SchemeResult) func(float64) float64 {
 		return func(float64) float64 { return 0 }
 	}
 	if !p.log {
-		return func(v float64) float64 { return max(0, v) / hi }
+		return func(v float64) float64 {
+			if math.IsNaN(v) {
+				return 0
+			}
+			return max(0, v) / hi
+		}
 	}
 	floor := math.Log10(lo) - 1
 	span := math.Log10(hi) - floor
 	return func(v float64) float64 {
-		if v <= 0 {
+		if v <= 0 || math.IsNaN(v) {
 			return 0
 		}
 		return (math.Log10(v) - floor) / span

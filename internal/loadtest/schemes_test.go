@@ -114,7 +114,8 @@ func TestSchemesFailoverTable(t *testing.T) {
 // ordered as the values are, and only an oversell is red.
 func TestSchemesChart(t *testing.T) {
 	var b strings.Builder
-	if err := WriteSchemesChart(&b, "schemes <&>", sampleSchemes()); err != nil {
+	fo := []SchemeResult{{Scheme: SchemeProxy, Round: 1}, {Scheme: SchemeProxy, Round: 2, NotKept: 3}}
+	if err := WriteSchemesChart(&b, "schemes <&>", sampleSchemes(), fo); err != nil {
 		t.Fatal(err)
 	}
 	svg := b.String()
@@ -127,8 +128,8 @@ func TestSchemesChart(t *testing.T) {
 		}
 	}
 	bars := regexp.MustCompile(`<rect x="130" y="\d+" width="([\d.]+)" height="18" fill="(#[0-9a-f]+)"/>`).FindAllStringSubmatch(svg, -1)
-	if len(bars) != 3*len(schemePanels) {
-		t.Fatalf("%d bars, want %d", len(bars), 3*len(schemePanels))
+	if len(bars) != 3*(len(schemePanels)+1) {
+		t.Fatalf("%d bars, want %d", len(bars), 3*(len(schemePanels)+1))
 	}
 	width := func(i int) float64 { w, _ := strconv.ParseFloat(bars[i][1], 64); return w }
 	if !(width(0) < width(1) && width(1) < width(2)) {
@@ -137,13 +138,18 @@ func TestSchemesChart(t *testing.T) {
 	if !(width(3) > width(4) && width(5) == 0) {
 		t.Errorf("CPU bars: %v %v %v (a scheme without a figure gets none)", width(3), width(4), width(5))
 	}
+	oversell := 3 * (len(schemePanels) - 1)
 	for i, bar := range bars {
 		red := bar[2] == "#c62828"
-		if red != (i == len(bars)-1) {
+		if red != (i == oversell+2 || i == oversell+4) {
 			t.Errorf("bar %d is %s", i, bar[2])
 		}
 	}
-	if err := WriteSchemesChart(io.Discard, "", nil); err == nil {
+	// The failover panel: the proxy's worst round, no bar for the schemes not failed over.
+	if !strings.Contains(svg, "worst of 2 rounds") || strings.Count(svg, "no Redis master to fail over") != 2 || width(oversell+4) == 0 || width(oversell+3) != 0 {
+		t.Errorf("the failover panel is wrong:\n%s", svg)
+	}
+	if err := WriteSchemesChart(io.Discard, "", nil, nil); err == nil {
 		t.Error("a chart of no schemes was drawn")
 	}
 }
