@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"seckill-proxy/internal/testenv"
@@ -120,6 +121,18 @@ func FuzzParseClusterNodes(f *testing.F) {
 			}
 		}
 		slotMap(bestView([][]clusterNode{v}, nil))
+		masters, err := Replicas(text)
+		if err != nil {
+			t.Fatalf("Replicas refused %q, which parseClusterNodes read: %v", text, err)
+		}
+		for m, rs := range masters {
+			if slices.Contains(rs, m) {
+				t.Fatalf("%s listed as its own replica in %q", m, text)
+			}
+		}
+		if m, r, err := SlotReplica(text, 0); err != nil || (r != "" && (m == "" || r == m)) {
+			t.Fatalf("SlotReplica(%q, 0) = %q, %q, %v", text, m, r, err)
+		}
 	})
 }
 
