@@ -314,7 +314,7 @@ func SlotReplica(nodesText string, slot int) (master, replica string, err error)
 		}
 	}
 	for _, n := range nodes {
-		if !n.isMaster && !n.failing && n.master == id {
+		if !n.isMaster && !n.failing && n.master == id && n.addr != master {
 			return master, n.addr, nil
 		}
 	}
@@ -337,7 +337,7 @@ func Replicas(nodesText string) (map[string][]string, error) {
 		}
 	}
 	for _, n := range nodes {
-		if m, ok := byID[n.master]; ok && !n.isMaster && !n.failing {
+		if m, ok := byID[n.master]; ok && !n.isMaster && !n.failing && n.addr != m { // a stale line at the master's own address is not a replica
 			out[m] = append(out[m], n.addr)
 		}
 	}
