@@ -15,8 +15,9 @@ var (
 	benchSection = regexp.MustCompile(`(?m)^## \(([a-z, ]+)\)`)
 	// benchCite is a citation of a section in prose: "BENCHMARKS.md (n)".
 	benchCite = regexp.MustCompile(`BENCHMARKS\.md \(([a-z])\)`)
-	// figure is a quoted measurement: a count per second, a time in microseconds, a share.
-	figure = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?) ?(?:requests/s|commands/s|µs|%)`)
+	// figure is a quoted measurement: a count per second (requests, commands, orders), a time
+	// in microseconds, a share.
+	figure = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?) ?(?:requests/s|commands/s|orders/s|µs|%)`)
 	// number is any number of a paragraph, of which a quoted ratio may be the quotient.
 	number = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?`)
 	// ratio is a quoted ratio: 1.78x.
