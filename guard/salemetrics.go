@@ -51,10 +51,15 @@ type OutcomeCount struct {
 const shownFor = 10 * time.Minute
 
 // shownSales picks the sales SaleMetrics reads, at most most: those whose buys this proxy
-// answered within shownFor (recentSales), and those whose last read found late orders. A
-// sale this proxy only heard of (a WARM's event) costs nothing, however many are open.
-func (g *Guard) shownSales(now time.Time, most int) []string {
-	picked := g.recentSince(now.Add(-shownFor), now.Add(-shownFor))
+// answered within shownFor (recentSales; served says which), and those whose last read found
+// late orders. A sale this proxy only heard of (a WARM's event) costs nothing, however many
+// are open.
+func (g *Guard) shownSales(now time.Time, most int) (picked []string, served map[string]bool) {
+	picked = g.recentSince(now.Add(-shownFor), now.Add(-shownFor))
+	served = make(map[string]bool, len(picked))
+	for _, sku := range picked {
+		served[sku] = true
+	}
 	g.lateMu.Lock()
 	for sku := range g.lateShown {
 		if _, ok := g.counters(sku); !ok {
@@ -65,7 +70,7 @@ func (g *Guard) shownSales(now time.Time, most int) []string {
 	}
 	g.lateMu.Unlock()
 	slices.Sort(picked)
-	return picked[:min(len(picked), most)]
+	return picked[:min(len(picked), most)], served
 }
 
 // markLate records whether the last read of sku found late orders.
@@ -88,8 +93,7 @@ func (g *Guard) markLate(sku string, late bool) {
 // the cluster. A sale whose state cannot be read is left out.
 func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 	now := g.opt.Now()
-	served := g.recentSince(now.Add(-shownFor), now.Add(-shownFor))
-	skus := g.shownSales(now, most)
+	skus, served := g.shownSales(now, most)
 	if len(skus) == 0 {
 		return nil
 	}
@@ -126,7 +130,7 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			continue // gone from Redis
 		}
 		c, _ := g.counters(sku)
-		m := SaleMetrics{SKU: sku, Late: late, State: state, Served: slices.Contains(served, sku), Outcomes: []OutcomeCount{
+		m := SaleMetrics{SKU: sku, Late: late, State: state, Served: served[sku], Outcomes: []OutcomeCount{
 			{"order", c.successes.Load()}, {"duplicate", c.duplicates.Load()}, {"soldout", c.soldOut.Load()},
 			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
 			{"limited_denied", c.limitedDenied.Load()}}}
