@@ -306,19 +306,11 @@ func SlotReplica(nodesText string, slot int) (master, replica string, err error)
 	if master, err = SlotOwner(nodesText, slot); err != nil || master == "" {
 		return master, "", err
 	}
-	nodes, _ := parseClusterNodes(nodesText)
-	id := ""
-	for _, n := range nodes {
-		if n.addr == master && n.isMaster {
-			id = n.id
-		}
+	replicas, err := Replicas(nodesText)
+	if rs := replicas[master]; len(rs) > 0 {
+		replica = rs[0]
 	}
-	for _, n := range nodes {
-		if !n.isMaster && !n.failing && n.master == id && n.addr != master {
-			return master, n.addr, nil
-		}
-	}
-	return master, "", nil
+	return master, replica, err
 }
 
 // Replicas are, for each master of a CLUSTER NODES text that owns slots and is not flagged
