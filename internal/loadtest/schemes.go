@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,20 +167,10 @@ func RunSchemes(ctx context.Context, o SchemesOptions, progress io.Writer) ([]Sc
 			out = append(out, rs...)
 			continue
 		}
-		slices.SortFunc(rs, func(a, b SchemeResult) int { return cmpFloat(a.OrdersPerSec, b.OrdersPerSec) })
+		slices.SortFunc(rs, func(a, b SchemeResult) int { return cmp.Compare(a.OrdersPerSec, b.OrdersPerSec) })
 		out = append(out, rs[len(rs)/2])
 	}
 	return out, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // runScheme sells one sale of sku under scheme name; with o.Failover, once pace says the

@@ -141,12 +141,13 @@ func openOneRedis(ctx context.Context, o SchemesOptions, sku string) (*scheme, e
 	if o.OneRedis == "" {
 		return nil, errors.New("no address for the one Redis (-one-redis)")
 	}
-	var rc redis.UniversalClient = redis.NewClient(&redis.Options{Addr: o.OneRedis, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, Protocol: 2})
+	var rc redis.UniversalClient
 	if o.Failover {
-		rc.Close()
 		c := o.Services.Redis
 		c.PoolSize, c.MinIdleConns = o.Load.Conns, o.Load.Conns
 		rc = connect.Redis(c)
+	} else {
+		rc = redis.NewClient(&redis.Options{Addr: o.OneRedis, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, Protocol: 2})
 	}
 	seeds, err := openSeeds(ctx, o.Services.Kafka, rc, sku, o.Units)
 	if err != nil {
