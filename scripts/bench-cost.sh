@@ -33,6 +33,8 @@ command -v nutcracker >/dev/null || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nutcracker >/dev/null
 }
 go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
+# The schema first: on a new stack no proxy has run its migrations yet.
+SECKILL_LOG_LEVEL=warn ./bin/seckill-proxy -migrate
 
 STANDALONE=127.0.0.1:7010
 TW_PORT=22131

@@ -21,10 +21,10 @@ PORT=${SECKILL_BENCH_PORT:-6398}
 
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
-if [[ -z $BIN ]]; then
-  go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
-  BIN=./bin/seckill-proxy
-fi
+go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
+BIN=${BIN:-./bin/seckill-proxy}
+# The schema first: on a new stack no proxy has run its migrations yet.
+SECKILL_LOG_LEVEL=warn ./bin/seckill-proxy -migrate
 run_id=$(date +%s%N)
 SKU=cpu_$run_id
 SOLD=cpusold_$run_id

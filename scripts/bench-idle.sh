@@ -60,6 +60,8 @@ SECS=${3:-60}
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
 go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
+# The schema first: on a new stack no proxy has run its migrations yet.
+SECKILL_LOG_LEVEL=warn ./bin/seckill-proxy -migrate
 run=idle$(date +%s%N)
 export SECKILL_KAFKA_TOPIC=bench.$run SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.$run.dlq
 BASE=6500

@@ -19,6 +19,8 @@ PORT=${SECKILL_BENCH_PORT:-6389}
 scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
 go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
+# The schema first: on a new stack no proxy has run its migrations yet.
+SECKILL_LOG_LEVEL=warn ./bin/seckill-proxy -migrate
 
 run_id=$(date +%s)
 LSKU=benchlegacy_$run_id

@@ -67,6 +67,11 @@ echo "== (s) the seeds' stock schemes side by side, on the same sale" >&2
 # (p) The seeds' sale once more, every buyer with an order waiting for its outcome
 # (SECKILL.STATUS ... WAIT): the time from buy to stored in MySQL.
 ./bin/seckill-bench -addr 127.0.0.1:$PORT -sku bench_outcome "${SALE[@]}" -wait-outcome 30s -json >"$WORK/outcome.json" 2>"$WORK/proxy.err" || { cat "$WORK/proxy.err" >&2; exit 1; }
+# The sale's proxy and sink end here. Left idle, that proxy would lead its own topic's sweeping
+# and read every open sale, each pass, beside table (q)'s proxies: twice (q)'s background.
+kill $proxy_pid $sink_pid
+wait $proxy_pid $sink_pid 2>/dev/null || true
+trap - EXIT
 
 # build_proxy REV NAME: the proxy of revision REV, built into $WORK/NAME-bin/.
 build_proxy() {
