@@ -30,7 +30,9 @@ scripts/devstack.sh up >&2
 eval "$(scripts/devstack.sh env)"
 command -v nutcracker >/dev/null || {
   echo "installing nutcracker (twemproxy) with apt-get" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nutcracker >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends nutcracker >/dev/null
 }
 go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
 # The schema first: on a new stack no proxy has run its migrations yet.
