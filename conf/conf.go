@@ -233,7 +233,8 @@ type Buy struct {
 	// the cluster's view; none on one with none). A WAIT that comes back short answers the
 	// call's buys UNAVAILABLE, the outcome not known, and tees nothing (guard/replicawait.go).
 	// 0 tells a buy bought as soon as its master has it: a failover, or a master paused or cut
-	// off, may then take back orders that buyers were told of.
+	// off, may then take back orders that buyers were told of. The sink holds the outcomes it
+	// writes back to the same count (sink/outcomes.go).
 	WaitReplicas int `koanf:"wait_replicas"`
 	// WaitTimeout is WAIT's timeout: longer than a replica takes to acknowledge on a busy
 	// machine, since a WAIT that times out without a fault tells buyers UNAVAILABLE, and below

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/salescan"
 	"seckill-proxy/sale"
 )
@@ -81,13 +82,12 @@ type Guard struct {
 	ctx context.Context
 
 	workers     sync.WaitGroup
-	replicaView replicaView   // how many replicas each master has (replicawait.go)
-	replicaKick chan struct{} // has the replica view read now
-	noSales     noSales       // SKUs the script found to have no sale (nosale.go)
-	driftLog    driftLog      // when each SKU's DRIFT was last logged (drift.go)
-	subscribed  atomic.Bool   // the sale events' subscription was confirmed once
-	refreshing  atomic.Bool   // a ReloadSlots refresh is running (slots.go)
-	recent      recentSales   // the SKUs bought here lately (recent.go)
+	replicaView connect.ReplicaView // how many replicas each master has (replicawait.go)
+	noSales     noSales             // SKUs the script found to have no sale (nosale.go)
+	driftLog    driftLog            // when each SKU's DRIFT was last logged (drift.go)
+	subscribed  atomic.Bool         // the sale events' subscription was confirmed once
+	refreshing  atomic.Bool         // a ReloadSlots refresh is running (slots.go)
+	recent      recentSales         // the SKUs bought here lately (recent.go)
 	lateMu      sync.Mutex
 	lateShown   map[string]bool     // the SKUs whose last figures showed late orders (salemetrics.go)
 	lateFrom    string              // the last sale the late-order watch looked at (its goroutine's)
@@ -133,8 +133,7 @@ func New(rc *redis.ClusterClient, db *sql.DB, log *zap.Logger, opt Options) *Gua
 		stop:     make(chan struct{}),
 		events:   make(chan string, 1024),
 		// As many asks as a batch takes: more wait their turn in batchedStatus.
-		statusAsks:  make(chan statusAsk, statusBatchMax),
-		replicaKick: make(chan struct{}, 1),
+		statusAsks: make(chan statusAsk, statusBatchMax),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.ctx = ctx

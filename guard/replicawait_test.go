@@ -24,7 +24,7 @@ func TestWaitCommand(t *testing.T) {
 		{map[string]int{"a": 0}, "b", 2},
 	} {
 		if tt.view != nil {
-			g.replicaView.set(tt.view)
+			g.replicaView.Set(tt.view)
 		}
 		cmd, n := g.WaitCommand(tt.addr)
 		if n != tt.want || (n == 0) != (cmd == nil) {

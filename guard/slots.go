@@ -27,7 +27,7 @@ const (
 // a time.
 func (g *Guard) ReloadSlots() {
 	g.rc.ReloadState(context.Background())
-	g.kickReplicas()
+	g.replicaView.Kick()
 	if g.opt.Topology == nil || !g.refreshing.CompareAndSwap(false, true) {
 		return
 	}

@@ -47,7 +47,10 @@ type Sink struct {
 	db  *sql.DB
 	rc  *redis.ClusterClient
 	log *zap.Logger
-	dlq sarama.SyncProducer
+	// replicas is how many replicas each master has, for the WAIT after the outcomes
+	// (outcomes.go), kept fresh while the sink consumes.
+	replicas connect.ReplicaView
+	dlq      sarama.SyncProducer
 
 	confirmed, rejected, cancelled, redelivered, deadLetters, batches, retries atomic.Int64
 	// claimed is the number of partitions of the current group session, -1 outside one.
@@ -165,6 +168,11 @@ func (s *Sink) consume(ctx context.Context) error {
 			s.log.Warn("consumer group", zap.Error(err))
 		}
 	}()
+	var watch sync.WaitGroup
+	defer watch.Wait()
+	if s.cfg.Buy.WaitReplicas > 0 {
+		watch.Go(func() { s.replicas.Watch(ctx, s.rc, time.Second, s.cfg.Buy.CallTimeout, s.log) })
+	}
 	s.setWaiting("")
 	s.log.Info("consuming", zap.String("topic", s.cfg.Kafka.Topic), zap.String("group", s.cfg.Kafka.Group))
 	for ctx.Err() == nil {
@@ -220,15 +228,19 @@ type storedBatch struct {
 // messages, each waiting at most sink.batch_linger to fill. A batch's outcomes are written to
 // Redis while the next batch goes to MySQL, on a goroutine of the claim's, which then marks
 // the batch's last message: a batch is marked only once both are done, in Kafka's order, so
-// a sink that stops between them has the batch again, and writes its outcomes then.
+// a sink that stops between them has the batch again, and writes its outcomes then. The
+// outcomes are sent until Redis holds them (writeOutcomes): the partition waits meanwhile.
 func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := sess.Context()
 	defer s.dropLag(claim.Topic(), claim.Partition())
 	committed := make(chan storedBatch, 1)
 	var after sync.WaitGroup
 	after.Go(func() {
+		held := true
 		for b := range committed {
-			s.writeOutcomes(ctx, b.outcomes)
+			if held = held && s.writeOutcomes(ctx, b.outcomes); !held {
+				continue // the session ended first: neither this batch nor a later one is marked, they come again
+			}
 			s.batchLatency.Observe(time.Since(b.begun).Seconds())
 			sess.MarkMessage(b.last, "")
 			s.setLag(b.last.Topic, b.last.Partition, claim.HighWaterMarkOffset()-b.last.Offset-1)

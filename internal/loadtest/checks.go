@@ -34,6 +34,10 @@ type State struct {
 	RedisStock  int64
 	RedisBuyers int64
 	Outbox      int64
+	// Stored counts the orders of this sale version MySQL holds, whatever their status, and
+	// RedisOutcomes the outcomes Redis holds for SECKILL.STATUS (the result hashes): the sink
+	// writes each one back once MySQL has it.
+	Stored, RedisOutcomes int64
 	// The buyers: order replies, and units per order; SoldOutTold the SOLDOUT replies.
 	Successes   int64
 	Qty         int64
@@ -65,6 +69,7 @@ func Evaluate(s State) []Check {
 		{"I5 Redis stock = MySQL stock", s.RedisStock == s.MySQLStock, fmt.Sprintf("Redis %d, MySQL %d", s.RedisStock, s.MySQLStock)},
 		{"I5 Redis buyers = MySQL confirmed", s.RedisBuyers == s.Confirmed, fmt.Sprintf("Redis %d, MySQL %d", s.RedisBuyers, s.Confirmed)},
 		{"outbox drained", s.Outbox == 0, fmt.Sprintf("%d entries", s.Outbox)},
+		outcomesInRedis(s),
 	}
 }
 
@@ -98,6 +103,34 @@ func EvaluateUnderFaults(s State, rejectedOK bool) []Check {
 		{"no false sold-out", s.SoldOutTold == 0 || s.MySQLStock == 0,
 			fmt.Sprintf("%d buyers told SOLDOUT, %d units unsold in MySQL after the drain", s.SoldOutTold, s.MySQLStock)},
 		{"outbox drained", s.Outbox == 0, fmt.Sprintf("%d entries", s.Outbox)},
+		outcomesInRedis(s),
+	}
+}
+
+// outcomesInRedis checks that every order MySQL stored has its outcome in Redis, where
+// SECKILL.STATUS reads it: an outcome lost (written to a master that a failover then
+// replaced) leaves its buyer told "pending" for ever.
+func outcomesInRedis(s State) Check {
+	return Check{"every stored order's outcome in Redis", s.RedisOutcomes == s.Stored,
+		fmt.Sprintf("%d outcomes in Redis for %d orders in MySQL", s.RedisOutcomes, s.Stored)}
+}
+
+// AwaitOutcomes waits, up to d, until Redis holds as many outcomes of s as MySQL holds orders:
+// the sink writes them back a moment after its commit, and across a failover once a replica
+// holds them.
+func AwaitOutcomes(ctx context.Context, d time.Duration, db *sql.DB, rc redis.UniversalClient, s Sale) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		var stored int64
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seckill_orders WHERE sku = ? AND sale_version = ?`, s.SKU, s.Version).Scan(&stored); err == nil {
+			if n, err := sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Result) }); err == nil && n >= stored {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
@@ -217,6 +250,7 @@ func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, o
 			return st, err
 		}
 		stored[id] = status
+		st.Stored++
 		if status == "confirmed" {
 			confirmedUIDs[uid] = true
 		}
@@ -245,6 +279,9 @@ func Gather(ctx context.Context, db *sql.DB, rc redis.UniversalClient, s Sale, o
 	}
 	if st.Outbox, err = sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.XLen(ctx, k.Outbox) }); err != nil {
 		return st, fmt.Errorf("redis outbox: %w", err)
+	}
+	if st.RedisOutcomes, err = sumBuckets(ctx, rc, s.SKU, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.HLen(ctx, k.Result) }); err != nil {
+		return st, fmt.Errorf("redis outcomes: %w", err)
 	}
 	return st, nil
 }

@@ -286,6 +286,7 @@ func (x *execution) check(ctx context.Context, rep *Report, sale Sale, res Resul
 	}
 	// The outbox empties a moment after Kafka acknowledges; give it that moment.
 	x.await(ctx, 5*time.Second, 10*time.Millisecond, func(p redis.Pipeliner, k keyspace.Keys) redis.Cmder { return p.XLen(ctx, k.Outbox) })
+	AwaitOutcomes(ctx, 30*time.Second, x.db, x.rc, sale)
 	sale.NotKnown, sale.SoldOutTold = res.NotKnown, res.Replies[ReplySoldOut]
 	st, err := GatherWithin(ctx, 30*time.Second, x.db, x.rc, sale, res.Orders)
 	switch {

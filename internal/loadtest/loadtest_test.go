@@ -15,7 +15,7 @@ import (
 
 // good is the state of a sale that went right: 2,000 units, all sold, all stored.
 func good() State {
-	return State{Units: 2000, MySQLStock: 0, Confirmed: 2000, ConfirmedUnits: 2000, RedisStock: 0, RedisBuyers: 2000, Successes: 2000, Qty: 1}
+	return State{Units: 2000, MySQLStock: 0, Confirmed: 2000, ConfirmedUnits: 2000, RedisStock: 0, RedisBuyers: 2000, Successes: 2000, Qty: 1, Stored: 2000, RedisOutcomes: 2000}
 }
 
 func TestEvaluatePassesAGoodSale(t *testing.T) {
@@ -42,6 +42,7 @@ func TestEachCheckCanFail(t *testing.T) {
 		{"I5 Redis stock = MySQL stock", func(s *State) { s.RedisStock = 50 }},
 		{"I5 Redis buyers = MySQL confirmed", func(s *State) { s.RedisBuyers = 2053 }},
 		{"outbox drained", func(s *State) { s.Outbox = 3 }},
+		{"every stored order's outcome in Redis", func(s *State) { s.RedisOutcomes = 1488 }},
 	}
 	for _, tt := range tests {
 		s := good()
@@ -174,6 +175,7 @@ func TestEvaluateUnderFaults(t *testing.T) {
 	faulty := good()
 	faulty.Successes = 1990                        // ten replies lost to a killed proxy
 	faulty.Rejected, faulty.RedisBuyers = 50, 2050 // an order rejected that no buyer was told of
+	faulty.Stored, faulty.RedisOutcomes = 2050, 2050
 	faulty.NotKnownConfirmed, faulty.SoldOutTold = 12, 2000
 	for _, c := range EvaluateUnderFaults(faulty, false) {
 		if !c.OK {
@@ -195,6 +197,7 @@ func TestEvaluateUnderFaults(t *testing.T) {
 		"every unit sold in Redis reached MySQL": func(s *State) { s.RedisBuyers = 2001 },
 		"no false sold-out":                      func(s *State) { s.SoldOutTold, s.MySQLStock, s.ConfirmedUnits = 1, 3, 1997 },
 		"outbox drained":                         func(s *State) { s.Outbox = 1 },
+		"every stored order's outcome in Redis":  func(s *State) { s.RedisOutcomes = 1488 },
 	} {
 		s := good()
 		break_(&s)

@@ -8,7 +8,8 @@
 --       count ("1": a new outcome), revoked ("1": a release cancelled a confirmed order),
 --       uid, the outcome as STATUS tells it ("confirmed <id>", "rejected <id> <reason>"), and
 --       the order's buy time (Redis's, in Unix ms; "0": unknown)
--- The outcomes are recorded in ARGV's order (a later one of the same order id wins), and
+-- The outcomes are recorded in ARGV's order (a later one of the same order id wins; one the
+-- result hash holds already is skipped, so that a call sent again counts nothing twice), and
 -- appended to the outcome stream as one entry, uid -> as told. The new outcomes' delay from
 -- their buy (Redis's time now less the buy's) goes into the meta, as the batch's mean and
 -- most (stored_delay_ms, stored_delay_max_ms, stored_at_ms), for the sale page. The counts are the sale's now in Redis: an order of an earlier
@@ -23,17 +24,21 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fields, told, incr, counted = {}, {}, {}, 0
 local delays, delaySum, delayMax = 0, 0, 0
 for i = 2, #ARGV, 9 do
-  fields[#fields + 1] = ARGV[i]
-  fields[#fields + 1] = ARGV[i + 1]
-  told[#told + 1] = ARGV[i + 6]
-  told[#told + 1] = ARGV[i + 7]
-  if ARGV[i + 4] == '1' and tonumber(ARGV[i + 2]) >= first then
-    incr[ARGV[i + 3]] = (incr[ARGV[i + 3]] or 0) + 1
-    if ARGV[i + 5] == '1' then incr['confirmed'] = (incr['confirmed'] or 0) - 1 end
-    counted = counted + 1
-    local ts = tonumber(ARGV[i + 8]) or 0
-    if ts > 0 and now >= ts then
-      delays, delaySum, delayMax = delays + 1, delaySum + (now - ts), math.max(delayMax, now - ts)
+  -- An outcome the result hash holds already (the same call sent again, its WAIT short) is
+  -- neither counted nor streamed twice.
+  if redis.call('HGET', KEYS[2], ARGV[i]) ~= ARGV[i + 1] then
+    fields[#fields + 1] = ARGV[i]
+    fields[#fields + 1] = ARGV[i + 1]
+    told[#told + 1] = ARGV[i + 6]
+    told[#told + 1] = ARGV[i + 7]
+    if ARGV[i + 4] == '1' and tonumber(ARGV[i + 2]) >= first then
+      incr[ARGV[i + 3]] = (incr[ARGV[i + 3]] or 0) + 1
+      if ARGV[i + 5] == '1' then incr['confirmed'] = (incr['confirmed'] or 0) - 1 end
+      counted = counted + 1
+      local ts = tonumber(ARGV[i + 8]) or 0
+      if ts > 0 and now >= ts then
+        delays, delaySum, delayMax = delays + 1, delaySum + (now - ts), math.max(delayMax, now - ts)
+      end
     end
   end
 end
