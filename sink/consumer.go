@@ -224,16 +224,22 @@ type storedBatch struct {
 	begun    time.Time
 }
 
+// outcomeQueue is how many committed batches may wait for their outcomes' write: MySQL goes
+// on storing the partition's orders while a failover holds the outcomes of a dead master's
+// sales (a few seconds), up to this many batches (sink.batch_size orders each, in memory).
+const outcomeQueue = 64
+
 // ConsumeClaim implements sarama.ConsumerGroupHandler: batches of up to sink.batch_size
 // messages, each waiting at most sink.batch_linger to fill. A batch's outcomes are written to
 // Redis while the next batch goes to MySQL, on a goroutine of the claim's, which then marks
 // the batch's last message: a batch is marked only once both are done, in Kafka's order, so
 // a sink that stops between them has the batch again, and writes its outcomes then. The
-// outcomes are sent until Redis holds them (writeOutcomes): the partition waits meanwhile.
+// outcomes are sent until Redis holds them (writeOutcomes); meanwhile up to outcomeQueue
+// batches go on to MySQL, and are marked after it, in order.
 func (s *Sink) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := sess.Context()
 	defer s.dropLag(claim.Topic(), claim.Partition())
-	committed := make(chan storedBatch, 1)
+	committed := make(chan storedBatch, outcomeQueue)
 	var after sync.WaitGroup
 	after.Go(func() {
 		held := true
