@@ -375,7 +375,12 @@ func (s *Sink) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause 
 // internal/retry between sink.retry_min and sink.retry_max, so that many sinks restarted
 // together do not retry in step.
 func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
-	b := retry.New(s.cfg.Sink.RetryMin, s.cfg.Sink.RetryMax)
+	return s.retryUpTo(ctx, what, s.cfg.Sink.RetryMax, fn)
+}
+
+// retryUpTo is retry with waits of at most ceiling (and at most sink.retry_max).
+func (s *Sink) retryUpTo(ctx context.Context, what string, ceiling time.Duration, fn func() error) error {
+	b := retry.New(s.cfg.Sink.RetryMin, min(ceiling, s.cfg.Sink.RetryMax))
 	for {
 		err := fn()
 		if err == nil {

@@ -25,13 +25,13 @@ import (
 // on a master with fewer replicas in the cluster's view), since a write that only a master
 // holds vanishes when its replica is promoted, and the buyers would be told "pending" for
 // ever of an order MySQL confirmed. A call that fails, or whose WAIT comes back short, is
-// sent again with the sink's backoff (outcome.lua counts an outcome once, however often it
-// is sent), until ctx ends: it returns false then, and the batch is not marked, so that it
-// comes again. Only a call Redis refuses for good (an error reply that no failover explains)
+// sent again with the sink's backoff, at most a second apart (outcome.lua counts an outcome
+// once, however often it is sent), until ctx ends: it returns false then, and the batch is
+// not marked, so that it comes again. Only a call Redis refuses for good (an error reply that no failover explains)
 // is given up, logged: MySQL holds the truth, and the late-order watch shows the orders.
 func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) bool {
 	todo := outcomeCalls(outcomes)
-	err := s.retry(ctx, "redis: write order outcomes", func() error {
+	err := s.retryUpTo(ctx, "redis: write order outcomes", outcomeRetryMax, func() error {
 		var err error
 		todo, err = s.writeOutcomeCalls(ctx, todo)
 		return err
@@ -133,8 +133,13 @@ func refusedForGood(err error) bool {
 	return true
 }
 
-// outcomeTimeout bounds one try at a batch's outcomes (its scripts and WAITs).
-const outcomeTimeout = 5 * time.Second
+// outcomeTimeout bounds one try at a batch's outcomes (its scripts and WAITs), and
+// outcomeRetryMax the wait between tries: a failover is over in seconds, and the buyers
+// waiting for their outcome should hear within about a second of it.
+const (
+	outcomeTimeout  = 5 * time.Second
+	outcomeRetryMax = time.Second
+)
 
 // outcomeArgs is the ARGV outcome.lua takes per order, after the stream's cap; maxOutcomesPerCall bounds the orders
 // of one call (and so its ARGV, and how long it holds Redis).
