@@ -27,8 +27,9 @@ import (
 // ever of an order MySQL confirmed. A call that fails, or whose WAIT comes back short, is
 // sent again with the sink's backoff, at most a second apart (outcome.lua counts an outcome
 // once, however often it is sent), until ctx ends: it returns false then, and the batch is
-// not marked, so that it comes again. Only a call Redis refuses for good (an error reply that no failover explains)
-// is given up, logged: MySQL holds the truth, and the late-order watch shows the orders.
+// not marked, so that it comes again. Only a call Redis refuses for good (an error reply
+// that no failover explains) is given up, logged: MySQL holds the truth, and the late-order
+// watch shows the orders.
 func (s *Sink) writeOutcomes(ctx context.Context, outcomes []Outcome) bool {
 	todo := outcomeCalls(outcomes)
 	err := s.retryUpTo(ctx, "redis: write order outcomes", outcomeRetryMax, func() error {
