@@ -298,7 +298,7 @@ func Default() Config {
 			KeysMax:             1000000,
 			AdminAllow:          []string{},
 			AppScripts:          []string{},
-			AppScriptFuel:       100000,
+			AppScriptFuel:       1 << 22,
 			EventLoops:          1,
 			CommandTimeout:      5 * time.Second,
 			AddressMap:          []string{},

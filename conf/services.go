@@ -67,10 +67,11 @@ type Redis struct {
 	// ends makes its master answer BUSY to every client and sale on it, and an app user may
 	// not SCRIPT KILL. ["*"] lets app users run any script. Admins run any script.
 	AppScripts []string `koanf:"app_scripts"`
-	// AppScriptFuel is how many loop steps and function calls an app user's script that loops
-	// on a value (a while, a for to a number read from a key, recursion) may run: the proxy
-	// sends it rewritten to count them and stop with an error past this many. 0 refuses such
-	// scripts instead.
+	// AppScriptFuel is how many cost units (internal/luabound: a loop step or statement 1, a
+	// Redis call 32, a match by its pattern) the loops and functions of an app user's script
+	// that loops on a value (a while, a for to a number read from a key, recursion) may spend:
+	// the proxy sends it rewritten to pay for each step and stop with an error once this is
+	// spent. 0 refuses such scripts instead.
 	AppScriptFuel int `koanf:"app_script_fuel"`
 	// EventLoops is how many epoll event loops serve the clients on Linux, each on a goroutine
 	// (and so, with the cores to run them, a core) of its own and with one connection per Redis

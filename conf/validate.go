@@ -178,8 +178,8 @@ func (v *validator) checkBuy(c *Config) {
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
 	v.atLeast("buy.legacy_uidless_per_conn", c.Buy.LegacyUIDLessPerConn, 1)
 	v.atLeast("redis.app_script_fuel", c.Redis.AppScriptFuel, 0)
-	if c.Redis.AppScriptFuel > maxAppScriptFuel {
-		v.fail("redis.app_script_fuel", c.Redis.AppScriptFuel, "must be at most "+strconv.Itoa(maxAppScriptFuel)+": each step may be a Redis call, and a master running a script answers BUSY to every other client")
+	if c.Redis.AppScriptFuel > MaxAppScriptFuel {
+		v.fail("redis.app_script_fuel", c.Redis.AppScriptFuel, "must be at most "+strconv.Itoa(MaxAppScriptFuel)+" units, the scripts' cost budget: a master running a script answers BUSY to every other client")
 	}
 	for i, s := range c.Redis.AppScripts {
 		if s != "*" && !isSHA1(s) {
@@ -431,6 +431,6 @@ func loopbackOnly(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// maxAppScriptFuel bounds redis.app_script_fuel: 10,000,000 steps of one INCR each hold a
-// master for about 8 s, past Redis's own busy-script threshold (5 s).
-const maxAppScriptFuel = 10_000_000
+// MaxAppScriptFuel bounds redis.app_script_fuel: the scripts' cost budget
+// (internal/luabound.Budget, some 0.4 s of a master's time), which no fueled script may pass.
+const MaxAppScriptFuel = 1 << 24

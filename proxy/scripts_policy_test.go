@@ -106,11 +106,12 @@ func TestAppScriptsAllowList(t *testing.T) {
 // refused. Run on a private redis-server: if the fuel failed, the endless script would freeze
 // it, not the shared cluster.
 func TestAppScriptsFueled(t *testing.T) {
+	const fuel = 35000 // units: some 1,000 steps of one Redis call
 	addr, startRedis := ownRedis(t)
 	startRedis()
 	s := startOn(t, addr, func(c *conf.Config) {
 		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
-		c.Redis.AppScriptFuel = 1000
+		c.Redis.AppScriptFuel = fuel
 	})
 	ctx := context.Background()
 	direct := redis.NewClient(&redis.Options{Addr: addr})
@@ -121,14 +122,15 @@ func TestAppScriptsFueled(t *testing.T) {
 		endless := "while true do redis.call('incr', KEYS[1]) end -- " + tag
 		start := time.Now()
 		err := shop.Eval(ctx, endless, []string{"fuel:n:" + tag}).Err()
-		if err == nil || !strings.HasPrefix(err.Error(), "ERR script stopped by seckill-proxy after 1000 steps") {
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR script stopped by seckill-proxy after 35000 units") {
 			t.Fatalf("RESP%d: an endless script as app: %v, want it stopped by its fuel", proto, err)
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("RESP%d: the endless script took %v", proto, d)
 		}
-		if n, err := direct.Get(ctx, "fuel:n:"+tag).Int(); err != nil || n != 1000 {
-			t.Errorf("RESP%d: the endless script ran %d steps (%v), want 1000", proto, n, err)
+		// each step pays for its Redis call (32 units) and its statements, not one unit
+		if n, err := direct.Get(ctx, "fuel:n:"+tag).Int(); err != nil || n < fuel/70 || n > fuel/32 {
+			t.Errorf("RESP%d: the endless script ran %d steps (%v), want %d-%d", proto, n, err, fuel/70, fuel/32)
 		}
 		caught := "while true do pcall(function() while true do end end) end -- " + tag
 		if err := shop.Eval(ctx, caught, nil).Err(); err == nil || !strings.Contains(err.Error(), "stopped by seckill-proxy") {
@@ -177,5 +179,55 @@ func TestAppScriptsFueled(t *testing.T) {
 			t.Fatalf("the server after the fueled scripts: %v in %v; it must still answer", err, time.Since(start))
 		}
 		_ = shop.Close()
+	}
+}
+
+// TestAppScriptsCost: the scripts that froze a master, or made it unkillable, through the old
+// analyser are refused with NOPERM before they reach Redis, naming what they do, or run
+// fueled and are stopped by their fuel (the loops the cost model refuses, the recursion
+// through a callback); what an argument decides is decided per call; and the server answers
+// at once after every one. Run on a private redis-server: had any got through, it would have
+// frozen that one only.
+func TestAppScriptsCost(t *testing.T) {
+	addr, startRedis := ownRedis(t)
+	startRedis()
+	s := startOn(t, addr, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	})
+	ctx := context.Background()
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	shop := redis.NewClient(&redis.Options{Addr: s.addr, Username: "shop", Password: "shop-pw", PoolSize: 1})
+	t.Cleanup(func() { _ = shop.Close() })
+	refused := map[string]struct {
+		src  string
+		args []any
+		why  string
+	}{
+		"nested literal loops, after a write": {"redis.call('set', KEYS[1], 1) for i=1,1048576 do for j=1,1048576 do end end", nil, "ERR script stopped by seckill-proxy"},
+		"a pattern that backtracks in C":      {"return string.find(string.rep('a',1048576), '.-.-.-.-b')", nil, "over the budget"},
+		"a callback's recursion":              {"local function f(s) return pcall(string.gsub, s, '.', f) end return f(ARGV[1])", []any{strings.Repeat("a", 1<<16)}, ""},
+		"a doubling string":                   {"local s = string.rep('x', 1048576) for i=1,20 do s = s .. s end return #s", nil, "doubles"},
+		"KEYS in a fueled loop":               {"while true do redis.call('KEYS', '*') end", nil, "KEYS"},
+		"backtracking over a long argument":   {"return string.find(ARGV[1], '.-.-.-.-b')", []any{strings.Repeat("a", 1<<20)}, "input allows"},
+	}
+	for name, c := range refused {
+		start := time.Now()
+		err := shop.Eval(ctx, c.src, []string{"cost:" + name}, c.args...).Err()
+		switch {
+		case c.why == "": // whatever it answers, in time
+		case strings.HasPrefix(c.why, "ERR"):
+			if err == nil || !strings.HasPrefix(err.Error(), c.why) {
+				t.Errorf("%s: %v; want it stopped by its fuel", name, err)
+			}
+		case err == nil || !strings.HasPrefix(err.Error(), "NOPERM") || !strings.Contains(err.Error(), c.why):
+			t.Errorf("%s: %v; want NOPERM naming %q", name, err, c.why)
+		}
+		if err := direct.Ping(ctx).Err(); err != nil || time.Since(start) > time.Second {
+			t.Fatalf("%s: the server answered PING after %v (%v)", name, time.Since(start), err)
+		}
+	}
+	if got, err := shop.Eval(ctx, "return string.find(ARGV[1], '.-.-.-.-b')", nil, "aaab").Int(); err != nil || got != 1 {
+		t.Errorf("a backtracking pattern over a short argument: %d, %v; want 1", got, err)
 	}
 }

@@ -1,9 +1,11 @@
 package router
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.uber.org/zap"
 
 	"seckill-proxy/internal/luabound"
@@ -27,43 +29,54 @@ import (
 const noScriptReply = "NOSCRIPT No matching script. Please use EVAL."
 
 // maxVerdicts bounds the verdicts kept by SHA1, and maxFueledBytes the fueled texts they keep;
-// past either they are forgotten together (a client's next EVALSHA then gets NOSCRIPT and
-// sends the text again).
+// past either the least recently used are forgotten, one at a time (a client's next EVALSHA
+// of one then gets NOSCRIPT and sends the text again), so that a flood of new scripts does not
+// wipe out the ones in use.
 const (
 	maxVerdicts    = 4096
 	maxFueledBytes = 64 << 20
 )
 
 // verdict is what this proxy decided of a script: why it may not run as it is (nil: it may),
-// and, for one that may run fueled, its fueled text and that text's SHA1.
+// and, for one that may run fueled, its fueled text and that text's SHA1; what a call of it may
+// cost (each call's input is checked against it).
 type verdict struct {
 	why       error
 	fueled    []byte
 	fueledSHA []byte
+	bound     luabound.Bound
 }
 
-// verdicts are the scripts this proxy judged, by SHA1.
+// verdicts are the scripts this proxy judged, by SHA1, least recently used first out; judging
+// is one script at a time (a parse's tree is some 100 bytes a token: at most a few MiB live).
+// The zero value is empty and ready.
 type verdicts struct {
-	mu    sync.Mutex
-	m     map[string]verdict
-	bytes int // of the fueled texts kept
+	mu      sync.Mutex
+	lru     *simplelru.LRU[string, verdict]
+	bytes   int // of the fueled texts kept
+	judging sync.Mutex
 }
 
 func (v *verdicts) get(sha string) (verdict, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	d, ok := v.m[sha]
-	return d, ok
+	if v.lru == nil {
+		return verdict{}, false
+	}
+	return v.lru.Get(sha)
 }
 
 func (v *verdicts) put(sha string, d verdict) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.m == nil || len(v.m) >= maxVerdicts || v.bytes+len(d.fueled) > maxFueledBytes {
-		v.m, v.bytes = map[string]verdict{}, 0
+	if v.lru == nil {
+		v.lru, _ = simplelru.NewLRU(maxVerdicts, func(_ string, old verdict) { v.bytes -= len(old.fueled) })
 	}
-	v.m[sha] = d
+	v.lru.Add(sha, d)
 	v.bytes += len(d.fueled)
+	for v.bytes > maxFueledBytes && v.lru.Len() > 1 {
+		v.lru.RemoveOldest()
+	}
 }
 
 // rewrite is what the proxy sends in place of a command's argument (an app user's script made
@@ -94,6 +107,9 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 	}
 	switch string(name) {
 	case "eval", "eval_ro":
+		if len(args[1]) > luabound.MaxSource { // refused before it is hashed or read
+			return respError("NOPERM the script is over " + strconv.Itoa(luabound.MaxSource) + " bytes, the most an app user's script may be")
+		}
 		sha := sha1Hex(string(args[1]))
 		if r.appScripts[sha] || r.legacy != nil && r.legacy.byBody(args[1]) != nil {
 			return nil
@@ -101,9 +117,12 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 		d := r.judge(sha, args[1])
 		if d.fueled != nil {
 			s.rewrite = &rewrite{arg: at, value: d.fueled}
-			return nil
+			return r.callAllowed(sha, d, args)
 		}
-		return r.refuseScript(sha, d.why)
+		if err := r.refuseScript(sha, d.why); err != nil {
+			return err
+		}
+		return r.callAllowed(sha, d, args)
 	case "evalsha", "evalsha_ro":
 		sha := strings.ToLower(string(args[1]))
 		if r.appScripts[sha] {
@@ -120,9 +139,12 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 			return respError(noScriptReply)
 		case d.fueled != nil:
 			s.rewrite = &rewrite{arg: at, value: d.fueledSHA}
-			return nil
+			return r.callAllowed(sha, d, args)
 		}
-		return r.refuseScript(sha, d.why)
+		if err := r.refuseScript(sha, d.why); err != nil {
+			return err
+		}
+		return r.callAllowed(sha, d, args)
 	}
 	return respError("NOPERM functions are not ones app users may run: an admin may allow them all with redis.app_scripts: [\"*\"]")
 }
@@ -158,10 +180,15 @@ func (r *Router) judge(sha string, body []byte) verdict {
 	if ok {
 		return d
 	}
-	d.why = luabound.Check(string(body))
+	r.verdicts.judging.Lock()
+	defer r.verdicts.judging.Unlock()
+	if d, ok := r.verdicts.get(sha); ok { // judged while this one waited
+		return d
+	}
+	d.bound, d.why = luabound.Analyse(string(body))
 	if d.why != nil && r.opt.AppScriptFuel > 0 {
-		if f, err := luabound.Fuel(string(body), r.opt.AppScriptFuel); err == nil {
-			d.fueled, d.fueledSHA = []byte(f), []byte(sha1Hex(f))
+		if f, b, err := luabound.Fuel(string(body), r.opt.AppScriptFuel); err == nil {
+			d.fueled, d.fueledSHA, d.bound = []byte(f), []byte(sha1Hex(f)), b
 		} else {
 			d.why = err // what even fuel cannot bound
 		}
@@ -173,9 +200,27 @@ func (r *Router) judge(sha string, body []byte) verdict {
 // judgeAdmin keeps the verdict on the text of an admin's EVAL or SCRIPT LOAD (which runs
 // whatever it is), so that an app user's EVALSHA of it gets an answer, not NOSCRIPT.
 func (r *Router) judgeAdmin(name []byte, args [][]byte) {
-	if len(args) >= 2 && (string(name) == "eval" || string(name) == "eval_ro") && !r.appScripts["*"] {
+	if len(args) >= 2 && (string(name) == "eval" || string(name) == "eval_ro") && !r.appScripts["*"] && len(args[1]) <= luabound.MaxSource {
 		r.judge(sha1Hex(string(args[1])), args[1])
 	}
+}
+
+// callAllowed says whether a call of the script sha (args: EVAL[SHA] script numkeys key...
+// arg...) stays within what its input allows it to cost (luabound.Bound.Allows); a call whose
+// numkeys Redis would refuse is left for Redis to answer.
+func (r *Router) callAllowed(sha string, d verdict, args [][]byte) error {
+	if len(args) < 3 {
+		return nil
+	}
+	n, err := strconv.Atoi(string(args[2]))
+	if err != nil || n < 0 || n > len(args)-3 {
+		return nil
+	}
+	if err := d.bound.Allows(args[3:3+n], args[3+n:]); err != nil {
+		return respError("NOPERM script " + sha + " may cost more than this call's input allows (" + err.Error() +
+			"): a script that runs long holds its master, which answers BUSY to every client and sale on it; an admin may allow it by its SHA1 in redis.app_scripts")
+	}
+	return nil
 }
 
 // refuseScript is the answer to an app user's script sha that luabound judged (why nil: it may
@@ -185,11 +230,11 @@ func (r *Router) refuseScript(sha string, why error) error {
 		return nil
 	}
 	r.scriptLog.Do(func() {
-		r.log.Warn("an app user's script was refused: it may not end in time bounded by its input; an admin may list its SHA1 in redis.app_scripts",
+		r.log.Warn("an app user's script was refused: its cost model finds no bound within the budget; an admin may list its SHA1 in redis.app_scripts",
 			zap.String("sha1", sha), zap.String("why", why.Error()))
 	})
 	return respError("NOPERM script " + sha + " may not end in time bounded by its input (" + oneLine(why.Error()) +
-		"): a script that loops on a value can hold its master, which answers BUSY to every client and sale on it; an admin may allow it by its SHA1 in redis.app_scripts")
+		"): a script that runs long can hold its master, which answers BUSY to every client and sale on it; an admin may allow it by its SHA1 in redis.app_scripts")
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }

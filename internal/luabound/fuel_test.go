@@ -24,12 +24,12 @@ func TestFuel(t *testing.T) {
 		"a method":          {"local t = {}\nfunction t:m(x) return self end\nwhile t:m(1) do end", 2},
 		"Redisson's unlock": {readUnlock, 2},
 	} {
-		out, err := Fuel(c.src, 100)
+		out, _, err := Fuel(c.src, 100)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if got := strings.Count(out, fuelCounter+"="+fuelCounter+"-1"); got != c.steps {
+		if got := strings.Count(out, fuelCounter+"="+fuelCounter+"-"); got != c.steps {
 			t.Errorf("%s: %d steps counted, want %d:\n%s", name, got, c.steps, out)
 		}
 		if strings.HasPrefix(c.src, "#!") && !strings.HasPrefix(out, c.src[:strings.IndexByte(c.src, '\n')+1]) {
@@ -44,11 +44,11 @@ func TestFuel(t *testing.T) {
 		"goto":                  {"::top:: goto top", "goto"},
 		"not Lua":               {"while true do", "does not parse"},
 	} {
-		if _, err := Fuel(c[0], 100); err == nil || !strings.Contains(err.Error(), c[1]) {
+		if _, _, err := Fuel(c[0], 100); err == nil || !strings.Contains(err.Error(), c[1]) {
 			t.Errorf("%s: %v; want a refusal naming %q", name, err, c[1])
 		}
 	}
-	if _, err := Fuel("while true do end", 0); err == nil {
+	if _, _, err := Fuel("while true do end", 0); err == nil {
 		t.Error("fuel 0 rewrote a script")
 	}
 }
@@ -65,26 +65,30 @@ func FuzzFuel(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		out, err := Fuel(src, 10)
+		out, _, err := Fuel(src, 10)
 		if err != nil {
 			return
 		}
-		if err := counted(out); err != nil {
-			t.Fatalf("fueled %q to %q: %v", src, out, err)
+		w := &stepWalk{}
+		if chunk, err := parseScript(out, "fueled"); err != nil {
+			t.Fatalf("fueled %q to %q, which does not parse: %v", src, out, err)
+		} else if w.stmts(chunk); w.err != nil {
+			t.Fatalf("fueled %q to %q: %v", src, out, w.err)
 		}
-		if Check(src) == nil && check(out, true) != nil {
+		if _, _, err := check(out, true); Check(src) == nil && err != nil {
 			t.Fatalf("a bounded script %q fueled to %q that the check refuses", src, out)
 		}
 	})
 }
 
-// TestFuelBounded: a script of many tiny loops is refused rather than fueled past MaxFueled.
+// TestFuelBounded: a script of many tiny loops is refused rather than fueled past MaxFueled
+// (its tokens, past MaxTokens, refuse it first).
 func TestFuelBounded(t *testing.T) {
 	src := strings.Repeat("do end ", MaxSource/7)
-	if _, err := Fuel(src, 10); err == nil || !strings.Contains(err.Error(), "would be over") {
+	if _, _, err := Fuel(src, 10); err == nil || !strings.Contains(err.Error(), "tokens") {
 		t.Fatalf("a script of %d bytes of do end: %v, want a refusal", len(src), err)
 	}
-	if out, err := Fuel(strings.Repeat("do end ", 1000), 10); err != nil || len(out) > MaxFueled {
+	if out, _, err := Fuel(strings.Repeat("do end ", 1000), 10); err != nil || len(out) > MaxFueled {
 		t.Fatalf("1,000 blocks: %d bytes, %v", len(out), err)
 	}
 }

@@ -31,6 +31,8 @@ import (
 
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
+
+	"seckill-proxy/internal/luacanon"
 )
 
 // MaxLiteral is the largest literal a loop bound may be.
@@ -39,22 +41,69 @@ const MaxLiteral = 1 << 20
 // MaxSource is the largest script Check reads: a longer one is refused unread.
 const MaxSource = 1 << 20
 
-// Check returns nil if src ends in time bounded by its input, or why it may not.
-func Check(src string) error {
-	return check(src, false)
+// MaxTokens and MaxDepth bound the scripts Check parses: a longer or deeper one is refused
+// from one pass over its text that keeps nothing, before the parser builds a tree (whose size
+// grows with the tokens, and whose recursion with the depth). Redisson's longest scripts have
+// a few thousand tokens and nest below 10; Redis's own parser refuses 200 levels.
+const (
+	MaxTokens = 20000
+	MaxDepth  = 100
+)
+
+// shape refuses a script over MaxTokens or MaxDepth.
+func shape(src string) error {
+	body := strings.TrimPrefix(src, "\uFEFF")
+	if strings.HasPrefix(body, "#!") {
+		body = body[min(len(body), strings.IndexByte(body+"\n", '\n')):]
+	}
+	tokens, _, err := luacanon.Shape(body, MaxTokens, MaxDepth)
+	switch {
+	case err == luacanon.ErrTooBig && tokens > MaxTokens:
+		return fmt.Errorf("the script has over %d tokens", MaxTokens)
+	case err == luacanon.ErrTooBig:
+		return fmt.Errorf("the script nests blocks and brackets over %d deep", MaxDepth)
+	case err != nil:
+		return fmt.Errorf("the script does not parse: %v", err)
+	}
+	return nil
 }
 
-// check is Check; with fuel, loops and calls of function values pass (Fuel counts them).
-func check(src string, fuel bool) error {
+// Check returns nil if src ends in time bounded by its input, or why it may not.
+func Check(src string) error {
+	_, err := Analyse(src)
+	return err
+}
+
+// Analyse is what src can cost (cost.go), if it ends in time bounded by its input with no
+// fuel, or why it may not. A call of it may still cost more than its input allows: Bound.Allows
+// says, for each call.
+func Analyse(src string) (Bound, error) {
+	chunk, f, err := check(src, false)
+	if err != nil {
+		return Bound{}, err
+	}
+	_, b, err := costOf(chunk, f, 0)
+	return b, err
+}
+
+// check parses src and checks its shape: with fuel, loops and calls of function values pass
+// (Fuel counts them).
+func check(src string, fuel bool) ([]ast.Stmt, *facts, error) {
 	if len(src) > MaxSource {
-		return fmt.Errorf("the script is over %d bytes", MaxSource)
+		return nil, nil, fmt.Errorf("the script is over %d bytes", MaxSource)
+	}
+	if err := shape(src); err != nil {
+		return nil, nil, err
 	}
 	chunk, err := parseScript(src, "the script")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	c := &checker{f: learn(chunk), fuel: fuel}
-	return c.stmts(chunk, false)
+	if err := c.stmts(chunk, false); err != nil {
+		return nil, nil, err
+	}
+	return chunk, c.f, nil
 }
 
 // parseScript parses src as Redis reads a script (a byte order mark and Redis 7's shebang line

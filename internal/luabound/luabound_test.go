@@ -63,6 +63,9 @@ return redis.call('pttl', KEYS[1]);`,
 		"goto":                   {"::top:: goto top", "goto"},
 		"a syntax error":         {`for i = 1, do end`, "does not parse"},
 		"too long":               {strings.Repeat(" ", MaxSource+1), "over"},
+		"too many tokens":        {strings.Repeat("redis.call('incr', KEYS[1]) ", 2000), "tokens"},
+		"too deep":               {"return " + strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200), "deep"},
+		"too deep in blocks":     {strings.Repeat("do ", 101) + strings.Repeat("end ", 101), "deep"},
 	}
 	for name, c := range unbounded {
 		err := Check(c[0])

@@ -361,3 +361,41 @@ func Tokens(body string) ([]Token, error) {
 	}
 	return out, nil
 }
+
+// Shape is how many tokens body has and how deeply its blocks and brackets nest, read in one
+// pass that keeps no token: what a caller checks before it lets a parser build a tree.
+// It stops, with ErrTooBig, once either passes its limit.
+func Shape(body string, maxTokens, maxDepth int) (tokens, depth int, err error) {
+	level := 0
+	for i := 0; i < len(body); {
+		t, ok, next, err := lexAt(body, i)
+		if err != nil {
+			return tokens, depth, err
+		}
+		i = next
+		if !ok {
+			continue
+		}
+		tokens++
+		switch {
+		case t.kind == kOp && (t.text == "(" || t.text == "[" || t.text == "{"),
+			t.kind == kKeyword && (t.text == "function" || t.text == "do" || t.text == "then" || t.text == "repeat"):
+			level++
+		case t.kind == kOp && (t.text == ")" || t.text == "]" || t.text == "}"),
+			t.kind == kKeyword && (t.text == "end" || t.text == "until"),
+			t.kind == kKeyword && (t.text == "elseif" || t.text == "else"): // closes a then (else opens nothing)
+			level--
+		}
+		if t.kind == kKeyword && t.text == "else" {
+			level++
+		}
+		depth = max(depth, level)
+		if tokens > maxTokens || depth > maxDepth {
+			return tokens, depth, ErrTooBig
+		}
+	}
+	return tokens, depth, nil
+}
+
+// ErrTooBig is Shape's answer for a script over its limits.
+var ErrTooBig = errors.New("luacanon: the script is over its limits")

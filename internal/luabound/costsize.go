@@ -1,0 +1,255 @@
+package luabound
+
+import (
+	"math"
+	"strings"
+
+	"github.com/yuin/gopher-lua/ast"
+)
+
+// Sizes and lengths in the cost model: how long a string or table may be, and how many times
+// a loop runs, as polynomials in the call's input, with apart what was read from Redis.
+
+// size is a string's length, a table's count or a number's magnitude: p, plus parts read from
+// Redis (each where it was read); unknown when the model cannot bound it.
+type size struct {
+	p       poly
+	replies [][]*frame
+	unknown bool
+}
+
+func sized(p poly) size { return size{p: p} }
+
+func (z size) add(o size) size {
+	return size{p: z.p.add(o.p), replies: append(append([][]*frame(nil), z.replies...), o.replies...), unknown: z.unknown || o.unknown}
+}
+
+// numberSize is what a number costs as a string.
+const numberSize = 24
+
+// sizeOf is e's length, e evaluated with the frames at around it.
+func (w *walker) sizeOf(e ast.Expr, at []*frame) size {
+	switch e := e.(type) {
+	case nil, *ast.NilExpr, *ast.TrueExpr, *ast.FalseExpr, *ast.FunctionExpr:
+		return sized(poly{})
+	case *ast.StringExpr:
+		return sized(lit(float64(len(e.Value))))
+	case *ast.NumberExpr:
+		return sized(lit(numberSize))
+	case *ast.Comma3Expr:
+		return w.nameSize("...")
+	case *ast.IdentExpr:
+		if w.f.sources[e.Value] && (e.Value == "ARGV" || e.Value == "KEYS") {
+			return sized(polyC)
+		}
+		return w.nameSize(e.Value)
+	case *ast.AttrGetExpr:
+		return w.elemOf(e.Object, at)
+	case *ast.StringConcatOpExpr:
+		z := sized(poly{})
+		for _, p := range concatParts(e, nil) {
+			z = z.add(w.sizeOf(p, at))
+		}
+		return z
+	case *ast.LogicalOpExpr:
+		return w.sizeOf(e.Lhs, at).add(w.sizeOf(e.Rhs, at))
+	case *ast.TableExpr:
+		return sized(lit(float64(len(e.Fields))))
+	case *ast.FuncCallExpr:
+		return w.callSize(e, at)
+	}
+	return sized(lit(numberSize)) // arithmetic, comparisons, not, #
+}
+
+// callSize is the length of what a call returns.
+func (w *walker) callSize(e *ast.FuncCallExpr, at []*frame) size {
+	subject, args := e.Receiver, e.Args
+	name := "string." + e.Method
+	if e.Receiver == nil {
+		name = funcName(e)
+		if len(args) > 0 {
+			subject, args = args[0], args[1:]
+		}
+	}
+	switch name {
+	case "redis.call", "redis.pcall":
+		return size{p: poly{}, replies: [][]*frame{at}}
+	case "cjson.decode", "cmsgpack.unpack", "string.sub", "string.upper", "string.lower", "string.reverse":
+		return w.sizeOf(subject, at)
+	case "string.rep":
+		return sized(lit(repSize(subject, args)))
+	case "string.format":
+		z := w.sizeOf(subject, at)
+		for _, a := range args {
+			z = z.add(w.sizeOf(a, at))
+		}
+		return z
+	case "string.gsub":
+		if len(args) < 2 {
+			return sized(poly{})
+		}
+		repl := w.sizeOf(args[1], at)
+		if w.functionValue(args[1]) || isTable(args[1]) || repl.unknown || len(repl.replies) > 0 {
+			return size{unknown: true}
+		}
+		z := w.sizeOf(subject, at)
+		return size{p: z.p.mul(repl.p.add(lit(1))), replies: z.replies, unknown: z.unknown}
+	case "tostring", "tonumber", "string.len", "string.byte", "string.char", "type", "string.find", "string.match",
+		"rawequal", "select", "unpack":
+		return sized(lit(numberSize))
+	}
+	if strings.HasPrefix(name, "math.") || strings.HasPrefix(name, "bit.") {
+		return sized(lit(numberSize))
+	}
+	return size{unknown: true}
+}
+
+// repSize is string.rep's length: count copies of the literal (literals only: Check refuses
+// anything else, and a value's count or string as huge).
+func repSize(s ast.Expr, args []ast.Expr) float64 {
+	str, ok := s.(*ast.StringExpr)
+	if !ok || len(args) == 0 {
+		return math.Inf(1)
+	}
+	n, ok := args[0].(*ast.NumberExpr)
+	if !ok {
+		return math.Inf(1)
+	}
+	v, ok := literal(n)
+	if !ok {
+		return math.Inf(1)
+	}
+	return math.Max(v, 0) * float64(len(str.Value))
+}
+
+// elemOf is the length of an element of t (t[k], or what a for walks of t).
+func (w *walker) elemOf(t ast.Expr, at []*frame) size {
+	switch t := t.(type) {
+	case *ast.IdentExpr:
+		if w.f.sources[t.Value] && (t.Value == "ARGV" || t.Value == "KEYS") {
+			return sized(polyS)
+		}
+		z := w.nameSize(t.Value)
+		if z.unknown && len(z.p) == 0 {
+			return z
+		}
+		return size{p: z.p, replies: z.replies, unknown: z.unknown || !w.f.sources[t.Value]}
+	case *ast.FuncCallExpr:
+		return w.callSize(t, at)
+	case *ast.AttrGetExpr:
+		return w.elemOf(t.Object, at)
+	}
+	return size{unknown: true}
+}
+
+// nameSize is the longest of what a name is ever given (kept, once computed); a name whose
+// size depends on itself, other than by the growth grow charges, has none.
+func (w *walker) nameSize(name string) size {
+	if z, ok := w.sizes[name]; ok {
+		return z
+	}
+	if w.sizing[name] {
+		return size{unknown: true}
+	}
+	w.sizing[name] = true
+	z := sized(poly{})
+	for _, g := range w.givens[name] {
+		z = z.add(w.givenSize(name, g))
+	}
+	delete(w.sizing, name)
+	w.sizes[name] = z
+	return z
+}
+
+func (w *walker) givenSize(name string, g given) size {
+	switch {
+	case g.counter != nil:
+		return sized(lit(numberSize))
+	case g.elem:
+		if g.e == nil {
+			return size{unknown: true}
+		}
+		z := w.elemOf(g.e, g.stack)
+		if g.str { // a match is part of the string
+			z = w.sizeOf(g.e, g.stack)
+		}
+		for i := range z.replies { // an element is read on its own step
+			z.replies[i] = g.stack
+		}
+		return z
+	case g.e == nil: // a parameter, or a call's later value: as if read where it is given
+		return size{p: poly{}, replies: [][]*frame{g.stack}}
+	case g.self:
+		rest := sized(poly{})
+		for _, p := range concatParts(g.e, nil) {
+			if id, ok := p.(*ast.IdentExpr); !ok || id.Value != name {
+				rest = rest.add(w.sizeOf(p, g.stack))
+			}
+		}
+		return size{p: w.multAt(g.stack).mul(rest.p), replies: rest.replies, unknown: rest.unknown}
+	}
+	if t, ok := g.e.(*ast.TableExpr); ok {
+		n := lit(float64(len(t.Fields)))
+		for _, st := range w.stores[name] {
+			n = n.add(w.multAt(st))
+		}
+		return sized(n)
+	}
+	return w.sizeOf(g.e, g.stack)
+}
+
+// numBound is how large a number e may be (in magnitude), for a loop's bounds.
+func (w *walker) numBound(e ast.Expr, at []*frame) size {
+	switch e := e.(type) {
+	case *ast.NumberExpr:
+		v, _ := literal(e)
+		return sized(lit(math.Abs(v)))
+	case *ast.UnaryMinusOpExpr:
+		return w.numBound(e.Expr, at)
+	case *ast.UnaryLenOpExpr:
+		return w.sizeOf(e.Expr, at)
+	case *ast.ArithmeticOpExpr:
+		switch e.Operator {
+		case "+", "-":
+			return w.numBound(e.Lhs, at).add(w.numBound(e.Rhs, at))
+		case "/", "%":
+			if n, ok := e.Rhs.(*ast.NumberExpr); ok {
+				if v, _ := literal(n); math.Abs(v) >= 1 {
+					z := w.numBound(e.Lhs, at)
+					if e.Operator == "%" {
+						return sized(lit(math.Abs(v)))
+					}
+					return size{p: z.p.scale(1 / math.Abs(v)), replies: z.replies, unknown: z.unknown}
+				}
+			}
+		}
+	case *ast.IdentExpr:
+		return w.nameBound(e.Value)
+	}
+	return size{unknown: true}
+}
+
+func (w *walker) nameBound(name string) size {
+	key := "#" + name
+	if w.sizing[key] {
+		return size{unknown: true}
+	}
+	w.sizing[key] = true
+	defer delete(w.sizing, key)
+	z := sized(poly{})
+	gs := w.givens[name]
+	if len(gs) == 0 {
+		return size{unknown: true}
+	}
+	for _, g := range gs {
+		switch {
+		case g.counter != nil:
+			z = z.add(w.numBound(g.counter.Init, g.stack)).add(w.numBound(g.counter.Limit, g.stack))
+		case g.e == nil || g.elem:
+			return size{unknown: true}
+		default:
+			z = z.add(w.numBound(g.e, g.stack))
+		}
+	}
+	return z
+}
