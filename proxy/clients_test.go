@@ -60,7 +60,7 @@ func TestRealClients(t *testing.T) {
 	}
 }
 
-// TestRedisson: Redisson 3.52 with its default Config, only the address and the user set,
+// TestRedisson: Redisson 3.52 and 4.7 with their default Config, only the address and the user set,
 // through the proxy (useSingleServer) and its cluster facade (useClusterServers), as an admin
 // and as an app user with no redis.app_scripts: bucket, atomic long, map, locks (reentrant,
 // contended, with a lease), read-write lock, semaphore, rate limiter, topic, blocking queue,
@@ -69,7 +69,8 @@ func TestRealClients(t *testing.T) {
 // lock's unlock script loops on a counter stored in the lock's hash, which an app user can set:
 // it runs fueled (redis.app_script_fuel).
 func TestRedisson(t *testing.T) {
-	runClientChecks(t, "redisson", "Redisson", 32)
+	t.Run("3.52", func(t *testing.T) { runClientChecks(t, "redisson", "Redisson", 32) })
+	t.Run("4.7", func(t *testing.T) { runClientChecks(t, "redisson4", "Redisson", 32) })
 }
 
 // TestSpringDataRedis: Spring Data Redis 4.1 with its defaults (Lettuce), through the proxy

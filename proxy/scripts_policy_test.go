@@ -227,6 +227,21 @@ func TestAppScriptsCost(t *testing.T) {
 			t.Fatalf("%s: the server answered PING after %v (%v)", name, time.Since(start), err)
 		}
 	}
+	members := make([]any, 200000)
+	for i := range members {
+		members[i] = i
+	}
+	if err := direct.SAdd(ctx, "cost:big", members...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := shop.Eval(ctx, "while true do redis.call('SMEMBERS', KEYS[1]) end", []string{"cost:big"}).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "ERR script stopped by seckill-proxy") {
+		t.Errorf("SMEMBERS of 200,000 members in a fueled loop: %v; want it stopped by its fuel", err)
+	}
+	if err := direct.Ping(ctx).Err(); err != nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("SMEMBERS in a fueled loop: the server answered PING after %v (%v)", time.Since(start), err)
+	}
 	if got, err := shop.Eval(ctx, "return string.find(ARGV[1], '.-.-.-.-b')", nil, "aaab").Int(); err != nil || got != 1 {
 		t.Errorf("a backtracking pattern over a short argument: %d, %v; want 1", got, err)
 	}

@@ -66,3 +66,20 @@ func TestAppScriptRefusals(t *testing.T) {
 		t.Errorf("a bad numkeys is Redis's to answer: %v", err)
 	}
 }
+
+// TestSeedScriptsWithinBudget: the seeds' stock scripts, which an app user may still send
+// when the proxy does not run them as buys, are bounded without fuel, and their bound allows
+// a call with the seeds' arguments.
+func TestSeedScriptsWithinBudget(t *testing.T) {
+	for name, src := range map[string]string{"buy": LegacyBuyScript, "deduct": LegacyDeductScript, "deduct, through locals": LegacyDeductLocalScript} {
+		b, err := luabound.Analyse(src)
+		if err != nil {
+			t.Errorf("the seeds' %s: refused: %v", name, err)
+			continue
+		}
+		keys := [][]byte{[]byte("seckill:stock:phone"), []byte("seckill:buyers:phone")}
+		if err := b.Allows(keys, [][]byte{[]byte("user-1"), []byte("1")}); err != nil {
+			t.Errorf("the seeds' %s: a call refused: %v", name, err)
+		}
+	}
+}

@@ -105,6 +105,15 @@ func (p poly) upper(q poly) poly {
 
 func (p poly) constant() float64 { return p[[2]int{}] }
 
+// atOne is p at c = s = 1: the sum of its coefficients.
+func (p poly) atOne() float64 {
+	t := 0.0
+	for _, v := range p {
+		t += v
+	}
+	return t
+}
+
 func (p poly) literal() bool {
 	for k, v := range p {
 		if k != [2]int{} && v != 0 {

@@ -33,6 +33,12 @@ func TestCostRefuses(t *testing.T) {
 		"a callback's recursion":       {"local function f(s) return pcall(string.gsub, s, '.', f) end\nreturn f(ARGV[1])", "recursion"},
 		"mutual callbacks":             {"local g\nlocal function f() return string.gsub(ARGV[1], '.', g) end\ng = function() return string.gsub(ARGV[2], '.', f) end\nreturn f()", "recursion"},
 		"a callback parameter":         {"local function f(s, h) return string.gsub(s, '.', h) end\nreturn f(ARGV[1], f)", "recursion"},
+		"a walker in a literal loop":   {"for i = 1, 100 do redis.call('SMEMBERS', KEYS[1]) end", "over the budget"},
+		"a walker per reply element":   {"for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do\nredis.call('HGETALL', k) end", "line 2: this costs"},
+		"a walker in a function":       {"local function f(k) return redis.call('LRANGE', k, 0, -1) end\nfor _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do f(k) end", "each element of a reply"},
+		"a command named by a value":   {"for i = 1, 100 do redis.call(ARGV[1], KEYS[1]) end", "over the budget"},
+		"a wide literal range":         {"for i = 1, 100 do redis.call('ZRANGE', KEYS[1], 0, 100000) end", "over the budget"},
+		"allow-oom":                    {"#!lua flags=no-writes,allow-oom\nreturn redis.call('set', KEYS[1], ARGV[1])", "allow-oom"},
 		"gsub's output":                {"return string.gsub(string.rep('x', 100000), '.', string.rep('y', 1000))", "over 8388608"},
 	} {
 		_, err := Analyse(c[0])
@@ -63,6 +69,8 @@ func TestCostPerCall(t *testing.T) {
 		{"a walk of a million arguments", "for i = 1, #ARGV do redis.call('sadd', KEYS[1], ARGV[i]) end", args(1, 8), args(1<<20, 8), true},
 		{"nested walks of a few", "for i = 1, #KEYS do for j = 1, #ARGV do redis.call('sadd', KEYS[i], ARGV[j]) end end", args(10, 8), args(100, 8), true},
 		{"nested walks of many", "for i = 1, #KEYS do for j = 1, #ARGV do redis.call('sadd', KEYS[i], ARGV[j]) end end", args(10000, 8), args(10000, 8), false},
+		{"narrow ranges in a loop", "for i = 1, #ARGV do redis.call('lrange', KEYS[1], 0, 9) redis.call('zrangebyscore', KEYS[2], 0, 1, 'LIMIT', 0, 10) end", args(2, 8), args(1000, 8), true},
+		{"a few walkers", "local a = redis.call('smembers', KEYS[1])\nlocal b = redis.call('hgetall', KEYS[2])\nreturn {a, b}", args(2, 8), nil, true},
 		{"a linear pattern over a long argument", "return string.find(ARGV[1], '^%d+$')", nil, args(1, 64<<20), true},
 	} {
 		b, err := Analyse(c.src)
@@ -162,8 +170,8 @@ func FuzzCostBound(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src string, n, size uint8) {
 		b, err := Analyse(src)
-		if err != nil {
-			return
+		if err != nil || strings.HasPrefix(src, "#!") || strings.HasPrefix(src, "\uFEFF") {
+			return // the shebang line and the byte order mark are not Lua that gopher-lua runs
 		}
 		c, s := int(n%32), int(size%32)
 		if b.Cost(c, s) > 1e6 {

@@ -1,8 +1,6 @@
 package luabound
 
 import (
-	"strings"
-
 	"github.com/yuin/gopher-lua/ast"
 )
 
@@ -214,10 +212,11 @@ func (w *walker) call(e *ast.FuncCallExpr) {
 func (w *walker) callee(e *ast.FuncCallExpr, fn ast.Expr, name string, subject ast.Expr, args []ast.Expr) {
 	switch name {
 	case "redis.call", "redis.pcall":
-		if c, ok := subject.(*ast.StringExpr); ok && strings.EqualFold(c.Value, "keys") {
-			w.fail(e, "%s of KEYS, which walks the whole keyspace", name)
+		units, why := redisCall(subject, args)
+		if why != "" {
+			w.fail(e, "%s of %s", name, why)
 		}
-		w.charge(lit(callUnits))
+		w.charge(lit(units))
 	case "pcall", "xpcall":
 		if subject == nil {
 			return

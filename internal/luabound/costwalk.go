@@ -117,6 +117,9 @@ func (w *walker) charge(p poly) {
 		if c := here.constant(); c > Budget {
 			w.fail(w.at, "this costs up to %.3g units (the loops around it run up to %.3g times), over the budget of %d", c, m.constant(), Budget)
 		}
+		if here.atOne() >= walkUnits && w.inReplyWalk() {
+			w.fail(w.at, "this costs %.3g units on each element of a reply, whose length has no bound (a Redis call that walks a whole value costs %d)", here.atOne(), walkUnits)
+		}
 		w.cost = w.cost.add(here)
 		return
 	}
@@ -130,6 +133,17 @@ func (w *walker) charge(p poly) {
 	top := w.stack[len(w.stack)-1]
 	top.weight = top.weight.add(lit(p.constant()))
 	top.extra = top.extra.add(p.nonConstant())
+}
+
+// inReplyWalk says whether the statement being charged runs once per element of a reply, in
+// the function it is in.
+func (w *walker) inReplyWalk() bool {
+	for i := len(w.stack) - 1; i >= 0 && w.stack[i].fn == nil; i-- {
+		if w.stack[i].kind == kindReply {
+			return true
+		}
+	}
+	return false
 }
 
 // enter is the frame of body node (made on the first pass), pushed.

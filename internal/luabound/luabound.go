@@ -25,6 +25,7 @@
 package luabound
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -95,6 +96,9 @@ func check(src string, fuel bool) ([]ast.Stmt, *facts, error) {
 	if err := shape(src); err != nil {
 		return nil, nil, err
 	}
+	if err := shebangFlags(src); err != nil {
+		return nil, nil, err
+	}
 	chunk, err := parseScript(src, "the script")
 	if err != nil {
 		return nil, nil, err
@@ -104,6 +108,28 @@ func check(src string, fuel bool) ([]ast.Stmt, *facts, error) {
 		return nil, nil, err
 	}
 	return chunk, c.f, nil
+}
+
+// shebangFlags refuses a Redis 7 shebang line (#!lua flags=...) whose flags lift a master's
+// own limits: allow-oom lets the script write past maxmemory.
+func shebangFlags(src string) error {
+	src = strings.TrimPrefix(src, "\uFEFF")
+	if !strings.HasPrefix(src, "#!") {
+		return nil
+	}
+	line, _, _ := strings.Cut(src, "\n")
+	for _, field := range strings.Fields(line) {
+		flags, ok := strings.CutPrefix(field, "flags=")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(flags, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), "allow-oom") {
+				return errors.New("line 1: the shebang flag allow-oom, which lets the script write past its master's maxmemory")
+			}
+		}
+	}
+	return nil
 }
 
 // parseScript parses src as Redis reads a script (a byte order mark and Redis 7's shebang line

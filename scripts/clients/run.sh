@@ -6,7 +6,8 @@
 #   scripts/clients/run.sh python <host:port> <sku> <sku>
 #   scripts/clients/run.sh node   <host:port> <sku> <sku> <sku> <sku>
 #   scripts/clients/run.sh java   <host:port> <sku> <sku>
-#   scripts/clients/run.sh redisson <host:port> [user password]
+#   scripts/clients/run.sh redisson <host:port> [user password]     (Redisson 3.52)
+#   scripts/clients/run.sh redisson4 <host:port> [user password]    (Redisson 4.7)
 #   scripts/clients/run.sh spring <host:port> [user password]
 #
 # The Go test proxy/clients_test.go starts a proxy, warms the sales and calls this.
@@ -54,12 +55,16 @@ java | redisson)
   lib=$(maven_lib java)
   exec java -cp "$lib/*" "$HERE/java/$main" "$@"
   ;;
+redisson4)
+  lib=$(maven_lib redisson4)
+  exec java -cp "$lib/*" "$HERE/java/RedissonCheck.java" "$@"
+  ;;
 spring)
   lib=$(maven_lib spring)
   exec java -cp "$lib/*" "$HERE/spring/SpringCheck.java" "$@"
   ;;
 *)
-  echo "run.sh: unknown client language $lang (python, node, java, redisson, spring)" >&2
+  echo "run.sh: unknown client language $lang (python, node, java, redisson, redisson4, spring)" >&2
   exit 2
   ;;
 esac
