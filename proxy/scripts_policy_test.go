@@ -14,7 +14,7 @@ import (
 )
 
 // TestAppScriptsAllowList: with no loop fuel (redis.app_script_fuel 0), an app user may run a
-// script that ends in time bounded by its input (internal/luabound), one on redis.app_scripts,
+// script whose cost internal/luabound bounds within its budget, one on redis.app_scripts,
 // and the legacy stock scripts (as buys), so an endless script cannot take a master away from
 // the sales on it; an admin may run any. An
 // EVALSHA of a SHA1 the proxy never judged gets NOSCRIPT, and a client's EVAL of the text then

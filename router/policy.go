@@ -20,7 +20,7 @@ import (
 // functions and transactions too. Without that user, every script and function is refused.
 // With it, an app user's scripts are judged by what they can do (appScript, scripts.go): what
 // a script writes Redis checks, but how long it runs nothing can bound once it is sent, so an
-// app user may run only a script that ends in time bounded by its input (internal/luabound),
+// app user may run only a script whose cost internal/luabound bounds within its budget,
 // or one an admin listed in redis.app_scripts.
 
 // refused are commands a shared proxy does not pass through: they act on whole servers or the

@@ -147,7 +147,7 @@ type Options struct {
 	// AppScripts are the SHA1s of the scripts an app user may run; "*": any (conf's
 	// redis.app_scripts).
 	AppScripts []string
-	// AppScriptFuel is the loop steps an app user's script that loops on a value may run,
+	// AppScriptFuel is the cost units an app user's script that loops on a value may spend,
 	// rewritten to count them (conf's redis.app_script_fuel); 0 refuses such a script.
 	AppScriptFuel int
 	// ProtectedMode refuses clients from outside loopback while there are no credentials.

@@ -11,14 +11,16 @@ import (
 	"seckill-proxy/internal/luabound"
 )
 
-// An app user's scripts, judged by what they can do. A script that never ends makes its master
-// answer BUSY to every client and sale on it, and SCRIPT KILL cannot stop one that wrote; so
-// an app user may run a script only if internal/luabound finds that it ends in time bounded by
-// its input (its loops walk its arguments or a reply, or count to a literal), or if an admin
-// listed its SHA1 in redis.app_scripts ("*": any), or if it is one of the seeds' stock scripts
-// (run as a buy). A script refused only for how it loops (a while, a for to a value,
-// recursion) runs fueled, when redis.app_script_fuel is above 0: rewritten by luabound.Fuel to
-// stop after that many loop steps and function calls. The client never sees the rewrite: its
+// An app user's scripts, judged by what they can cost. A script that runs long makes its master
+// answer BUSY to every client and sale on it, SCRIPT KILL cannot stop one that wrote, and one
+// stuck in a C library call (a backtracking pattern) is not even told BUSY; so an app user may
+// run a script only if internal/luabound's cost model bounds it within luabound.Budget units
+// plus luabound.PerInputByte for each byte of each call's input (checked per call, on the
+// call's own keys and arguments), or if an admin listed its SHA1 in redis.app_scripts ("*":
+// any), or if it is one of the seeds' stock scripts (run as a buy). A script refused only for
+// how it loops (a while, a for to a value, recursion) runs fueled, when redis.app_script_fuel is
+// above 0: rewritten by luabound.Fuel to stop after that many units, each body charged what
+// it costs. The client never sees the rewrite: its
 // EVAL sends the fueled text, its EVALSHA the fueled SHA1, its SCRIPT LOAD loads the fueled
 // text and answers the client's SHA1, its SCRIPT EXISTS asks for the fueled SHA1. EVALSHA
 // names no text: a SHA1 whose script this proxy judged (by EVAL or SCRIPT LOAD) gets that
@@ -233,7 +235,7 @@ func (r *Router) refuseScript(sha string, why error) error {
 		r.log.Warn("an app user's script was refused: its cost model finds no bound within the budget; an admin may list its SHA1 in redis.app_scripts",
 			zap.String("sha1", sha), zap.String("why", why.Error()))
 	})
-	return respError("NOPERM script " + sha + " may not end in time bounded by its input (" + oneLine(why.Error()) +
+	return respError("NOPERM script " + sha + " has no bound within the cost budget (" + oneLine(why.Error()) +
 		"): a script that runs long can hold its master, which answers BUSY to every client and sale on it; an admin may allow it by its SHA1 in redis.app_scripts")
 }
 

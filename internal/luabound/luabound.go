@@ -69,7 +69,7 @@ func shape(src string) error {
 	return nil
 }
 
-// Check returns nil if src ends in time bounded by its input, or why it may not.
+// Check returns nil if src has a cost bound within the budget (Analyse), or why it has not.
 func Check(src string) error {
 	_, err := Analyse(src)
 	return err
