@@ -19,7 +19,9 @@ import (
 // its guard.Field names (the name stands beside the counter, where the field is made), so
 // that recording them costs the hot path nothing; the BUY latency
 // histogram is observed once per buy. One sale's series (stock, outbox, buys by outcome) come
-// for the sales this proxy has served that are not closed here, at most MaxSaleSeries.
+// for the sales this proxy has served that are not closed here, at most MaxSaleSeries, from the
+// figures the sampler read (saleFigures): a scrape reads Redis only when they are older than
+// salesMaxAge and no one else is reading them, so that scrapers cannot multiply Redis's load.
 type Metrics struct {
 	reg        *prometheus.Registry
 	descs      sync.Map // metric name -> *prometheus.Desc
@@ -28,6 +30,38 @@ type Metrics struct {
 	sampler    sampler // the live sale page's samples (RunSampler)
 	fields     func() []guard.Field
 	sales      func(ctx context.Context, most int) []guard.SaleMetrics
+	figures    saleFigures
+}
+
+// saleFigures are the sales' figures last read from Redis, which every scrape and the sampler
+// share: Redis is read for them at most once per salesMaxAge, and by one caller at a time,
+// however many peers scrape.
+type saleFigures struct {
+	mu      sync.Mutex
+	at      time.Time
+	sales   []guard.SaleMetrics
+	reading bool
+}
+
+// salesMaxAge is how old the sales' figures a scrape gets may be.
+const salesMaxAge = time.Second
+
+// saleFigures are the sales' figures: the last read's while it is younger than maxAge or
+// another caller is reading them, else a new read's (at most MaxSaleSeries sales).
+func (m *Metrics) saleFigures(ctx context.Context, maxAge time.Duration) []guard.SaleMetrics {
+	f := &m.figures
+	f.mu.Lock()
+	if f.reading || (!f.at.IsZero() && time.Since(f.at) < maxAge) {
+		defer f.mu.Unlock()
+		return f.sales
+	}
+	f.reading = true
+	f.mu.Unlock()
+	sales := m.sales(ctx, MaxSaleSeries)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sales, f.at, f.reading = sales, time.Now(), false
+	return sales
 }
 
 // MaxSaleSeries bounds the SKUs that get series of their own.
@@ -63,9 +97,13 @@ func (m *Metrics) ObserveBuy(d time.Duration) {
 	}
 }
 
+// maxScrapes bounds the scrapes served at once; past it, 503 (and each peer has at most
+// adminhttp.MaxPeerInFlight).
+const maxScrapes = 8
+
 // Handler serves the metrics in Prometheus's text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, MaxRequestsInFlight: maxScrapes})
 }
 
 // fieldCollector reads the INFO fields and the sales at scrape time. It is unchecked (it
@@ -120,7 +158,7 @@ func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	for _, s := range f.m.sales(ctx, MaxSaleSeries) {
+	for _, s := range f.m.saleFigures(ctx, salesMaxAge) {
 		if s.State != sale.StateOpen && s.Late == 0 {
 			continue // an ended sale has series while it has late orders
 		}

@@ -90,7 +90,7 @@ func (m *Metrics) sample(ctx context.Context, now time.Time) {
 	s := saleSample{T: now.UnixMilli(), Sales: map[string]saleState{}, P50: -1, P99: -1}
 	if m.sales != nil {
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		for _, sm := range m.sales(sctx, MaxSaleSeries) {
+		for _, sm := range m.saleFigures(sctx, 0) {
 			st := saleState{State: pageState(sm), Served: sm.Served, Stock: sm.Stock, Initial: sm.Initial, Pending: sm.Pending,
 				Late: sm.Late, Outbox: sm.Outbox, Buys: map[string]int64{},
 				StoredMs: float64(sm.StoredDelay.Microseconds()) / 1000, StoredMaxMs: float64(sm.StoredDelayMax.Microseconds()) / 1000}

@@ -106,13 +106,17 @@ func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// maxScrapes bounds the scrapes served at once; past it, 503 (and each peer has at most
+// adminhttp.MaxPeerInFlight).
+const maxScrapes = 8
+
 // AdminHandler serves /metrics, /livez (the process serves HTTP) and /readyz (the sink is not
 // waiting for a service at start, is in a consumer group session, and MySQL answers a ping
 // within a second; its body names the topic and group).
 func (s *Sink) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	reg := s.Metrics()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, MaxRequestsInFlight: maxScrapes}))
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if w8 := s.Waiting(); w8 != "" {

@@ -18,15 +18,55 @@ import (
 // MaxConns bounds the admin port's open connections, so that idle or slow ones never take
 // the file descriptors that RESP clients need. A connection past it does not wait: the one
 // that has waited longest without a request being served (idle, or still sending its
-// headers) is closed to make room, so that a probe gets in however many connections others
-// hold open. Only when every connection is being served is a new one closed at once.
-const MaxConns = 64
+// headers) is closed to make room, else the one that has been serving an open path (a probe,
+// the metrics) for longest past SlowServe, since those take milliseconds unless their peer does
+// not read. When every connection is busy otherwise (profiles, reloads of an operator with the
+// token), up to ProbeConns more are let in that serve only the probes, so that the kubelet's
+// liveness probe is answered whatever else the port is doing.
+const (
+	MaxConns   = 64
+	ProbeConns = 8
+)
+
+// SlowServe is how long an open path's request may take before its connection may be closed
+// to make room for another: a reader that does not read.
+const SlowServe = time.Second
+
+// OpenWriteTimeout bounds the writing of an open path's reply (a probe's, the metrics'): a
+// peer that does not read is cut off after it, where a profile (with the token) has
+// WriteTimeout.
+const OpenWriteTimeout = 5 * time.Second
+
+// MaxPeerInFlight bounds the metrics requests one peer address has in flight; past it, 429
+// Too Many Requests. A Prometheus scrapes one at a time. The probes, which cost nothing, are
+// not counted.
+const MaxPeerInFlight = 4
 
 // IdleTimeout is how long a kept-alive admin connection may wait for its next request.
 const IdleTimeout = 5 * time.Second
 
 // Open are the paths any peer may read: the probes and the metrics.
 var Open = []string{"/livez", "/readyz", "/healthz", "/metrics"}
+
+// Probes are the paths a reserved connection serves (see ProbeConns).
+var Probes = []string{"/livez", "/readyz", "/healthz"}
+
+// openRead says whether r reads an open path (or, with probes, a probe).
+func openRead(r *http.Request, probes bool) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	paths := Open
+	if probes {
+		paths = Probes
+	}
+	for _, p := range paths {
+		if r.URL.Path == p {
+			return true
+		}
+	}
+	return false
+}
 
 // Guard wraps next: a path in Open is served to anyone; any other path needs the header
 // "Authorization: Bearer <token>", or, when token is empty, a peer on loopback. A browser's
@@ -104,16 +144,37 @@ func ListenAndServe(srv *http.Server) error {
 	return Serve(srv, ln)
 }
 
-// Serve serves srv on ln with at most MaxConns connections open at once (see MaxConns), until
-// srv is closed (then it returns nil). It sets srv's ConnState and ConnContext, and wraps its
-// Handler.
+// Serve serves srv on ln with at most MaxConns connections open at once, and ProbeConns more
+// for the probes (see MaxConns), until srv is closed (then it returns nil). An open path's
+// reply must be written within OpenWriteTimeout, and a peer may have MaxPeerInFlight of them
+// in flight. It sets srv's ConnState and ConnContext, and wraps its Handler.
 func Serve(srv *http.Server, ln net.Listener) error {
-	t := &connTable{max: MaxConns, conns: map[net.Conn]*connEntry{}}
+	t := &connTable{max: MaxConns, reserve: ProbeConns, conns: map[net.Conn]*connEntry{}}
+	p := &peers{inFlight: map[string]int{}}
 	next := srv.Handler
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e, _ := r.Context().Value(connKey{}).(*connEntry); e != nil {
-			t.serving(e, true)
-			defer t.serving(e, false)
+		open := openRead(r, false)
+		e, _ := r.Context().Value(connKey{}).(*connEntry)
+		if e != nil {
+			if e.reserved && !openRead(r, true) {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "the admin port is full: this connection serves only the probes", http.StatusServiceUnavailable)
+				return
+			}
+			t.serving(e, true, open)
+			defer t.serving(e, false, false)
+		}
+		if open {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(OpenWriteTimeout))
+		}
+		if open && !openRead(r, true) {
+			peer, _, _ := net.SplitHostPort(r.RemoteAddr)
+			if !p.take(peer) {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "too many requests in flight from this peer", http.StatusTooManyRequests)
+				return
+			}
+			defer p.done(peer)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -135,16 +135,110 @@ func TestAdmitEvictsTheLongestWaiting(t *testing.T) {
 			t.Fatalf("conn %d refused with room", i)
 		}
 	}
-	tab.serving(tab.conns[cs[0]], true) // the oldest is being served: not a victim
+	tab.serving(tab.conns[cs[0]], true, false) // the oldest is being served: not a victim
 	if !tab.admit(cs[3], t0.Add(10*time.Second)) {
 		t.Fatal("conn 3 refused with an unserved one to close")
 	}
 	if _, ok := tab.conns[cs[1]]; ok || tab.conns[cs[0]] == nil {
 		t.Fatalf("evicted the wrong one: %v", tab.conns)
 	}
-	tab.serving(tab.conns[cs[2]], true)
-	tab.serving(tab.conns[cs[3]], true)
+	tab.serving(tab.conns[cs[2]], true, false)
+	tab.serving(tab.conns[cs[3]], true, false)
 	if tab.admit(cs[4], t0.Add(11*time.Second)) {
 		t.Fatal("admitted past the bound with every connection served")
+	}
+}
+
+// TestAdmitEvictsSlowReaders: with every connection busy, the one serving an open path for
+// longest past SlowServe (a reader that does not read) is closed to make room; with none, a
+// new one is let in for the probes only, up to the reserve, then refused.
+func TestAdmitEvictsSlowReaders(t *testing.T) {
+	tab := &connTable{max: 2, reserve: 1, conns: map[net.Conn]*connEntry{}}
+	var cs []net.Conn
+	for range 5 {
+		a, b := net.Pipe()
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		cs = append(cs, a)
+	}
+	now := time.Now()
+	for _, c := range cs[:2] {
+		if !tab.admit(c, now) {
+			t.Fatal("refused with room")
+		}
+	}
+	tab.serving(tab.conns[cs[0]], true, true)  // metrics, its reader not reading
+	tab.serving(tab.conns[cs[1]], true, false) // a profile, with the token
+	if !tab.admit(cs[2], now.Add(SlowServe/2)) || !tab.conns[cs[2]].reserved {
+		t.Fatal("a connection within SlowServe of busy ones was not let in for the probes")
+	}
+	tab.serving(tab.conns[cs[2]], true, true) // a probe, being answered
+	if tab.admit(cs[3], now.Add(SlowServe/2)) {
+		t.Fatal("admitted past the reserve with no slow reader to close")
+	}
+	if !tab.admit(cs[4], now.Add(2*SlowServe)) || tab.conns[cs[4]].reserved {
+		t.Fatal("a slow reader was not closed to make room")
+	}
+	if _, ok := tab.conns[cs[0]]; ok || tab.conns[cs[1]] == nil {
+		t.Fatalf("closed the wrong one: %v", tab.conns)
+	}
+}
+
+// TestProbesOutliveNonReaders: 2 x MaxConns connections that pipeline GET /metrics and never
+// read the replies, from one peer, do not keep /livez from being answered, each probe within
+// a second. Before, 64 such connections made /livez fail 60 of 60 times in 30 s: a handler
+// blocked writing to a reader that never reads counted as served, for up to 2 minutes.
+func TestProbesOutliveNonReaders(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 1<<20)
+	srv := Server(ln.Addr().String(), Guard("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			_, _ = w.Write([]byte(big))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})))
+	done := make(chan error, 1)
+	go func() { done <- Serve(srv, ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	addr := ln.Addr().String()
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	flood := func() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.Write([]byte(strings.Repeat("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 64)))
+	}
+	for range 2 * MaxConns {
+		flood()
+	}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 30 {
+		res, err := client.Get("http://" + addr + "/livez")
+		if err != nil {
+			t.Fatalf("probe %d of 30 beside %d non-reading connections: %v", i+1, len(held), err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("probe %d: %s", i+1, res.Status)
+		}
+		for range 4 {
+			flood()
+		}
 	}
 }

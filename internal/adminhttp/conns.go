@@ -10,17 +10,22 @@ import (
 // connTable is the admin port's open connections, each with what it is doing. It is safe for
 // concurrent use.
 type connTable struct {
-	max   int
-	mu    sync.Mutex
-	conns map[net.Conn]*connEntry
+	max     int // connections for any path
+	reserve int // more, for the probes only, when the max are all busy
+	mu      sync.Mutex
+	conns   map[net.Conn]*connEntry
+	held    int // reserved connections open
 }
 
-// connEntry is one open connection: serving while a handler runs for it, else waiting since
-// since (for its first request, its headers, or its next request).
+// connEntry is one open connection: serving while a handler runs for it (an open path's:
+// open), else waiting since since (for its first request, its headers, or its next request).
+// A reserved connection serves only the probes.
 type connEntry struct {
-	conn    net.Conn
-	since   time.Time
-	serving bool
+	conn     net.Conn
+	since    time.Time
+	serving  bool
+	open     bool
+	reserved bool
 }
 
 // connKey is the context key of a request's *connEntry.
@@ -45,48 +50,112 @@ func (l *evictingListener) Accept() (net.Conn, error) {
 	}
 }
 
-// admit records c, closing the connection that has waited longest without being served when
-// the table is full; false: every connection is being served, and c is refused.
+// admit records c when the table is full by closing first the connection that has waited
+// longest without being served, else the one that has been serving an open path (metrics, a
+// probe: each takes milliseconds) for longest, past SlowServe (its reader does not read).
+// Past that, c is admitted as a reserved connection that serves only the probes, up to
+// reserve of them (the reserved one that has waited longest is closed for it when they are
+// all taken); false: every connection is busy, and c is refused.
 func (t *connTable) admit(c net.Conn, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for len(t.conns) >= t.max {
-		var victim *connEntry
-		for _, e := range t.conns {
-			if !e.serving && (victim == nil || e.since.Before(victim.since)) {
-				victim = e
-			}
+	reserved := false
+	if len(t.conns)-t.held >= t.max {
+		victim := t.victim(now, false)
+		if victim == nil && t.held >= t.reserve {
+			victim = t.victim(now, true)
 		}
-		if victim == nil {
+		if victim == nil && t.held >= t.reserve {
 			return false
 		}
-		_ = victim.conn.Close() // its server goroutine ends, and reports StateClosed
-		delete(t.conns, victim.conn)
+		reserved = victim == nil || victim.reserved
+		if victim != nil {
+			_ = victim.conn.Close() // its server goroutine ends, and reports StateClosed
+			t.drop(victim)
+		}
 	}
-	t.conns[c] = &connEntry{conn: c, since: now}
+	if reserved {
+		t.held++
+	}
+	t.conns[c] = &connEntry{conn: c, since: now, reserved: reserved}
 	return true
+}
+
+// victim is the connection to close to make room (among the reserved ones, or the others), or
+// nil.
+func (t *connTable) victim(now time.Time, reserved bool) *connEntry {
+	var idle, slow *connEntry
+	for _, e := range t.conns {
+		switch {
+		case e.reserved != reserved:
+		case !e.serving && (idle == nil || e.since.Before(idle.since)):
+			idle = e
+		case e.serving && e.open && now.Sub(e.since) > SlowServe && (slow == nil || e.since.Before(slow.since)):
+			slow = e
+		}
+	}
+	if idle != nil {
+		return idle
+	}
+	return slow
+}
+
+// drop forgets e (under t.mu).
+func (t *connTable) drop(e *connEntry) {
+	if t.conns[e.conn] == e {
+		delete(t.conns, e.conn)
+		if e.reserved {
+			t.held--
+		}
+	}
 }
 
 // state follows the server's view of a connection (http.Server.ConnState).
 func (t *connTable) state(c net.Conn, s http.ConnState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	e := t.conns[c]
+	if e == nil {
+		return
+	}
 	switch s {
 	case http.StateClosed, http.StateHijacked:
-		delete(t.conns, c)
+		t.drop(e)
 	case http.StateIdle:
-		if e := t.conns[c]; e != nil {
-			e.since = time.Now()
-		}
+		e.since = time.Now()
 	}
 }
 
-// serving marks a connection's handler as running, or done.
-func (t *connTable) serving(e *connEntry, on bool) {
+// serving marks a connection's handler as running (for an open path: open), or done.
+func (t *connTable) serving(e *connEntry, on, open bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e.serving = on
-	if !on {
-		e.since = time.Now()
+	e.serving, e.open, e.since = on, on && open, time.Now()
+}
+
+// peers counts the open paths' requests in flight per peer address, so that one peer's
+// scrapes cannot take the port's connections or the process's time. Safe for concurrent use.
+type peers struct {
+	mu       sync.Mutex
+	inFlight map[string]int
+}
+
+// take counts one more request of peer, false if it has MaxPeerInFlight already.
+func (p *peers) take(peer string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inFlight[peer] >= MaxPeerInFlight {
+		return false
+	}
+	p.inFlight[peer]++
+	return true
+}
+
+// done counts one request of peer's as ended.
+func (p *peers) done(peer string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inFlight[peer]--; p.inFlight[peer] <= 0 {
+		delete(p.inFlight, peer)
 	}
 }
