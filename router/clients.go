@@ -46,11 +46,28 @@ func (s *Session) SetConn(laddr string, fd int, kill func()) {
 // SetSubscriber marks the connection as a subscriber (flags=P), or not.
 func (s *Session) SetSubscriber(on bool) { s.view.subscriber.Store(on) }
 
-func setName(s *Session, name []byte) error {
-	for _, c := range name {
+// MaxClientName bounds a connection's name and its library's name and version, each: the
+// proxy keeps them for the connection's life and CLIENT LIST writes them all, so 10 clients
+// naming themselves 32 MiB held 966 MiB, and an admin's CLIENT LIST then took 3 GB. Redis sets
+// no bound; the clients' own names are a few dozen bytes.
+const MaxClientName = 512
+
+// clientAttr refuses a name (what names it) that Redis would refuse, or over MaxClientName.
+func clientAttr(v []byte, what string) error {
+	if len(v) > MaxClientName {
+		return respError("ERR " + what + " is over " + strconv.Itoa(MaxClientName) + " bytes, the most seckill-proxy keeps")
+	}
+	for _, c := range v {
 		if c < '!' || c > '~' {
-			return respError("ERR Client names cannot contain spaces, newlines or special characters.")
+			return respError("ERR " + what + " cannot contain spaces, newlines or special characters.")
 		}
+	}
+	return nil
+}
+
+func setName(s *Session, name []byte) error {
+	if err := clientAttr(name, "Client names"); err != nil {
+		return err
 	}
 	s.Name = string(name)
 	s.view.mu.Lock()
@@ -150,6 +167,9 @@ var clientArity = map[string]int{"setname": 3, "getname": 2, "setinfo": 4, "id":
 
 // clientSetInfo answers CLIENT SETINFO LIB-NAME|LIB-VER <value>.
 func clientSetInfo(s *Session, attr, v []byte) (Reply, error) {
+	if err := clientAttr(v, strings.ToLower(string(attr))); err != nil {
+		return nil, err
+	}
 	s.view.mu.Lock()
 	defer s.view.mu.Unlock()
 	switch strings.ToLower(string(attr)) {

@@ -105,6 +105,20 @@ func TestSessionState(t *testing.T) {
 	if got := serve(t, r, s, "CLIENT SETNAME has\x01ctl"); !strings.HasPrefix(got, "-ERR Client names cannot contain spaces") {
 		t.Fatalf("got %q", got)
 	}
+	// A name, or a library's name or version, over MaxClientName is refused, by HELLO too, and
+	// the connection keeps its name.
+	long := strings.Repeat("n", MaxClientName+1)
+	for _, cmd := range []string{"CLIENT SETNAME " + long, "HELLO 2 SETNAME " + long, "CLIENT SETINFO LIB-NAME " + long, "CLIENT SETINFO LIB-VER " + long} {
+		if got := serve(t, r, s, cmd); !strings.HasPrefix(got, "-ERR ") || !strings.Contains(got, "over 512 bytes") {
+			t.Errorf("%.30s...: got %.80q", cmd, got)
+		}
+	}
+	if s.Name != "w2" || s.LibName != "" || s.LibVer != "" {
+		t.Errorf("after the refusals: name %q, library %q %q", s.Name, s.LibName, s.LibVer)
+	}
+	if got := serve(t, r, s, "CLIENT SETNAME "+long[:MaxClientName]); got != "+OK\r\n" {
+		t.Errorf("a name of MaxClientName bytes: %q", got)
+	}
 }
 
 func TestQuitStopsThePipeline(t *testing.T) {
