@@ -152,6 +152,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes: cfg.Limits.MaxArgBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, AppScriptFuel: cfg.Redis.AppScriptFuel,
 		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
+		WaitShare:   int(cfg.Limits.ClientShare * float64(cfg.Status.MaxWaiters)),
 		Clients:     func() int64 { return p.Server.Clients() },
 		ObservePass: func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
 	ropt.Extra = func() []guard.Field {

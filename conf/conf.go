@@ -187,6 +187,9 @@ type Limits struct {
 	// OutcomeChannels is the most outcome channels all the connections of this proxy may
 	// hold at once.
 	OutcomeChannels int `koanf:"outcome_channels"`
+	// ClientShare is the share of OutcomeChannels, and of status.max_waiters, that one user
+	// and one source address may hold each, so that no single one takes them all.
+	ClientShare float64 `koanf:"client_share"`
 }
 
 // Admission configures the checks a buy passes before it may go to Redis (package
@@ -333,6 +336,7 @@ func Default() Config {
 			// MiB of a 256 MiB sidecar.
 			OutcomeChannelsPerConn: 1000,
 			OutcomeChannels:        100000,
+			ClientShare:            0.25,
 		},
 		Admission: Admission{
 			BuyerAttempts:    0,

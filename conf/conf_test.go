@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -223,6 +224,22 @@ func TestValidate(t *testing.T) {
 		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = 1.5 }},
 		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = -0.1 }},
 		{"redis.keys_max", func(c *Config) { c.Redis.KeysMax = -1 }},
+		{"redis.own_conns_share", func(c *Config) { c.Redis.OwnConnsShare = math.NaN() }},
+		{"limits.client_share", func(c *Config) { c.Limits.ClientShare = math.NaN() }},
+		{"limits.client_share", func(c *Config) { c.Limits.ClientShare = 0 }},
+		{"limits.client_share", func(c *Config) { c.Limits.ClientShare = 1.01 }},
+		{"admission.lease_share", func(c *Config) { c.Admission.LeaseShare = math.NaN() }},
+		{"redis.command_timeout", func(c *Config) { c.Redis.CommandTimeout = 2 * time.Hour }},
+		{"redis.dial_timeout", func(c *Config) { c.Redis.DialTimeout = time.Hour }},
+		{"buy.call_timeout", func(c *Config) { c.Buy.CallTimeout = time.Hour }},
+		{"buy.wait_timeout", func(c *Config) { c.Buy.WaitReplicas, c.Buy.WaitTimeout = 1, 500*time.Microsecond }},
+		{"buy.sold_out_reprobe", func(c *Config) { c.Buy.SoldOutReprobe = 48 * time.Hour }},
+		{"outbox.lease_ttl", func(c *Config) { c.Outbox.LeaseTTL = time.Millisecond }},
+		{"outbox.lease_ttl", func(c *Config) { c.Outbox.LeaseTTL = 2 * time.Hour }},
+		{"outbox.sweep_interval", func(c *Config) { c.Outbox.SweepInterval = 2 * time.Hour }},
+		{"sink.retry_max", func(c *Config) { c.Sink.RetryMax = 2 * time.Hour }},
+		{"mysql.conn_max_lifetime", func(c *Config) { c.MySQL.ConnMaxLifetime = 48 * time.Hour }},
+		{"redis.app_scripts[0]", func(c *Config) { c.Redis.AppScripts = []string{"*"} }},
 		{"limits.outcome_channels_per_conn", func(c *Config) { c.Limits.OutcomeChannelsPerConn = 0 }},
 		{"limits.outcome_channels", func(c *Config) { c.Limits.OutcomeChannels = 0 }},
 		{"redis.address_map", func(c *Config) { c.Redis.AddressMap = []string{"127.0.0.1:7000"} }},
@@ -415,7 +432,8 @@ func TestUnsafe(t *testing.T) {
 			"SECKILL_ADMIN_TOKEN=change_me_admin", "SECKILL_REDIS_PASSWORD=ChangeMe",
 			"SECKILL_MYSQL_DSN=seckill:CHANGE-ME@tcp(mysql:3306)/seckill"},
 			[]string{"admin_token", "redis.password", "mysql.dsn", "users shop"}},
-		{"real secrets", nil, []string{"SECKILL_USERS=shop:Zq8-x1:app", "SECKILL_ADMIN_TOKEN=9f1c0e77d2", "SECKILL_MYSQL_DSN=seckill:Zq8@tcp(mysql:3306)/seckill"}, nil},
+		{"a short admin token", nil, []string{"SECKILL_ADMIN_TOKEN=9f1c0e77d2"}, []string{"admin_token: 10 bytes"}},
+		{"real secrets", nil, []string{"SECKILL_USERS=shop:Zq8-x1:app", "SECKILL_ADMIN_TOKEN=9f1c0e77d2a4b6c8", "SECKILL_MYSQL_DSN=seckill:Zq8@tcp(mysql:3306)/seckill"}, nil},
 	} {
 		var out strings.Builder
 		_, err := ParseCommandLine("x", append([]string{"-check-config"}, tt.args...), tt.environ, &out)
@@ -550,5 +568,19 @@ func TestCheckConfigStrict(t *testing.T) {
 	}
 	if _, err := ParseCommandLine("x", []string{"-strict"}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "-strict goes with -check-config") {
 		t.Errorf("-strict alone: %v, want a refusal", err)
+	}
+}
+
+// TestAnyAppScriptNeedsItsFlag: redis.app_scripts ["*"] is refused alone and accepted with
+// redis.app_scripts_any_unsafe, which says what it risks.
+func TestAnyAppScriptNeedsItsFlag(t *testing.T) {
+	c := Default()
+	c.Redis.AppScripts = []string{"*"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "app_scripts_any_unsafe") {
+		t.Fatalf("[\"*\"] alone: %v", err)
+	}
+	c.Redis.AppScriptsAnyUnsafe = true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("[\"*\"] with its flag: %v", err)
 	}
 }

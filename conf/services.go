@@ -65,8 +65,12 @@ type Redis struct {
 	// that SHA1, EVALSHA, SCRIPT LOAD), besides the legacy stock scripts the proxy runs as
 	// buys. An app user's other scripts, and its functions, are refused: a script that never
 	// ends makes its master answer BUSY to every client and sale on it, and an app user may
-	// not SCRIPT KILL. ["*"] lets app users run any script. Admins run any script.
+	// not SCRIPT KILL. ["*"] lets app users run any script, and is refused unless
+	// AppScriptsAnyUnsafe is set too. Admins run any script.
 	AppScripts []string `koanf:"app_scripts"`
+	// AppScriptsAnyUnsafe must be true for AppScripts to hold "*": it says that the operator
+	// knows any app user may then freeze a master, or fill its memory, with one script.
+	AppScriptsAnyUnsafe bool `koanf:"app_scripts_any_unsafe"`
 	// AppScriptFuel is how many cost units (internal/luabound: a loop step or statement 1, a
 	// Redis call 32, a match by its pattern) the loops and functions of an app user's script
 	// that loops on a value (a while, a for to a number read from a key, recursion) may spend:

@@ -67,10 +67,10 @@ func (v *validator) checkLogAndRedis(c *Config) {
 	if c.Redis.Mode == ModeStandalone && len(c.Redis.Addrs) != 1 {
 		v.fail("redis.addrs", c.Redis.Addrs, "standalone mode takes exactly one address")
 	}
-	v.positive("redis.dial_timeout", c.Redis.DialTimeout)
-	v.positive("redis.read_timeout", c.Redis.ReadTimeout)
-	v.positive("redis.write_timeout", c.Redis.WriteTimeout)
-	v.positive("redis.pool_timeout", c.Redis.PoolTimeout)
+	v.between("redis.dial_timeout", c.Redis.DialTimeout, time.Millisecond, time.Minute)
+	v.between("redis.read_timeout", c.Redis.ReadTimeout, time.Millisecond, time.Minute)
+	v.between("redis.write_timeout", c.Redis.WriteTimeout, time.Millisecond, time.Minute)
+	v.between("redis.pool_timeout", c.Redis.PoolTimeout, time.Millisecond, time.Minute)
 	v.atLeast("redis.pool_size", c.Redis.PoolSize, 1)
 	v.atLeast("redis.min_idle_conns", c.Redis.MinIdleConns, 0)
 	if c.Redis.MinIdleConns > c.Redis.PoolSize {
@@ -83,14 +83,14 @@ func (v *validator) checkLogAndRedis(c *Config) {
 		v.fail("redis.spare_conns", c.Redis.SpareConns, "must be from 0 to 64")
 	}
 	v.atLeast("redis.max_own_conns", c.Redis.MaxOwnConns, 0)
-	if c.Redis.OwnConnsShare < 0 || c.Redis.OwnConnsShare > 1 {
+	if !(c.Redis.OwnConnsShare >= 0 && c.Redis.OwnConnsShare <= 1) { // NaN too
 		v.fail("redis.own_conns_share", c.Redis.OwnConnsShare, "must be from 0 (no bound per master) to 1")
 	}
 	v.atLeast("redis.keys_max", c.Redis.KeysMax, 0)
 	if c.Redis.EventLoops < 0 || c.Redis.EventLoops > 64 {
 		v.fail("redis.event_loops", c.Redis.EventLoops, "must be from 0 (a goroutine per client) to 64")
 	}
-	v.positive("redis.command_timeout", c.Redis.CommandTimeout)
+	v.between("redis.command_timeout", c.Redis.CommandTimeout, time.Millisecond, time.Minute)
 }
 
 // checkKafka checks Kafka.
@@ -109,7 +109,7 @@ func (v *validator) checkKafka(c *Config) {
 	} else if !kv.IsAtLeast(sarama.V2_1_0_0) {
 		v.fail("kafka.version", c.Kafka.Version, "below 2.1.0, which the idempotent producer and Kafka 4 need")
 	}
-	v.positive("kafka.dial_timeout", c.Kafka.DialTimeout)
+	v.between("kafka.dial_timeout", c.Kafka.DialTimeout, time.Millisecond, time.Minute)
 	v.between("kafka.linger", c.Kafka.Linger, 0, time.Second)
 	// Kafka's brokers accept sessions within group.min/max.session.timeout.ms (6 s, 30 min).
 	v.between("kafka.session_timeout", c.Kafka.SessionTimeout, 6*time.Second, 30*time.Minute)
@@ -126,7 +126,7 @@ func (v *validator) checkMysql(c *Config) {
 	}
 	v.atLeast("mysql.max_open_conns", c.MySQL.MaxOpenConns, 1)
 	v.atLeast("mysql.max_idle_conns", c.MySQL.MaxIdleConns, 0)
-	v.positive("mysql.conn_max_lifetime", c.MySQL.ConnMaxLifetime)
+	v.between("mysql.conn_max_lifetime", c.MySQL.ConnMaxLifetime, time.Second, 24*time.Hour)
 }
 
 // checkLimits checks the limits.
@@ -137,6 +137,9 @@ func (v *validator) checkLimits(c *Config) {
 	v.atLeast("limits.max_inflight", c.Limits.MaxInflight, 1)
 	v.atLeast("limits.outcome_channels_per_conn", c.Limits.OutcomeChannelsPerConn, 1)
 	v.atLeast("limits.outcome_channels", c.Limits.OutcomeChannels, 1)
+	if s := c.Limits.ClientShare; !(s > 0 && s <= 1) {
+		v.fail("limits.client_share", s, "must be above 0 and at most 1")
+	}
 	if c.Limits.MaxInflight > c.Redis.PoolSize*len(c.Redis.Addrs)*64 {
 		v.fail("limits.max_inflight", c.Limits.MaxInflight, "far above what redis.pool_size can carry")
 	}
@@ -164,17 +167,20 @@ func (v *validator) checkAdmission(c *Config) {
 // checkBuy checks the buy and the application scripts.
 func (v *validator) checkBuy(c *Config) {
 	v.oneOf("buy.reply_after", c.Buy.ReplyAfter, ReplyAfterLua, ReplyAfterKafka)
-	v.positive("buy.call_timeout", c.Buy.CallTimeout)
+	v.between("buy.call_timeout", c.Buy.CallTimeout, time.Millisecond, time.Minute)
 	v.atLeast("buy.wait_replicas", c.Buy.WaitReplicas, 0)
 	if c.Buy.WaitReplicas > 0 {
 		if c.Buy.WaitTimeout < 0 {
 			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be 0 (half of buy.call_timeout) or more")
 		}
+		if c.Buy.WaitTimeout > 0 && c.Buy.WaitTimeout < time.Millisecond {
+			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be 0 or at least 1ms: Redis's WAIT counts whole milliseconds, and WAIT n 0 waits for ever")
+		}
 		if c.Buy.WaitTimeout >= c.Buy.CallTimeout {
 			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be below buy.call_timeout "+c.Buy.CallTimeout.String())
 		}
 	}
-	v.positive("buy.sold_out_reprobe", c.Buy.SoldOutReprobe)
+	v.between("buy.sold_out_reprobe", c.Buy.SoldOutReprobe, time.Millisecond, time.Hour)
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
 	v.atLeast("buy.legacy_uidless_per_conn", c.Buy.LegacyUIDLessPerConn, 1)
 	v.atLeast("redis.app_script_fuel", c.Redis.AppScriptFuel, 0)
@@ -182,7 +188,10 @@ func (v *validator) checkBuy(c *Config) {
 		v.fail("redis.app_script_fuel", c.Redis.AppScriptFuel, "must be at most "+strconv.Itoa(MaxAppScriptFuel)+" units, the scripts' cost budget: a master running a script answers BUSY to every other client")
 	}
 	for i, s := range c.Redis.AppScripts {
-		if s != "*" && !isSHA1(s) {
+		switch {
+		case s == "*" && !c.Redis.AppScriptsAnyUnsafe:
+			v.fail("redis.app_scripts["+strconv.Itoa(i)+"]", s, `lets app users run any script, which can freeze a master or fill its memory; set redis.app_scripts_any_unsafe: true as well to mean it`)
+		case s != "*" && !isSHA1(s):
 			v.fail("redis.app_scripts["+strconv.Itoa(i)+"]", s, `not 40 hex digits, nor "*"`)
 		}
 	}
@@ -218,11 +227,11 @@ func (v *validator) checkOutbox(c *Config) {
 	v.between("status.max_wait", c.Status.MaxWait, time.Millisecond, time.Hour)
 	v.atLeast("status.max_waiters", c.Status.MaxWaiters, 0)
 	v.between("status.resync", c.Status.Resync, 100*time.Millisecond, time.Minute)
-	v.positive("outbox.sweep_interval", c.Outbox.SweepInterval)
-	v.positive("outbox.sweep_age", c.Outbox.SweepAge)
-	v.positive("outbox.lease_ttl", c.Outbox.LeaseTTL)
+	v.between("outbox.sweep_interval", c.Outbox.SweepInterval, time.Millisecond, time.Hour)
+	v.between("outbox.sweep_age", c.Outbox.SweepAge, time.Millisecond, time.Hour)
+	v.between("outbox.lease_ttl", c.Outbox.LeaseTTL, 100*time.Millisecond, time.Hour)
 	v.atLeast("outbox.sweep_batch", c.Outbox.SweepBatch, 1)
-	v.positive("outbox.delete_flush", c.Outbox.DeleteFlush)
+	v.between("outbox.delete_flush", c.Outbox.DeleteFlush, time.Microsecond, 10*time.Second)
 	if c.Outbox.LateAfter < time.Second || c.Outbox.LateAfter > 24*time.Hour {
 		v.fail("outbox.late_after", c.Outbox.LateAfter, "must be from 1s to 24h")
 	}
@@ -237,8 +246,11 @@ func (v *validator) checkOutbox(c *Config) {
 // checkSink checks the sink.
 func (v *validator) checkSink(c *Config) {
 	v.atLeast("sink.batch_size", c.Sink.BatchSize, 1)
-	v.positive("sink.batch_linger", c.Sink.BatchLinger)
-	v.positive("sink.retry_min", c.Sink.RetryMin)
+	v.between("sink.batch_linger", c.Sink.BatchLinger, time.Microsecond, 10*time.Second)
+	v.between("sink.retry_min", c.Sink.RetryMin, time.Microsecond, time.Minute)
+	if c.Sink.RetryMax > time.Hour {
+		v.fail("sink.retry_max", c.Sink.RetryMax, "must be at most 1h")
+	}
 	if c.Sink.RetryMax < c.Sink.RetryMin {
 		v.fail("sink.retry_max", c.Sink.RetryMax, "below sink.retry_min "+c.Sink.RetryMin.String())
 	}
@@ -356,80 +368,8 @@ func isSHA1(s string) bool {
 	return true
 }
 
-// Unsafe lists what makes a valid configuration unfit to run: a proxy open to its network
-// with protected_mode off (every client that reaches it is an admin), and a secret still set
-// to a placeholder such as the manifests' CHANGE-ME. The command line refuses such a
-// configuration, at -check-config, at start and at a reload.
-func (c Config) Unsafe() []string {
-	var u []string
-	if c.Password == "" && len(c.Users) == 0 && !c.ProtectedMode && !loopbackOnly(c.Listen) {
-		u = append(u, "no password, no users and protected_mode off on "+c.Listen+": every client that reaches it would be an admin (WARM, CLOSE, RELEASE, DENY); set users (SECKILL_USERS) or password, or listen on loopback")
-	}
-	secrets := []struct{ key, value string }{{"password", c.Password}, {"admin_token", c.AdminToken},
-		{"redis.password", c.Redis.Password}, {"redis.passthrough_password", c.Redis.PassthroughPassword},
-		{"mysql.dsn", dsnPassword(c.MySQL.DSN)}}
-	for _, user := range c.Users {
-		secrets = append(secrets, struct{ key, value string }{"users " + user.Name, user.Password})
-	}
-	for _, s := range secrets {
-		if isPlaceholder(s.value) {
-			u = append(u, s.key+": the secret is still a placeholder ("+strconv.Quote(s.value)+"); set a real one")
-		}
-	}
-	return u
-}
-
-// isPlaceholder: s is a stand-in for a secret, as the shipped manifests' "CHANGE-ME".
-func isPlaceholder(s string) bool {
-	folded := strings.ToLower(strings.NewReplacer("-", "", "_", "", " ", "").Replace(s))
-	return strings.Contains(folded, "changeme") || folded == "password" || folded == "secret"
-}
-
-// dsnPassword is the password of a go-sql-driver DSN, or "".
-func dsnPassword(dsn string) string {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return ""
-	}
-	return cfg.Passwd
-}
-
-// Warnings lists what a valid configuration leaves open: a proxy that serves every client as
-// an admin, admin ports reachable from the network without a token, and "bought" answered
-// before a replica holds the order.
-func (c Config) Warnings() []string {
-	var w []string
-	if c.Buy.WaitReplicas == 0 {
-		w = append(w, "buy.wait_replicas 0: a buy is answered before any replica holds it, so a master paused or cut off past the node timeout turns some \"bought\" answers into rejected orders; set 1 (the default)")
-	}
-	open := c.Password == "" && len(c.Users) == 0
-	if open && !loopbackOnly(c.Listen) {
-		if c.ProtectedMode {
-			w = append(w, "no password and no users: clients from outside loopback on "+c.Listen+" are refused (protected_mode); set users (SECKILL_USERS) or password")
-		}
-	}
-	if c.AdminToken == "" {
-		for _, a := range []struct{ key, addr string }{{"admin_listen", c.AdminListen}, {"sink.admin_listen", c.Sink.AdminListen}} {
-			if a.addr != "" && !loopbackOnly(a.addr) {
-				w = append(w, a.key+" "+a.addr+" is reachable from the network without admin_token: /reload, pprof and the sale page answer loopback peers only")
-			}
-		}
-	}
-	return w
-}
-
-// loopbackOnly: addr listens on a loopback address only.
-func loopbackOnly(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// MinAdminToken is the shortest admin_token accepted.
+const MinAdminToken = 16
 
 // MaxAppScriptFuel bounds redis.app_script_fuel: the scripts' cost budget
 // (internal/luabound.Budget, some 0.4 s of a master's time), which no fueled script may pass.

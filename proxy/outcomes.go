@@ -49,6 +49,11 @@ func errChannelsPerConn(n int) string {
 	return "BUSY this connection holds " + strconv.Itoa(n) + " outcome channels already (limits.outcome_channels_per_conn); UNSUBSCRIBE from some, or subscribe on another connection"
 }
 
+// errChannelsShare refuses an outcome channel past limits.client_share.
+func errChannelsShare(n int) string {
+	return "BUSY this user, or this client address, holds " + strconv.Itoa(n) + " outcome channels already (limits.client_share of limits.outcome_channels); UNSUBSCRIBE from some, or poll SECKILL.STATUS"
+}
+
 // errChannels refuses an outcome channel past limits.outcome_channels.
 func errChannels(n int) string {
 	return "BUSY " + strconv.Itoa(n) + " outcome channels are held on this proxy already (limits.outcome_channels); poll SECKILL.STATUS"
@@ -91,7 +96,8 @@ func (o *outcomeSub) stop() {
 // outcomeBridge runs subscriber mode for a client whose first subscription is an outcome
 // channel; it returns as bridge does.
 func (s *Server) outcomeBridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
-	b := &outcomeSession{s: s, c: c, write: lockedWrite(c), resp3: c.sess.Proto == 3, subs: map[string]*outcomeSub{}}
+	b := &outcomeSession{s: s, c: c, write: lockedWrite(c), resp3: c.sess.Proto == 3, subs: map[string]*outcomeSub{},
+		share: guard.ShareKeys(c.sess.User, c.sess.Remote)}
 	defer b.close()
 	rest = serveSubscriber(c, first, rest, b.send, b.write)
 	if b.next == nil {
@@ -108,6 +114,7 @@ type outcomeSession struct {
 	write func(func(*redcon.Writer)) bool // the waits and the command loop both write to c
 	resp3 bool
 	subs  map[string]*outcomeSub
+	share [2]string // the keys its channels count under (Server.outcomeShares)
 	waits sync.WaitGroup
 	// next is the command that ends subscriber mode, served by the caller (nil: none).
 	next [][]byte
@@ -118,6 +125,7 @@ func (b *outcomeSession) close() {
 		o.stop()
 	}
 	b.s.outcomeChannels.Add(-int64(len(b.subs)))
+	b.s.outcomeShares.Release(b.share, len(b.subs))
 	b.waits.Wait()
 }
 
@@ -164,7 +172,11 @@ func (b *outcomeSession) refusal(ch []byte, ok bool) string {
 	case lim.OutcomeChannelsPerConn > 0 && len(b.subs) >= lim.OutcomeChannelsPerConn:
 		b.s.outcomeRefused.Add(1)
 		return errChannelsPerConn(lim.OutcomeChannelsPerConn)
+	case !b.s.outcomeShares.Take(b.share):
+		b.s.outcomeRefused.Add(1)
+		return errChannelsShare(b.s.outcomeShares.Most())
 	case !b.s.takeOutcomeChannel():
+		b.s.outcomeShares.Release(b.share, 1)
 		return errChannels(lim.OutcomeChannels)
 	}
 	return ""
@@ -186,6 +198,7 @@ func (b *outcomeSession) subscribe(ch []byte) {
 	if err != nil && !later {
 		cancel()
 		b.s.outcomeChannels.Add(-1)
+		b.s.outcomeShares.Release(b.share, 1)
 		b.writeError(err.Error())
 		return
 	}
@@ -258,6 +271,7 @@ func (b *outcomeSession) unsubscribe(chans [][]byte) {
 			o.stop()
 			delete(b.subs, string(ch))
 			b.s.outcomeChannels.Add(-1)
+			b.s.outcomeShares.Release(b.share, 1)
 		}
 		b.write(func(w *redcon.Writer) { b.confirm(w, "unsubscribe", ch) })
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/guard"
 	"seckill-proxy/router"
 	"seckill-proxy/upstream"
 )
@@ -36,7 +37,10 @@ type Server struct {
 	// outcomeChannels counts the outcome channels held, outcomeRefused those refused past
 	// limits.outcome_channels_per_conn or limits.outcome_channels.
 	outcomeChannels, outcomeRefused atomic.Int64
-	conns                           sync.WaitGroup // clients served by a goroutine of their own
+	// outcomeShares bounds the outcome channels of each user and source address
+	// (limits.client_share of limits.outcome_channels).
+	outcomeShares *guard.Shares
+	conns         sync.WaitGroup // clients served by a goroutine of their own
 
 	loops     int     // event loops to serve clients from; 0: a goroutine per client
 	noLoop    bool    // serve every client from a goroutine of its own
@@ -64,7 +68,8 @@ func (s *Server) UseMetrics(m *Metrics) { s.metrics = m }
 func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Limits) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
-		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser()}
+		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser(),
+		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels)))}
 }
 
 // UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with

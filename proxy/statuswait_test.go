@@ -236,7 +236,9 @@ func TestStatusWaitPerBuyer(t *testing.T) {
 // order holds no wait. Before, one connection subscribed 1,000,000 (1.1 GiB of RSS), or the
 // channels of 50,000 pending buyers, which took every wait of the proxy.
 func TestOutcomeChannelBounds(t *testing.T) {
-	s := start(t, func(c *conf.Config) { c.Limits.OutcomeChannelsPerConn, c.Limits.OutcomeChannels = 50, 80 })
+	s := start(t, func(c *conf.Config) {
+		c.Limits.OutcomeChannelsPerConn, c.Limits.OutcomeChannels, c.Limits.ClientShare = 50, 80, 1
+	})
 	c := s.client(t, 4)
 	ctx := context.Background()
 	sku := newSKU("chanbound")
@@ -294,6 +296,58 @@ func TestOutcomeChannelBounds(t *testing.T) {
 	}
 	if got := s.field("outcome_channels_refused"); got != 20 {
 		t.Fatalf("outcome_channels_refused = %d, want 20", got)
+	}
+}
+
+// TestOutcomeChannelShares: one user at one address holds at most limits.client_share of the
+// proxy's outcome channels, over all its connections; past it SUBSCRIBE answers -BUSY naming
+// the setting, and a channel let go is taken again. Before, 100 connections of one user took
+// all 100,000 of the proxy's channels with made-up buyers', and every real buyer got BUSY.
+func TestOutcomeChannelShares(t *testing.T) {
+	s := start(t, func(c *conf.Config) {
+		c.Limits.OutcomeChannelsPerConn, c.Limits.OutcomeChannels, c.Limits.ClientShare = 1000, 80, 0.25
+	})
+	sku := newSKU("chanshare")
+	s.sale(t, s.client(t, 1), sku, 10)
+	subscribe := func(sub *rawClient, from, n int) (ok, busy int) {
+		args := []string{"SUBSCRIBE"}
+		for i := from; i < from+n; i++ {
+			args = append(args, sale.OutcomeChannel(sku, "nobody"+strconv.Itoa(i)))
+		}
+		send(t, sub, args...)
+		for ok+busy < n {
+			raw := readMessage(t, sub)
+			switch {
+			case strings.HasPrefix(raw, "-BUSY") && strings.Contains(raw, "limits.client_share"):
+				busy++
+			case strings.HasPrefix(raw, "-"):
+				t.Fatalf("SUBSCRIBE: %q", raw)
+			case strings.Contains(raw, "subscribe"):
+				ok++
+			}
+		}
+		return ok, busy
+	}
+	first, second := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	if ok, busy := subscribe(first, 0, 30); ok != 20 || busy != 10 {
+		t.Fatalf("30 channels of one user: %d held, %d refused; want 20 and 10 (a quarter of 80)", ok, busy)
+	}
+	if ok, busy := subscribe(second, 100, 5); ok != 0 || busy != 5 {
+		t.Fatalf("5 more on the same user's second connection: %d held, %d refused; want 0 and 5", ok, busy)
+	}
+	send(t, first, "UNSUBSCRIBE", sale.OutcomeChannel(sku, "nobody0"), sale.OutcomeChannel(sku, "nobody1"))
+	for range 2 {
+		if raw := readMessage(t, first); !strings.Contains(raw, "unsubscribe") {
+			t.Fatalf("UNSUBSCRIBE: %q", raw)
+		}
+	}
+	if ok, busy := subscribe(second, 200, 3); ok != 2 || busy != 1 {
+		t.Fatalf("3 more after 2 let go: %d held, %d refused; want 2 and 1", ok, busy)
+	}
+	_ = first.c.Close()
+	eventually(t, 5*time.Second, "the first connection's channels let go", func() bool { return s.field("outcome_channels") == 2 })
+	if ok, busy := subscribe(second, 300, 18); ok != 18 || busy != 0 {
+		t.Fatalf("18 more after the first connection left: %d held, %d refused", ok, busy)
 	}
 }
 

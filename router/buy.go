@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -126,7 +127,7 @@ func compatReply(err error) (int64, bool) {
 // cmdStatus: SECKILL.STATUS <sku> <uid> [WAIT <ms>]. With WAIT, a buyer whose order has no
 // outcome yet waits for it (guard.WaitStatus), as a client waits in BLPOP: the client's
 // context ends the wait when it leaves.
-func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Reply, error) {
+func (r *Router) cmdStatus(ctx context.Context, s *Session, args [][]byte) (Reply, error) {
 	maxWait := r.opt.MaxStatusWait
 	if maxWait <= 0 {
 		maxWait = conf.Default().Status.MaxWait
@@ -137,6 +138,12 @@ func (r *Router) cmdStatus(ctx context.Context, _ *Session, args [][]byte) (Repl
 	}
 	var st guard.Status
 	if req.Wait > 0 {
+		keys := guard.ShareKeys(s.User, s.Remote)
+		if !r.waitShares.Take(keys) {
+			return nil, respError("BUSY this user, or this client address, has " + strconv.Itoa(r.waitShares.Most()) +
+				" buyers waiting already (limits.client_share of status.max_waiters); poll SECKILL.STATUS")
+		}
+		defer r.waitShares.Release(keys, 1)
 		st, err = r.guard.WaitStatus(ctx, req.SKU, req.UID, req.Wait)
 	} else {
 		st, err = r.guard.Status(ctx, req.SKU, req.UID)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"seckill-proxy/guard"
 )
 
 // What CLIENT promises of the proxy's own clients, with no Redis behind it.
@@ -95,5 +97,23 @@ func TestClientKillFilters(t *testing.T) {
 				t.Errorf("%s: %s killed %d times, want once", tt.cmd, g, killed[g])
 			}
 		}
+	}
+}
+
+// TestStatusWaitShare: a user, or a client address, that has its share of the proxy's waits
+// waiting gets BUSY for one more SECKILL.STATUS ... WAIT, naming the setting, before the
+// guard is asked; another user at another address is not touched.
+func TestStatusWaitShare(t *testing.T) {
+	r := New(nil, zap.NewNop(), Options{WaitShare: 2})
+	s := r.NewSession("10.0.0.1:5000")
+	keys := guard.ShareKeys(s.User, s.Remote)
+	r.waitShares.Take(keys)
+	r.waitShares.Take(keys)
+	got := serve(t, r, s, "SECKILL.STATUS phone u1 WAIT 1000")
+	if !strings.HasPrefix(got, "-BUSY") || !strings.Contains(got, "limits.client_share") {
+		t.Fatalf("a third wait: %q", got)
+	}
+	if !r.waitShares.Take(guard.ShareKeys("shop", "10.0.0.2:1")) {
+		t.Fatal("another user at another address was refused")
 	}
 }

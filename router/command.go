@@ -146,3 +146,12 @@ func (c *command) info() Reply {
 	}
 	return Array(Fields(c.name, c.arity, flags, first, last, first, Array{}, Array{}, Array{}, Array{}))
 }
+
+// CopyArgs copies a command whose arguments point into a buffer that will be reused.
+func CopyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}

@@ -154,6 +154,9 @@ type Options struct {
 	ProtectedMode bool
 	// MaxStatusWait bounds SECKILL.STATUS ... WAIT (status.max_wait; 0: conf's default).
 	MaxStatusWait time.Duration
+	// WaitShare is the most SECKILL.STATUS ... WAIT one user, and one client address, may
+	// have waiting at once (limits.client_share of status.max_waiters; 0: no bound).
+	WaitShare int
 }
 
 // errPassThrough marks a command for the upstream. (An error value made once: returning a
@@ -185,6 +188,8 @@ type Router struct {
 	appScripts map[string]bool
 	verdicts   verdicts
 	scriptLog  rate.Sometimes
+	// waitShares bounds each user's and client address's SECKILL.STATUS ... WAIT.
+	waitShares *guard.Shares
 }
 
 // New builds the command table once.
@@ -200,6 +205,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
 	r.scriptLog = rate.Sometimes{Interval: 10 * time.Second}
+	r.waitShares = guard.NewShares(opt.WaitShare)
 	r.auth.sources = newFailureLimits(authSourceEvery, authSourceBurst)
 	r.auth.users = newFailureLimits(authUserEvery, authUserBurst)
 	r.auth.now = time.Now
@@ -388,15 +394,6 @@ func (r *Router) isBuyCommand(args [][]byte) bool {
 	}
 	c := r.lookup(args[0])
 	return c != nil && c.flags&flagBuy != 0
-}
-
-// CopyArgs copies a command whose arguments point into a buffer that will be reused.
-func CopyArgs(args [][]byte) [][]byte {
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = append([]byte(nil), a...)
-	}
-	return out
 }
 
 // check finds the command and checks auth and arity.

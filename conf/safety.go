@@ -1,0 +1,88 @@
+package conf
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Unsafe lists what makes a valid configuration unfit to run: a proxy open to its network
+// with protected_mode off (every client that reaches it is an admin), a secret still set
+// to a placeholder such as the manifests' CHANGE-ME, and an admin token under MinAdminToken
+// bytes. The command line refuses such a
+// configuration, at -check-config, at start and at a reload.
+func (c Config) Unsafe() []string {
+	var u []string
+	if c.Password == "" && len(c.Users) == 0 && !c.ProtectedMode && !loopbackOnly(c.Listen) {
+		u = append(u, "no password, no users and protected_mode off on "+c.Listen+": every client that reaches it would be an admin (WARM, CLOSE, RELEASE, DENY); set users (SECKILL_USERS) or password, or listen on loopback")
+	}
+	secrets := []struct{ key, value string }{{"password", c.Password}, {"admin_token", c.AdminToken},
+		{"redis.password", c.Redis.Password}, {"redis.passthrough_password", c.Redis.PassthroughPassword},
+		{"mysql.dsn", dsnPassword(c.MySQL.DSN)}}
+	for _, user := range c.Users {
+		secrets = append(secrets, struct{ key, value string }{"users " + user.Name, user.Password})
+	}
+	for _, s := range secrets {
+		if isPlaceholder(s.value) {
+			u = append(u, s.key+": the secret is still a placeholder ("+strconv.Quote(s.value)+"); set a real one")
+		}
+	}
+	if n := len(c.AdminToken); n > 0 && n < MinAdminToken && !isPlaceholder(c.AdminToken) {
+		u = append(u, "admin_token: "+strconv.Itoa(n)+" bytes, below "+strconv.Itoa(MinAdminToken)+": the admin port answers anyone who guesses it; make one with openssl rand -hex 32")
+	}
+	return u
+}
+
+// isPlaceholder: s is a stand-in for a secret, as the shipped manifests' "CHANGE-ME".
+func isPlaceholder(s string) bool {
+	folded := strings.ToLower(strings.NewReplacer("-", "", "_", "", " ", "").Replace(s))
+	return strings.Contains(folded, "changeme") || folded == "password" || folded == "secret"
+}
+
+// dsnPassword is the password of a go-sql-driver DSN, or "".
+func dsnPassword(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return ""
+	}
+	return cfg.Passwd
+}
+
+// Warnings lists what a valid configuration leaves open: a proxy that serves every client as
+// an admin, admin ports reachable from the network without a token, and "bought" answered
+// before a replica holds the order.
+func (c Config) Warnings() []string {
+	var w []string
+	if c.Buy.WaitReplicas == 0 {
+		w = append(w, "buy.wait_replicas 0: a buy is answered before any replica holds it, so a master paused or cut off past the node timeout turns some \"bought\" answers into rejected orders; set 1 (the default)")
+	}
+	open := c.Password == "" && len(c.Users) == 0
+	if open && !loopbackOnly(c.Listen) {
+		if c.ProtectedMode {
+			w = append(w, "no password and no users: clients from outside loopback on "+c.Listen+" are refused (protected_mode); set users (SECKILL_USERS) or password")
+		}
+	}
+	if c.AdminToken == "" {
+		for _, a := range []struct{ key, addr string }{{"admin_listen", c.AdminListen}, {"sink.admin_listen", c.Sink.AdminListen}} {
+			if a.addr != "" && !loopbackOnly(a.addr) {
+				w = append(w, a.key+" "+a.addr+" is reachable from the network without admin_token: /reload, pprof and the sale page answer loopback peers only")
+			}
+		}
+	}
+	return w
+}
+
+// loopbackOnly: addr listens on a loopback address only.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
