@@ -12,7 +12,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/providers/structs"
 	"github.com/knadh/koanf/v2"
 )
@@ -243,8 +243,12 @@ func trimAll(ss []string) []string {
 // file caught half written (a ConfigMap being rewritten, an editor's save), never "all
 // defaults": the proxy would come up logged in as no one, with none of the file's settings.
 func loadFile(k *koanf.Koanf, path string) error {
+	b, err := readConfigFile(path)
+	if err != nil {
+		return fmt.Errorf("config: file %s: %w", path, err)
+	}
 	fk := koanf.New(".")
-	if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+	if err := fk.Load(rawbytes.Provider(b), yaml.Parser()); err != nil {
 		return fmt.Errorf("config: file %s: %w", path, err)
 	}
 	if len(fk.Keys()) == 0 {

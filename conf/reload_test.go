@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,5 +102,54 @@ func TestCommandLineReloadReadsTheFileAgain(t *testing.T) {
 	write("redis:\n  mode: weird\n")
 	if _, err := cl.reload(); err == nil {
 		t.Error("an invalid file reloaded")
+	}
+}
+
+// TestConfigFileReadSafely: the configuration file is read only if it is a regular file (a
+// symlink to one too, as Kubernetes mounts a ConfigMap) of at most MaxConfigFile bytes: a
+// FIFO is refused at once, where opening it waited for a writer and held every later reload;
+// a directory and a huge file are refused; a read while an earlier one is still hung fails at
+// once.
+func TestConfigFileReadSafely(t *testing.T) {
+	dir := t.TempDir()
+	good := dir + "/seckill.yaml"
+	if err := os.WriteFile(good, []byte("password: one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := dir + "/link.yaml"
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readConfigFile(link); err != nil || string(b) != "password: one\n" {
+		t.Fatalf("a symlink to a regular file: %q, %v", b, err)
+	}
+	fifo := dir + "/fifo.yaml"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := dir + "/big.yaml"
+	if err := os.WriteFile(big, make([]byte, MaxConfigFile+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "not a regular file", dir: "not a regular file", big: "over 1048576"} {
+		done := make(chan error, 1)
+		go func() { _, err := readConfigFile(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want %q", path, err, want)
+			}
+		case <-time.After(ReadTimeout / 2):
+			t.Fatalf("%s: the read hangs", path)
+		}
+	}
+	if _, err := ParseCommandLine("test", []string{"-config", fifo}, nil, io.Discard); err == nil {
+		t.Error("a FIFO as the config file was accepted at start")
+	}
+	reading.Store(true) // a read that has not returned
+	_, err := readConfigFile(good)
+	reading.Store(false)
+	if err == nil || !strings.Contains(err.Error(), "has not returned") {
+		t.Errorf("a read beside a hung one: %v", err)
 	}
 }
