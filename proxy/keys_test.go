@@ -74,5 +74,28 @@ func TestKeysWalk(t *testing.T) {
 		if err := c.Ping(ctx).Err(); err != nil {
 			t.Fatalf("the connection after the refused KEYS: %v", err)
 		}
+		// A pattern each SCAN step would send again is bounded, and so is what one walk holds
+		// (1,700 keys of 10 KiB: more than 16 MiB, fewer than keys_max).
+		if err := c.Keys(ctx, strings.Repeat("*", 1025)).Err(); err == nil || !strings.Contains(err.Error(), "over the 1024") {
+			t.Fatalf("KEYS of a 1,025-byte pattern: %v", err)
+		}
+		long := prefix + "long:" + strings.Repeat("x", 10<<10)
+		pipe = c.Pipeline()
+		for i := range 1700 {
+			pipe.Set(ctx, long+strconv.Itoa(i), "v", 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			pipe := s.client(t, 2).Pipeline()
+			for i := range 1700 {
+				pipe.Del(context.Background(), long+strconv.Itoa(i))
+			}
+			_, _ = pipe.Exec(context.Background())
+		})
+		if err := c.Keys(ctx, prefix+"long:*").Err(); err == nil || !strings.Contains(err.Error(), "MiB of keys") {
+			t.Fatalf("KEYS of 17 MiB of keys: %v", err)
+		}
 	})
 }

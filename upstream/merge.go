@@ -21,21 +21,37 @@ import (
 const keysStep = "1000"
 
 // keysAtOnce bounds the KEYS walks of one proxy at once; keysWalks holds their places.
-const keysAtOnce = 4
+const keysAtOnce = 2
 
 var keysWalks = make(chan struct{}, keysAtOnce)
+
+// keysMaxBytes bounds what one KEYS walk holds (each key's bytes plus keyOverhead), so that
+// the walks at once hold at most keysAtOnce x keysMaxBytes, and as much again while the reply
+// is written, whatever keys_max says: a million keys of 100 bytes would be some 170 MiB a
+// walk, and the sidecar's memory limit is 256 MiB.
+const (
+	keysMaxBytes = 16 << 20
+	keyOverhead  = 40 // a slice header and the reply's framing
+)
+
+// maxKeysPattern bounds a KEYS pattern, which each SCAN step of the walk sends again and each
+// master matches against every key it looks at.
+const maxKeysPattern = 1024
 
 // keys answers KEYS pattern as a walk of SCAN 0.. MATCH pattern over every master (or the
 // one server), a step at a time, so that no master is held for its whole keyspace as KEYS
 // would hold it; each key once. A key written or deleted during the walk may be named or
-// not, as with SCAN; past keys_max keys the walk stops with an error rather than build a
-// reply without bound.
+// not, as with SCAN; past keys_max keys, or keysMaxBytes held, the walk stops with an error
+// rather than build a reply without bound.
 func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
 	if len(args) != 2 {
 		return errorReply("ERR wrong number of arguments for 'keys' command")
 	}
+	if len(args[1]) > maxKeysPattern {
+		return errorReply(fmt.Sprintf("ERR KEYS pattern of %d bytes, over the %d seckill-proxy sends to every master on each step of its walk", len(args[1]), maxKeysPattern))
+	}
 	// At most keysAtOnce walks at a time, so that the replies held meanwhile stay within
-	// keysAtOnce x keys_max keys, whatever the clients ask.
+	// keysAtOnce x keysMaxBytes, whatever the clients ask.
 	select {
 	case keysWalks <- struct{}{}:
 		defer func() { <-keysWalks }()
@@ -48,8 +64,9 @@ func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
 	}
 	limit := c.opt.KeysMax
 	var all [][]byte
+	held := 0
 	for _, m := range ms {
-		seen := map[string]bool{} // SCAN may name a key twice; keys of two masters differ
+		from := len(all) // SCAN may name a key twice; keys of two masters differ
 		cursor := []byte("0")
 		for {
 			r := c.one(ctx, m, [][]byte{[]byte("SCAN"), cursor, []byte("MATCH"), args[1], []byte("COUNT"), []byte(keysStep)})
@@ -62,18 +79,22 @@ func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
 				return errorReply("ERR upstream SCAN reply")
 			}
 			for _, k := range found {
-				if !seen[string(k)] {
-					seen[string(k)] = true
-					all = append(all, k)
-				}
+				held += len(k) + keyOverhead
 			}
+			all = append(all, found...)
 			if limit > 0 && len(all) > limit {
 				return errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d keys (redis.keys_max); walk them with SCAN", clipArg(args[1]), limit))
+			}
+			if held > keysMaxBytes {
+				return errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d MiB of keys, the most seckill-proxy holds for one reply; walk them with SCAN", clipArg(args[1]), keysMaxBytes>>20))
 			}
 			if cursor = bulkValue(els[0]); string(cursor) == "0" || len(cursor) == 0 {
 				break
 			}
 		}
+		mine := all[from:] // sorted and compacted: no second copy of the keys to find the twice named
+		slices.SortFunc(mine, bytes.Compare)
+		all = all[:from+len(slices.CompactFunc(mine, bytes.Equal))]
 	}
 	return arrayReply(all)
 }
