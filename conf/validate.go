@@ -277,12 +277,6 @@ func (v *validator) oneOf(field, s string, allowed ...string) {
 	v.fail(field, strconv.Quote(s), "must be one of "+joinQuoted(allowed))
 }
 
-func (v *validator) positive(field string, d time.Duration) {
-	if d <= 0 {
-		v.fail(field, d, "must be above 0")
-	}
-}
-
 func (v *validator) between(field string, d, lo, hi time.Duration) {
 	if d < lo || d > hi {
 		v.fail(field, d, "must be from "+lo.String()+" to "+hi.String())
