@@ -52,6 +52,8 @@ type waiters struct {
 	// channels among them) of SKUs with no sale answered from the no-sale table, and of
 	// unknown SKUs past admission.unknown_sku_rate (admitStatus)
 	waits, woken, resynced, timedOut, retried, noSale, limited atomic.Int64
+	// started counts the outcome readers started (one per bucket that got its first waiter)
+	started atomic.Int64
 	// reads counts the status.lua calls sent (a batch's bucket, or one STATUS)
 	reads atomic.Int64
 }
@@ -87,12 +89,13 @@ func (s Status) final() bool {
 	return s.State == "confirmed" || s.State == "rejected" || s.State == "cancelled"
 }
 
-// Watch starts waiting for uid's order in sku's sale: it registers the buyer, then reads their
-// status. A status with no wait left (no order, or its outcome known) comes back with a nil
-// Waiter; otherwise the Waiter's C gets the outcome, and the caller must Stop it. A SKU this
-// proxy knows nothing of is admitted as a STATUS is (admitStatus), and read once before the
-// buyer registers: a made-up SKU's wait starts no outcome reader, whose blocking read would
-// hold a pool connection.
+// Watch starts waiting for uid's order in sku's sale. It reads the buyer's status first: a
+// status with no wait left (no order, or its outcome known) comes back with a nil Waiter,
+// having cost one status read (batched with others' when the sale is known) and no outcome
+// reader, so that made-up buyers start no blocking read and register nothing. A pending order
+// registers the buyer, then reads the status again: an outcome is either in that read or in a
+// stream entry read after it. The Waiter's C gets the outcome, and the caller must Stop it. A
+// SKU this proxy knows nothing of is admitted as a STATUS is (admitStatus).
 func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, error) {
 	known, none, err := g.admitStatus(sku, g.opt.Now())
 	if none || err != nil {
@@ -100,15 +103,21 @@ func (g *Guard) Watch(ctx context.Context, sku, uid string) (*Waiter, Status, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.opt.Buy.CallTimeout)
 	defer cancel()
+	var k sale.Keys
 	if !known {
 		st, err := g.readStatus(ctx, sku, uid)
 		if err != nil || st.State == "none" || st.final() {
 			return nil, st, err
 		}
 	}
-	k, err := g.homeKeys(ctx, sku, uid, true)
-	if err != nil {
+	if k, err = g.homeKeys(ctx, sku, uid, true); err != nil {
 		return nil, Status{}, err
+	}
+	if known {
+		st, err := g.batchedStatus(ctx, sku, uid, k)
+		if err != nil || st.State == "none" || st.final() {
+			return nil, st, err
+		}
 	}
 	w, err := g.waits.add(g, k, uid)
 	if err != nil {
@@ -206,6 +215,7 @@ func (ws *waiters) add(g *Guard, k sale.Keys, uid string) (*Waiter, error) {
 	if r == nil {
 		r = &outcomeReader{keys: k, byUID: map[string]map[*Waiter]struct{}{}, ready: make(chan struct{})}
 		ws.readers[k.Outcomes] = r
+		ws.started.Add(1)
 		g.workers.Go(func() { g.readOutcomes(r) })
 	}
 	w := &Waiter{C: make(chan Status, 1), g: g, r: r, uid: uid}
@@ -436,6 +446,7 @@ func (g *Guard) WaitFields() []Field {
 	return []Field{
 		{Name: "status_waiting", Value: int64(n), Metric: &Metric{Name: "seckill_proxy_status_waiting", Help: "Buyers waiting for their order's outcome on this proxy now (SECKILL.STATUS ... WAIT, outcome channels).", Gauge: true}},
 		{Name: "status_outcome_readers", Value: int64(readers), Metric: &Metric{Name: "seckill_proxy_status_outcome_readers", Help: "Sale buckets whose outcome stream this proxy reads now, for the buyers waiting.", Gauge: true}},
+		{Name: "status_outcome_readers_started", Value: ws.started.Load(), Metric: &Metric{Name: "seckill_proxy_status_outcome_readers_started_total", Help: "Outcome stream readers started: a bucket got its first waiting buyer (a buyer with no order, or whose outcome is known, starts none)."}},
 		{Name: "status_waits", Value: ws.waits.Load(), Metric: &Metric{Name: "seckill_proxy_status_waits_total", Help: "Waits for an order's outcome begun: the buyer's order was found pending."}},
 		{Name: "status_woken", Value: ws.woken.Load(), Metric: &Metric{Name: "seckill_proxy_status_woken_total", Help: "Waiting buyers woken by their sale's outcome stream."}},
 		{Name: "status_resynced", Value: ws.resynced.Load(), Metric: &Metric{Name: "seckill_proxy_status_resynced_total", Help: "Waiting buyers woken by the catch-up from the result hash (status.resync)."}},

@@ -351,6 +351,47 @@ func TestOutcomeChannelShares(t *testing.T) {
 	}
 }
 
+// TestMadeUpBuyersStartNothing: outcome channels of buyers with no order, in a sale this proxy
+// knows, cost a status read each at most (batched) and start no outcome reader: a client that
+// subscribes and unsubscribes made-up buyers' channels in a loop costs Redis no blocking read.
+func TestMadeUpBuyersStartNothing(t *testing.T) {
+	const n = 200
+	s := start(t, nil)
+	sku := newSKU("madeup")
+	s.sale(t, s.client(t, 1), sku, 10)
+	reads, started := s.field("status_reads"), s.field("status_outcome_readers_started")
+	sub := dialRaw(t, s.addr)
+	for round := range 2 {
+		args := []string{"SUBSCRIBE"}
+		for i := range n {
+			args = append(args, sale.OutcomeChannel(sku, "nobody"+strconv.Itoa(i)))
+		}
+		send(t, sub, args...)
+		for none := 0; none < n; {
+			switch raw := readMessage(t, sub); {
+			case strings.HasPrefix(raw, "-"):
+				t.Fatalf("round %d: SUBSCRIBE: %q", round, raw)
+			case strings.Contains(raw, "message") && strings.Contains(raw, "none"):
+				none++
+			case strings.Contains(raw, "message"):
+				t.Fatalf("round %d: a made-up buyer's status: %q", round, raw)
+			}
+		}
+		send(t, sub, "UNSUBSCRIBE")
+		for range n {
+			if raw := readMessage(t, sub); !strings.Contains(raw, "unsubscribe") {
+				t.Fatalf("UNSUBSCRIBE: %q", raw)
+			}
+		}
+	}
+	if d := s.field("status_outcome_readers_started") - started; d != 0 {
+		t.Fatalf("%d outcome readers started for %d made-up buyers' channels; want 0", d, 2*n)
+	}
+	if d := s.field("status_reads") - reads; d > 2*n {
+		t.Fatalf("%d status reads for %d channels; want at most one each", d, 2*n)
+	}
+}
+
 // TestStatusWaitMany: 10,000 buyers wait at once on one proxy, each on a connection of its
 // own, and the sink's outcomes wake every one of them through the stream. The buyers'
 // connections are held by a second process (this test binary again: waitClients), since one
