@@ -184,6 +184,7 @@ func Main(name string, run func(*CommandLine, *zap.Logger) error) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	setMemoryLimit(log)
 	if err := run(cl, log); err != nil {
 		log.Error(name+" stopped", zap.Error(err))
 		_ = log.Sync()

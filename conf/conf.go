@@ -190,6 +190,10 @@ type Limits struct {
 	// ClientShare is the share of OutcomeChannels, and of status.max_waiters, that one user
 	// and one source address may hold each, so that no single one takes them all.
 	ClientShare float64 `koanf:"client_share"`
+	// ReplyBuffers bounds the replies all clients have not read yet: past it, a client whose
+	// socket is full and that holds more than ReplyBufferFloor of them is disconnected, as
+	// Redis's client-output-buffer-limit does. 0: no bound.
+	ReplyBuffers int `koanf:"reply_buffers"`
 }
 
 // Admission configures the checks a buy passes before it may go to Redis (package
@@ -327,10 +331,11 @@ func Default() Config {
 			ConnMaxLifetime: 5 * time.Minute,
 		},
 		Limits: Limits{
-			MaxClients:  10000,
-			MaxPipeline: 1024,
-			MaxArgBytes: 512 << 20,
-			MaxInflight: 4096,
+			MaxClients:   10000,
+			MaxPipeline:  1024,
+			MaxArgBytes:  512 << 20,
+			ReplyBuffers: 32 << 20,
+			MaxInflight:  4096,
 			// An outcome channel costs about 300 bytes held, and a waiter while its order
 			// is pending (status.max_waiters bounds those): 100,000 stay within tens of
 			// MiB of a 256 MiB sidecar.
@@ -394,3 +399,7 @@ type FieldError struct {
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("config: %s=%v: %s", e.Field, e.Value, e.Reason)
 }
+
+// ReplyBufferFloor is the unread replies a client may hold whatever limits.reply_buffers says:
+// what a socket that is read at all holds in passing.
+const ReplyBufferFloor = 256 << 10

@@ -135,6 +135,9 @@ func (v *validator) checkLimits(c *Config) {
 	v.atLeast("limits.max_pipeline", c.Limits.MaxPipeline, 1)
 	v.atLeast("limits.max_arg_bytes", c.Limits.MaxArgBytes, 64)
 	v.atLeast("limits.max_inflight", c.Limits.MaxInflight, 1)
+	if n := c.Limits.ReplyBuffers; n != 0 && n < 4*ReplyBufferFloor {
+		v.fail("limits.reply_buffers", n, "must be 0 (no bound) or at least 1MiB")
+	}
 	v.atLeast("limits.outcome_channels_per_conn", c.Limits.OutcomeChannelsPerConn, 1)
 	v.atLeast("limits.outcome_channels", c.Limits.OutcomeChannels, 1)
 	if s := c.Limits.ClientShare; !(s > 0 && s <= 1) {

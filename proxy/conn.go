@@ -41,6 +41,10 @@ type clientConn struct {
 	// blockingRuns: a batch with a blocking command runs for it. Either side that sets its
 	// flag and then finds the other's ends ctx: a shut client waits for no BLPOP.
 	shut, blockingRuns atomic.Bool
+	// rw counts its replies in the server's replyBudget as they are written; window bounds the
+	// commands of one batch by their replies' size, as a loop's client's are (inFlightWindow).
+	rw     *replyWriter
+	window int
 }
 
 // connReadSize and connReadBuffers: what one client read ahead may hold.
@@ -49,9 +53,10 @@ const (
 	connReadBuffers = 2
 )
 
-func newClientConn(parent context.Context, nc net.Conn, sess *router.Session, maxArgBytes int) *clientConn {
+func newClientConn(parent context.Context, nc net.Conn, sess *router.Session, maxArgBytes int, budget *replyBudget) *clientConn {
 	ctx, cancel := context.WithCancel(parent)
-	c := &clientConn{nc: nc, rd: resp.NewReader(int64(maxArgBytes)), w: redcon.NewWriter(nc), sess: sess,
+	rw := &replyWriter{nc: nc, b: budget}
+	c := &clientConn{nc: nc, rd: resp.NewReader(int64(maxArgBytes)), w: redcon.NewWriter(rw), rw: rw, sess: sess,
 		maxReq: maxArgBytes + 1<<20, ctx: ctx, cancel: cancel,
 		chunks: make(chan []byte, connReadBuffers), free: make(chan []byte, connReadBuffers)}
 	for range connReadBuffers {
@@ -163,7 +168,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 			s.log.Error("command panicked; closing its connection", zap.Any("panic", p), zap.String("remote", nc.RemoteAddr().String()))
 		}
 	}()
-	c := newClientConn(s.ctx, nc, sess, s.limits.MaxArgBytes)
+	c := newClientConn(s.ctx, nc, sess, s.limits.MaxArgBytes, &s.replies)
 	defer c.cancel()
 	go c.reading() // ends once nc is closed
 	_, _ = c.rd.Write(pending)
@@ -181,7 +186,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 // nextBatch reads the client's next commands; false when the connection ends (a reply that
 // closes it, such as a request too large, is written first).
 func (s *Server) nextBatch(c *clientConn) ([][][]byte, bool) {
-	cmds, err := c.batch(s.limits.MaxPipeline)
+	cmds, err := c.batch(min(s.limits.MaxPipeline, max(c.window, windowStart)))
 	if err == nil {
 		return cmds, true
 	}
@@ -217,6 +222,7 @@ func (s *Server) serveBatch(c *clientConn, cmds [][][]byte) ([][][]byte, bool) {
 	}
 	err := c.w.Flush() // before end: a shutdown closes the connection once all are done
 	s.end()
+	c.learnBatch(len(cmds))
 	if err != nil || sess.Quit {
 		return nil, false
 	}

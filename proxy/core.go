@@ -43,6 +43,11 @@ type client struct {
 	sess *router.Session
 	rd   *resp.Reader // what it sent, not yet served
 	out  []byte       // replies not yet written
+	// counted is how much storage the proxy's replyBudget counts for out (the shell's), and
+	// outSkipped the written bytes before out in that storage: out is what is left of it.
+	counted, outSkipped int
+	// window bounds its commands in flight by their replies' size (inFlightWindow).
+	window int
 
 	seqNext uint64            // the sequence number of its next command sent to Redis
 	seqOut  uint64            // the sequence number of its next reply to write
@@ -132,7 +137,39 @@ func (k *core) markDirty(c *client) {
 // canServe: the client's next command may be served now.
 func (k *core) canServe(c *client) bool {
 	return !c.closed && !c.busy && !c.closing && !c.handoff && len(c.out) < k.lim.maxOut &&
-		c.owed() < k.lim.maxPipeline
+		c.owed() < min(k.lim.maxPipeline, c.inFlightWindow())
+}
+
+// The commands of one client in flight are bounded by what their replies may weigh, as a
+// TCP window is: a client starts with windowStart, each small reply lets one more go (the
+// window doubles per round trip up to limits.max_pipeline), and a large reply shrinks the
+// window to windowBytes of replies that size. So a client that pipelines reads of large
+// values it never reads has at most a few MiB of replies out at Redis, which would otherwise
+// hold them all in its output buffer for the proxy (Redis bounds no normal client's): 1,024
+// reads of a 1 MiB value are 1 GiB.
+const (
+	windowStart = 4
+	windowBytes = 4 << 20
+	windowLarge = 64 << 10
+)
+
+// inFlightWindow is how many commands c may have in flight now.
+func (c *client) inFlightWindow() int {
+	if c.window == 0 {
+		return windowStart
+	}
+	return c.window
+}
+
+// learnReply sizes c's window by a reply of n bytes.
+func (c *client) learnReply(n int) {
+	w := c.inFlightWindow()
+	switch {
+	case n > windowLarge:
+		c.window = max(1, min(w, windowBytes/n))
+	case w < 1<<16:
+		c.window = w + 1
+	}
 }
 
 // readable: the client may be read from (a bound on its unserved input besides canServe).
@@ -303,6 +340,7 @@ func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
 	if c.closed {
 		return
 	}
+	c.learnReply(len(reply))
 	if seq != c.seqOut {
 		if c.held == nil {
 			c.held = map[uint64][]byte{}
@@ -345,6 +383,11 @@ func (k *core) slowDone(c *client, out []byte, quit bool) {
 // wrote tells the core that n bytes of the client's replies went out; more: some did not.
 func (k *core) wrote(c *client, n int, more bool) {
 	c.out = consume(c.out, n)
+	if len(c.out) > 0 {
+		c.outSkipped += n // written, but held by the storage c.out is the rest of
+	} else {
+		c.outSkipped = 0
+	}
 	c.blocked = more
 }
 

@@ -29,6 +29,9 @@ func (k *core) settled(c *client) string {
 func (k *core) gone(c *client) {
 	c.closed = true
 	c.cancel()
+	// Its replies are let go at once: its commands still in flight point to it until Redis
+	// answers them, and a client cut off with MiBs of unread replies must not keep them.
+	c.out, c.held, c.outSkipped = nil, nil, 0
 }
 
 // drain stops taking commands: what is in flight is still answered.

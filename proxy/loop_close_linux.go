@@ -18,6 +18,7 @@ func (l *loop) closeClient(c *client) {
 		return
 	}
 	l.core.gone(c)
+	l.s.replies.release(c)
 	delete(l.clients, c.id)
 	unix.Close(c.id)
 	l.s.clients.Add(-1)
@@ -30,6 +31,7 @@ func (l *loop) closeClient(c *client) {
 // served yet, to a goroutine of its own, which serves it from then on.
 func (l *loop) handOff(c *client) {
 	l.core.gone(c)
+	l.s.replies.release(c)
 	delete(l.clients, c.id)
 	// Out of epoll first: the registration follows the socket, which outlives this descriptor.
 	// Should that fail, the loop ignores events on a descriptor it no longer knows.

@@ -317,6 +317,12 @@ func (l *loop) flush() {
 	}
 	l.core.takeDirty(func(c *client) {
 		l.writeClient(c)
+		if l.s.replies.hold(c) {
+			l.s.log.Warn("client disconnected: it does not read its replies, and the proxy holds more unread replies than limits.reply_buffers",
+				zap.String("client", c.remote), zap.String("user", c.sess.User), zap.Int("unread_bytes", len(c.out)))
+			l.closeClient(c)
+			return
+		}
 		switch l.core.settled(c) {
 		case "close":
 			l.closeClient(c)

@@ -335,6 +335,8 @@ func (s *Server) BoundFields() []guard.Field {
 	return []guard.Field{
 		{Name: "outcome_channels", Value: s.outcomeChannels.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outcome_channels", Help: "Outcome channels (seckill:outcome:<sku>/<uid>) held by this proxy's clients now.", Gauge: true}},
 		{Name: "outcome_channels_refused", Value: s.outcomeRefused.Load(), Metric: &guard.Metric{Name: "seckill_proxy_outcome_channels_refused_total", Help: "Outcome channels refused BUSY past limits.outcome_channels_per_conn or limits.outcome_channels."}},
+		{Name: "reply_buffers", Value: s.replies.held.Load(), Metric: &guard.Metric{Name: "seckill_proxy_reply_buffers_bytes", Help: "Bytes of replies the event loops' clients have not read yet (limits.reply_buffers bounds them).", Gauge: true}},
+		{Name: "reply_buffers_disconnects", Value: s.replies.closed.Load(), Metric: &guard.Metric{Name: "seckill_proxy_reply_buffers_disconnects_total", Help: "Clients disconnected because they did not read their replies while the proxy held more than limits.reply_buffers of them."}},
 		{Name: "own_conns", Value: int64(held), Metric: &guard.Metric{Name: "seckill_proxy_own_conns", Help: "Redis connections held now by blocking commands, transactions and subscribers, each its own.", Gauge: true}},
 		{Name: "own_conns_refused", Value: refused, Metric: &guard.Metric{Name: "seckill_proxy_own_conns_refused_total", Help: "Blocking commands, transactions and subscriptions refused BUSY past redis.max_own_conns or redis.own_conns_share of a master's maxclients."}},
 	}

@@ -37,6 +37,8 @@ type Server struct {
 	// outcomeChannels counts the outcome channels held, outcomeRefused those refused past
 	// limits.outcome_channels_per_conn or limits.outcome_channels.
 	outcomeChannels, outcomeRefused atomic.Int64
+	// replies bounds the replies the event loops' clients have not read (limits.reply_buffers)
+	replies replyBudget
 	// outcomeShares bounds the outcome channels of each user and source address
 	// (limits.client_share of limits.outcome_channels).
 	outcomeShares *guard.Shares
@@ -69,7 +71,8 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
 		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser(),
-		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels)))}
+		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels))),
+		replies:       replyBudget{limit: int64(limits.ReplyBuffers)}}
 }
 
 // UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with

@@ -160,6 +160,14 @@ func (r *Reader) HasInput() bool { return r.err != nil || r.start < len(r.buf) }
 // call to Buffer).
 func (r *Reader) Pending() []byte { return r.buf[r.start:] }
 
+// Held is the storage the Reader holds of its own (a lent buffer is not its own).
+func (r *Reader) Held() int {
+	if r.lent {
+		return 0
+	}
+	return cap(r.buf)
+}
+
 // Release lets go of a large buffer once nothing is pending.
 func (r *Reader) Release() {
 	if !r.lent && r.start == len(r.buf) && cap(r.buf) > 4*readSize {

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"seckill-proxy/conf"
+)
+
+// replyBudget bounds the replies that clients have not read yet, and the commands they sent
+// that wait to be served, over every event loop (limits.reply_buffers): a client that pipelines reads of large values and never reads the
+// replies would otherwise make the proxy hold them all (50 such connections reading a 1 MiB
+// value held 1.7 GB). Past the budget, a client whose socket is full (its last write did not
+// take everything) and that holds more than conf.ReplyBufferFloor is disconnected, as Redis's
+// client-output-buffer-limit disconnects a client: a client that reads its replies drains
+// below the floor, or at least is not full, and keeps its connection.
+type replyBudget struct {
+	limit  int64 // 0: no bound
+	held   atomic.Int64
+	closed atomic.Int64
+}
+
+// hold counts c's unwritten replies and unserved input as they are now (the storage that
+// holds them); true: c is past the budget and must be
+// disconnected (then release it).
+func (b *replyBudget) hold(c *client) bool {
+	if c.closed {
+		return false
+	}
+	if n := cap(c.out) + c.outSkipped + c.rd.Held(); n == c.counted {
+		if n == 0 {
+			return false
+		}
+	} else {
+		b.held.Add(int64(n - c.counted))
+		c.counted = n
+	}
+	if b.limit == 0 || !c.blocked || len(c.out) <= conf.ReplyBufferFloor || b.held.Load() <= b.limit {
+		return false
+	}
+	b.closed.Add(1)
+	return true
+}
+
+// release lets go of what c was counted for: it is closed, or handed over.
+func (b *replyBudget) release(c *client) {
+	if c.counted != 0 {
+		b.held.Add(-int64(c.counted))
+		c.counted = 0
+	}
+}
+
+// replyGrace is how long a client served by a goroutine of its own has to take a write of its
+// replies while the proxy holds more than limits.reply_buffers of them.
+const replyGrace = time.Second
+
+// errNotReading ends a goroutine-served client that did not take its replies within replyGrace
+// while the proxy was past limits.reply_buffers.
+var errNotReading = errors.New("the client does not read its replies, and the proxy holds more unread replies than limits.reply_buffers")
+
+// replyWriter writes a goroutine-served client's replies (redcon's Writer flushes through it):
+// a write of more than conf.ReplyBufferFloor is counted in the budget while it lasts, and
+// while the budget is past its limit it must be taken within replyGrace, or the client is
+// disconnected, as the event loops disconnect a client whose socket is full.
+type replyWriter struct {
+	nc    net.Conn
+	b     *replyBudget
+	wrote int // the bytes of the last write
+}
+
+func (w *replyWriter) Write(p []byte) (int, error) {
+	w.wrote = len(p)
+	if w.b.limit == 0 || len(p) <= conf.ReplyBufferFloor {
+		return w.nc.Write(p)
+	}
+	held := w.b.held.Add(int64(len(p)))
+	defer w.b.held.Add(-int64(len(p)))
+	if held <= w.b.limit {
+		return w.nc.Write(p)
+	}
+	_ = w.nc.SetWriteDeadline(time.Now().Add(replyGrace))
+	n, err := w.nc.Write(p)
+	_ = w.nc.SetWriteDeadline(time.Time{})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.b.closed.Add(1)
+		err = errNotReading
+	}
+	return n, err
+}
+
+// learnBatch sizes the client's next batch by what the last one's n commands wrote: a small
+// reply each lets as many more go, a large one shrinks the batch to windowBytes of them.
+func (c *clientConn) learnBatch(n int) {
+	if n == 0 {
+		return
+	}
+	w := max(c.window, windowStart)
+	switch per := c.rw.wrote / n; {
+	case per > windowLarge:
+		c.window = max(1, min(w, windowBytes/per))
+	case w < 1<<16:
+		c.window = w + n
+	}
+	c.rw.wrote = 0
+}
