@@ -111,7 +111,14 @@ SECKILL_REQUIRE_SERVICES=1 go test ./proxy -run XXX -bench BenchmarkLargeArgumen
 
 echo "== (l) admission under its own rush: two proxies flat out on one RATE" >&2
 scripts/bench-admission.sh 500 50 700000 100 >"$WORK/admission.md"
-ADMISSION_SPLIT=1 ADMISSION_HOG=1 scripts/bench-admission.sh 500 50 700000 100 >"$WORK/admission-busy.md"
+for proxies in 2 4; do
+  for n in 300000 3000000; do
+    echo "$proxies proxies, $n requests (a $((n / 100000)) s rush), one core kept busy:"
+    echo
+    ADMISSION_PROXIES=$proxies ADMISSION_SPLIT=1 ADMISSION_HOG=1 scripts/bench-admission.sh 500 50 "$n" 100
+    echo
+  done
+done >"$WORK/admission-busy.md"
 
 echo "== (m) a hot SKU over 1 and 3 stock buckets: per-master CPU, throughput, drain" >&2
 scripts/bench-buckets.sh 100000 300000 >"$WORK/buckets.md"

@@ -113,6 +113,8 @@ type Result struct {
 	Orders   []string
 	NotKnown []string
 	Timeline []Sample
+	// Start is when the run began (the timeline's zero).
+	Start time.Time
 	// LastBuy is when the last request was answered.
 	LastBuy time.Time
 	// FirstError is the first reply of kind "other", to say what went wrong.
@@ -138,6 +140,7 @@ func Run(ctx context.Context, l Load, buy Buyer, pipe func(ctx context.Context, 
 		wg.Go(func() { r.conn(ctx) })
 	}
 	wg.Wait()
+	r.res.Start = r.start
 	r.res.LastBuy = time.Now()
 	r.res.Elapsed = r.res.LastBuy.Sub(r.start)
 	r.slot.Lock()

@@ -38,6 +38,12 @@ type Report struct {
 	Passed            bool    `json:"passed"`
 	// Outcomes are what the buyers saw who waited for their order's outcome (-wait-outcome).
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
+	// StartUnixMs is when the run began, and OrdersPer100ms the orders it was told in each
+	// 100 ms from then: several load processes' reports line up by it (admission-table).
+	StartUnixMs    int64   `json:"start_unix_ms,omitempty"`
+	OrdersPer100ms []int64 `json:"orders_per_100ms,omitempty"`
+	// ProcessOrders are the orders of each load process, when reports were merged.
+	ProcessOrders []int64 `json:"process_orders,omitempty"`
 }
 
 // Percentiles of latency, in microseconds.
@@ -58,6 +64,12 @@ func NewReport(mode, sku string, units int, l Load, r Result) Report {
 		Replies:    r.Replies,
 		FirstError: r.FirstError,
 		Passed:     r.Requests > 0,
+	}
+	if !r.Start.IsZero() {
+		rep.StartUnixMs = r.Start.UnixMilli()
+	}
+	for _, s := range r.Timeline {
+		rep.OrdersPer100ms = append(rep.OrdersPer100ms, s.Replies[ReplyOrder])
 	}
 	first, last := -1, -1
 	for i, s := range r.Timeline {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -46,11 +47,49 @@ func ReadReports(paths string) (Report, error) {
 		for k, v := range r.Replies {
 			out.Replies[k] += v
 		}
+		out.ProcessOrders = append(out.ProcessOrders, r.Replies[ReplyOrder])
+		if i > 0 {
+			out.StartUnixMs, out.OrdersPer100ms = mergeTimelines(out.StartUnixMs, out.OrdersPer100ms, r.StartUnixMs, r.OrdersPer100ms)
+		}
 	}
 	if out.ElapsedMs > 0 {
 		out.Throughput = float64(out.Requests) / (out.ElapsedMs / 1000)
 	}
 	return out, nil
+}
+
+// mergeTimelines adds two runs' orders per 100 ms, lined up by when each began.
+func mergeTimelines(aStart int64, a []int64, bStart int64, b []int64) (int64, []int64) {
+	if aStart == 0 || bStart == 0 {
+		return aStart, nil // a report without a timeline (an older seckill-bench): none
+	}
+	start := min(aStart, bStart)
+	offA, offB := int((aStart-start)/100), int((bStart-start)/100)
+	out := make([]int64, max(offA+len(a), offB+len(b)))
+	for i, n := range a {
+		out[offA+i] += n
+	}
+	for i, n := range b {
+		out[offB+i] += n
+	}
+	return start, out
+}
+
+// WorstWindow is the fewest orders in any 500 ms of the timeline after its first 500 ms (the
+// burst), among the windows that end before its last 100 ms (the run winding down); -1 when
+// the run is too short to have one.
+func WorstWindow(per100ms []int64) int64 {
+	worst := int64(-1)
+	for i := 5; i+5 < len(per100ms); i++ {
+		var n int64
+		for _, v := range per100ms[i : i+5] {
+			n += v
+		}
+		if worst < 0 || n < worst {
+			worst = n
+		}
+	}
+	return worst
 }
 
 // FaultRun is one run of a fault during a sale.
@@ -141,12 +180,23 @@ func admissionOf(rep Report, rate, burst int) admission {
 
 // AdmissionTable is the admission bench's table for a sale warmed with rate and burst: the
 // orders a second, and the share of the rate delivered once the burst is spent.
+// The worst 500 ms after the first (the goal: at least half the rate's share, rate/4), the
+// split of the orders between the load processes (one per proxy), and the UNAVAILABLE replies
+// are its last columns.
 func AdmissionTable(rep Report, rate, burst int) string {
 	a := admissionOf(rep, rate, burst)
-	return "| rate | burst | requests | seconds | requests/s | orders | orders/s | delivered | other replies |\n" +
-		"|---|---|---|---|---|---|---|---|---|\n" +
-		fmt.Sprintf("| %d | %d | %d | %.1f | %.0f | %d | %.0f | %.3f | %s |", rate, burst, rep.Requests, a.secs,
-			rep.Throughput, a.orders, a.perSec, a.delivered, a.other)
+	split := make([]string, len(rep.ProcessOrders))
+	for i, n := range rep.ProcessOrders {
+		split[i] = strconv.FormatInt(n, 10)
+	}
+	worst := "-"
+	if w := WorstWindow(rep.OrdersPer100ms); w >= 0 {
+		worst = strconv.FormatInt(w, 10)
+	}
+	return "| rate | burst | requests | seconds | requests/s | orders | orders/s | delivered | worst 500 ms | split | UNAVAILABLE | other replies |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
+		fmt.Sprintf("| %d | %d | %d | %.1f | %.0f | %d | %.0f | %.3f | %s | %s | %d | %s |", rate, burst, rep.Requests, a.secs,
+			rep.Throughput, a.orders, a.perSec, a.delivered, worst, strings.Join(split, " / "), rep.Replies[ReplyUnavailable], a.other)
 }
 
 // MinDelivered is the share of its rate the admission rush must deliver, burst aside.

@@ -1,9 +1,12 @@
 package loadtest
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,11 +45,50 @@ func TestAdmissionTable(t *testing.T) {
 	rep := Report{Requests: 100000, ElapsedMs: 10000, Throughput: 10000,
 		Replies: map[string]int64{ReplyOrder: 10100, ReplyLimited: 89890, ReplyBusy: 10}}
 	got := AdmissionTable(rep, 1000, 100)
-	if !strings.HasSuffix(got, "| 1000 | 100 | 100000 | 10.0 | 10000 | 10100 | 1010 | 1.000 | BUSY 10 |") {
+	if !strings.HasSuffix(got, "| 1000 | 100 | 100000 | 10.0 | 10000 | 10100 | 1010 | 1.000 | - |  | 0 | BUSY 10 |") {
 		t.Errorf("got\n%s", got)
 	}
 	if got := AdmissionTable(Report{Replies: map[string]int64{}}, 0, 0); !strings.HasSuffix(got, "| none |") {
 		t.Errorf("an empty report: %s", got)
+	}
+}
+
+// TestAdmissionWindows: two load processes' timelines line up by their start; the worst
+// 500 ms leaves out the first 500 ms and the last 100 ms; the split is per process.
+func TestAdmissionWindows(t *testing.T) {
+	dir := t.TempDir()
+	a := Report{Requests: 10, ElapsedMs: 1500, Replies: map[string]int64{ReplyOrder: 150, ReplyUnavailable: 2},
+		StartUnixMs: 1000, OrdersPer100ms: []int64{50, 10, 10, 10, 10, 10, 10, 0, 0, 10, 10, 10, 10, 10, 0}}
+	b := Report{Requests: 10, ElapsedMs: 1400, Replies: map[string]int64{ReplyOrder: 140},
+		StartUnixMs: 1100, OrdersPer100ms: []int64{50, 10, 10, 10, 10, 10, 0, 0, 10, 10, 10, 10, 10, 0}}
+	var paths []string
+	for i, r := range []Report{a, b} {
+		p := filepath.Join(dir, strconv.Itoa(i)+".json")
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	rep, err := ReadReports(strings.Join(paths, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{50, 60, 20, 20, 20, 20, 20, 0, 0, 20, 20, 20, 20, 20, 0}
+	if !slices.Equal(rep.OrdersPer100ms, want) {
+		t.Fatalf("merged timeline %v, want %v", rep.OrdersPer100ms, want)
+	}
+	if w := WorstWindow(rep.OrdersPer100ms); w != 60 {
+		t.Errorf("worst 500 ms: %d, want 60 (bins 5-9)", w)
+	}
+	if got := AdmissionTable(rep, 500, 50); !strings.HasSuffix(got, "| 60 | 150 / 140 | 2 | UNAVAILABLE 2 |") {
+		t.Errorf("table:\n%s", got)
+	}
+	if w := WorstWindow([]int64{1, 2, 3}); w != -1 {
+		t.Errorf("a run too short for a window: %d", w)
 	}
 }
 
