@@ -143,7 +143,7 @@ func (g *Guard) recheck(ctx context.Context, sku, payload string) {
 		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("could not check a sale event against Redis; ignoring it", zap.String("payload", payload), zap.Error(err))
 	case p.state == sale.StateClosed:
-		g.flags.SetClosed(sku, g.opt.Now(), gen)
+		g.flags.SetClosed(sku, sale.StateClosed, g.opt.Now(), gen)
 	case p.state == sale.StateOpen && p.stock <= 0:
 		g.soldOut(sku)
 	default:

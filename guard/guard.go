@@ -227,6 +227,9 @@ type Attempt struct {
 	waitSlot *atomic.Int64
 	// noSaleGen is the no-sale table's generation when the attempt began (see nosale.go).
 	noSaleGen uint64
+	// flagGen is the flags' generation when the attempt began: a CLOSED it gets flags the
+	// sale closed only if no Clear (a re-open, a re-warm) came since.
+	flagGen uint64
 }
 
 // release takes the attempt off its SKU's waiting buys.

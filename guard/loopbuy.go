@@ -40,7 +40,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	if err := g.admitBuyer(r, ha, now); err != nil {
 		return BuyResult{Err: err}, true
 	}
-	flagged, isClosed, buyers := g.flags.Get(r.SKU, now)
+	flagged, closedWhy, buyers := g.flags.Get(r.SKU, now)
 	if !flagged {
 		c, ok := g.counters(r.SKU)
 		if ok {
@@ -68,10 +68,14 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	c.local.Add(1)
 	g.stats.localSoldOut.Add(1)
 	switch id, dup := buyers.order(r.UID); {
-	case isClosed:
+	case closedWhy == sale.StateClosed:
 		g.stats.closed.Add(1)
 		c.closed.Add(1)
 		res.Err = c.closedErr
+	case closedWhy != "":
+		g.stats.closed.Add(1)
+		c.closed.Add(1)
+		res.Err = closed(closedWhy)
 	case dup:
 		g.stats.duplicates.Add(1)
 		c.duplicates.Add(1)
@@ -89,7 +93,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 func (g *Guard) newAttempt(r *BuyRequest) *Attempt {
 	v, _ := g.versions.Load(r.SKU)
 	ver, _ := v.(string)
-	a := &Attempt{req: r, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation()}
+	a := &Attempt{req: r, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation(), flagGen: g.flags.Gen()}
 	g.placeAttempt(a)
 	return a
 }

@@ -63,7 +63,7 @@ func (g *Guard) CloseSale(ctx context.Context, sku string) (string, error) {
 			prev = sale.Field(reply, 1)
 		}
 	}
-	g.flags.SetClosed(sku, g.opt.Now(), g.flags.Gen())
+	g.flags.SetClosed(sku, sale.StateClosed, g.opt.Now(), g.flags.Gen())
 	g.signal(eventClose, sku)
 	if g.db != nil {
 		if _, err := g.db.ExecContext(ctx, `UPDATE seckill_items SET status = ? WHERE sku = ?`, sale.StateClosed, sku); err != nil {
@@ -146,7 +146,7 @@ func (g *Guard) Info(ctx context.Context, sku string) ([]Field, error) {
 	}
 	initial := metaInt(st.meta, "initial")
 	flag := "none"
-	if flagged, isClosed, _ := g.flags.Get(sku, g.opt.Now()); flagged && isClosed {
+	if flagged, why, _ := g.flags.Get(sku, g.opt.Now()); flagged && why != "" {
 		flag = "closed"
 	} else if flagged {
 		flag = "soldout"

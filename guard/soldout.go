@@ -27,8 +27,8 @@ type Flags struct {
 }
 
 type flag struct {
-	until  int64 // Unix nanoseconds at which the flag lapses
-	closed bool  // closed rather than sold out
+	until  int64  // Unix nanoseconds at which the flag lapses
+	closed string // closed rather than sold out: why, as the buy script says it ("closed", "ended")
 	buyers *Buyers
 }
 
@@ -47,16 +47,16 @@ type Buyers struct {
 // NewFlags returns flags that lapse ttl after they are set.
 func NewFlags(ttl time.Duration) *Flags { return &Flags{ttl: ttl} }
 
-// Get reports whether sku is flagged at now, whether the flag says closed (else sold out),
-// and, for a sold-out flag, the sale's buyers.
-func (f *Flags) Get(sku string, now time.Time) (flagged, closed bool, buyers *Buyers) {
+// Get reports whether sku is flagged at now, why it is closed ("": sold out), and, for a
+// sold-out flag, the sale's buyers.
+func (f *Flags) Get(sku string, now time.Time) (flagged bool, closed string, buyers *Buyers) {
 	m := f.flags.Load()
 	if m == nil {
-		return false, false, nil
+		return false, "", nil
 	}
 	fl, ok := (*m)[sku]
 	if !ok || now.UnixNano() >= fl.until {
-		return false, false, nil
+		return false, "", nil
 	}
 	return true, fl.closed, fl.buyers
 }
@@ -74,7 +74,7 @@ func (f *Flags) SetSoldOut(sku string, now time.Time, buyers *Buyers, gen uint64
 	if f.gen.Load() != gen {
 		return
 	}
-	if flagged, closed, _ := f.Get(sku, now); flagged && closed {
+	if flagged, closed, _ := f.Get(sku, now); flagged && closed != "" {
 		return
 	}
 	f.set(sku, flag{until: now.Add(f.ttl).UnixNano(), buyers: buyers}, true)
@@ -94,13 +94,13 @@ func (f *Flags) set(sku string, fl flag, put bool) {
 	f.flags.Store(&next)
 }
 
-// SetClosed flags sku closed from now until the re-probe interval has passed, unless a Clear
-// came after gen.
-func (f *Flags) SetClosed(sku string, now time.Time, gen uint64) {
+// SetClosed flags sku closed, for why (the buy script's word: "closed", "ended"), from now
+// until the re-probe interval has passed, unless a Clear came after gen.
+func (f *Flags) SetClosed(sku, why string, now time.Time, gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gen.Load() == gen {
-		f.set(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: true}, true)
+		f.set(sku, flag{until: now.Add(f.ttl).UnixNano(), closed: why}, true)
 	}
 }
 
