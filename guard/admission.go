@@ -65,7 +65,10 @@ type admission struct {
 
 	limitedRate, limitedBuyer, limitedDenied, shed, knownDuplicates atomic.Int64
 	leaseCalls, leasedTokens, leaseErrors, limitedUnknown           atomic.Int64
-	rateReads, syncRounds                                           atomic.Int64
+	// starvedNs and starvedLongestNs: buys refused for want of a token while a lease call
+	// was out, over every sale (admit.Lease.Starved)
+	starvedNs, starvedLongestNs atomic.Int64
+	rateReads, syncRounds       atomic.Int64
 }
 
 type leaseCall struct {
@@ -245,6 +248,14 @@ func (g *Guard) leaseWorker(ctx context.Context) {
 // lease makes one lease call and reports it to the lease.
 func (g *Guard) lease(ctx context.Context, lc leaseCall) {
 	g.adm.leaseCalls.Add(1)
+	before, _ := lc.l.Starved()
+	defer func() {
+		after, longest := lc.l.Starved()
+		g.adm.starvedNs.Add(int64(after - before))
+		if int64(longest) > g.adm.starvedLongestNs.Load() {
+			g.adm.starvedLongestNs.Store(int64(longest))
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, g.leaseTimeout())
 	defer cancel()
 	v, err := leaseScript.Run(ctx, g.lc, sale.KeysFor(lc.sku).ScriptKeys(), lc.call.Want, lc.call.GiveBack).Int64Slice()

@@ -44,6 +44,10 @@ type Stats struct {
 	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
 	// got, and LeaseErrors those that failed. Denied is the deny list's length.
 	Leases, LeasedTokens, LeaseErrors, Denied int64
+	// RateStarvedMs is the time buys were refused for want of a rate token while a lease call
+	// was out (waiting on Redis, not on the rate), summed over the sales; RateStarvedLongestMs
+	// the longest such stretch.
+	RateStarvedMs, RateStarvedLongestMs int64
 	// RateReads counts the sales' rates read from Redis (every sale's once at start, then
 	// those of the sales bought here lately, and those an event named).
 	RateReads int64
@@ -74,7 +78,8 @@ func (g *Guard) Stats() Stats {
 		LimitedRate: g.adm.limitedRate.Load(), LimitedBuyer: g.adm.limitedBuyer.Load(),
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
 		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
-		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(), RateReads: g.adm.rateReads.Load(),
+		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
+		RateStarvedMs: g.adm.starvedNs.Load() / 1e6, RateStarvedLongestMs: g.adm.starvedLongestNs.Load() / 1e6, RateReads: g.adm.rateReads.Load(),
 		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(), Drift: c.drift.Load(),
 		Donated: c.donated.Load(), Settled: c.settled.Load(),
 	}

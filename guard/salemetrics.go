@@ -38,6 +38,9 @@ type SaleMetrics struct {
 	// Served is whether this proxy answered buys of the sale within shownFor: a sale shown
 	// only for its late orders was left by other proxies.
 	Served bool
+	// RateStarved is the time this proxy refused the sale's buys for want of a rate token
+	// while its lease call was out (admit.Lease.Starved); 0 for a sale with no rate.
+	RateStarved time.Duration
 }
 
 // OutcomeCount is a count of buys with one outcome.
@@ -134,6 +137,9 @@ func (g *Guard) SaleMetrics(ctx context.Context, most int) []SaleMetrics {
 			{"order", c.successes.Load()}, {"duplicate", c.duplicates.Load()}, {"soldout", c.soldOut.Load()},
 			{"closed", c.closed.Load()}, {"limited_rate", c.limitedRate.Load()}, {"limited_buyer", c.limitedBuyer.Load()},
 			{"limited_denied", c.limitedDenied.Load()}}}
+		if l := c.lease.Load(); l != nil {
+			m.RateStarved, _ = l.Starved()
+		}
 		for _, r := range rs[i] {
 			r.addTo(&m, now)
 		}

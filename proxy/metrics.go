@@ -139,8 +139,16 @@ func (f *fieldCollector) Describe(chan<- *prometheus.Desc) {}
 func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, fl := range f.m.fields() {
 		fm := fl.Metric
-		v, ok := fl.Value.(int64)
-		if fm == nil || !ok {
+		var v float64
+		switch n := fl.Value.(type) {
+		case int64:
+			v = float64(n)
+		case float64:
+			v = n
+		default:
+			continue
+		}
+		if fm == nil {
 			continue
 		}
 		kind := prometheus.CounterValue
@@ -151,7 +159,7 @@ func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 		if fm.Outcome != "" {
 			lv = []string{fm.Outcome}
 		}
-		ch <- prometheus.MustNewConstMetric(f.m.desc(fm), kind, float64(v), lv...)
+		ch <- prometheus.MustNewConstMetric(f.m.desc(fm), kind, v, lv...)
 	}
 	if f.m.sales == nil {
 		return

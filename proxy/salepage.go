@@ -58,6 +58,9 @@ type saleState struct {
 	StoredMs    float64 `json:"stored_ms"`
 	StoredMaxMs float64 `json:"stored_max_ms"`
 	StoredAt    int64   `json:"stored_at"`
+	// RateStarvedMs: the sale's buys refused for want of a rate token while the lease call
+	// was out (guard.SaleMetrics.RateStarved).
+	RateStarvedMs float64 `json:"rate_starved_ms"`
 }
 
 // sampler keeps the samples the page shows.
@@ -93,7 +96,8 @@ func (m *Metrics) sample(ctx context.Context, now time.Time) {
 		for _, sm := range m.saleFigures(sctx, 0) {
 			st := saleState{State: pageState(sm), Served: sm.Served, Stock: sm.Stock, Initial: sm.Initial, Pending: sm.Pending,
 				Late: sm.Late, Outbox: sm.Outbox, Buys: map[string]int64{},
-				StoredMs: float64(sm.StoredDelay.Microseconds()) / 1000, StoredMaxMs: float64(sm.StoredDelayMax.Microseconds()) / 1000}
+				StoredMs: float64(sm.StoredDelay.Microseconds()) / 1000, StoredMaxMs: float64(sm.StoredDelayMax.Microseconds()) / 1000,
+				RateStarvedMs: float64(sm.RateStarved.Microseconds()) / 1000}
 			if !sm.StoredAt.IsZero() {
 				st.StoredAt = sm.StoredAt.UnixMilli()
 			}

@@ -233,3 +233,39 @@ func TestDenyList(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseStarved: buys refused with no token while a lease call is out count as starved,
+// from the first refusal to the call's answer; refusals while the bucket is merely empty (no
+// call out, waiting for the rate) do not.
+func TestLeaseStarved(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := NewLease(100, 10, 0.05, time.Second)
+	ok, _, call := l.Take(t0)
+	if ok || call.Want == 0 {
+		t.Fatalf("first take: ok %v, call %+v; want a refusal and a lease call", ok, call)
+	}
+	if ok, _, _ := l.Take(t0.Add(30 * time.Millisecond)); ok {
+		t.Fatal("a token with none leased yet")
+	}
+	l.Granted(t0.Add(250*time.Millisecond), call, 0, 100, 10, 40*time.Millisecond)
+	if total, longest := l.Starved(); total != 250*time.Millisecond || longest != 250*time.Millisecond {
+		t.Fatalf("starved %v (longest %v) after a call out for 250 ms; want 250ms", total, longest)
+	}
+	// The bucket was short: refusals until it may be asked again are the rate's, not Redis's.
+	for i := range 5 {
+		if ok, _, _ := l.Take(t0.Add(260*time.Millisecond + time.Duration(i)*time.Millisecond)); ok {
+			t.Fatal("a token from an empty bucket")
+		}
+	}
+	if total, _ := l.Starved(); total != 250*time.Millisecond {
+		t.Fatalf("starved %v after refusals with no call out; want it unchanged", total)
+	}
+	ok, _, call = l.Take(t0.Add(300 * time.Millisecond))
+	if ok || call.Want == 0 {
+		t.Fatalf("take after the wait: ok %v, call %+v", ok, call)
+	}
+	l.Granted(t0.Add(310*time.Millisecond), call, call.Want, 100, 10, 0)
+	if total, longest := l.Starved(); total != 260*time.Millisecond || longest != 250*time.Millisecond {
+		t.Fatalf("starved %v (longest %v); want 260ms (longest 250ms)", total, longest)
+	}
+}

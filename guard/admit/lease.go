@@ -32,6 +32,12 @@ type Lease struct {
 	// dry is emptyUntil in Unix ns while no token is in hand and no call may be made before
 	// it (0 otherwise): Take refuses with no lock until then, as under a flood.
 	dry atomic.Int64
+	// starved is when a buy was last refused with no token in hand while a lease call was
+	// out (zero: none since the call's answer): the stretch until the answer is time the
+	// proxy held buyers waiting on Redis, not on the rate. starvedNs sums those stretches,
+	// longestNs is the longest.
+	starved              time.Time
+	starvedNs, longestNs atomic.Int64
 }
 
 // LeaseCall is a lease to ask Redis for: Want tokens, and GiveBack tokens to return first.
@@ -88,6 +94,9 @@ func (l *Lease) Take(now time.Time) (ok bool, retry time.Duration, call LeaseCal
 		call = LeaseCall{Want: l.chunk - l.tokens, GiveBack: l.giveBack}
 		l.giveBack = 0
 	}
+	if !ok && l.leasing && l.starved.IsZero() {
+		l.starved = now
+	}
 	if !ok {
 		retry = max(time.Millisecond, l.emptyUntil.Sub(now), time.Second/time.Duration(max(1, l.rate)))
 		if !l.leasing && l.tokens == 0 && now.Before(l.emptyUntil) {
@@ -113,6 +122,7 @@ func (l *Lease) Granted(now time.Time, call LeaseCall, granted, rate, burst int6
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leasing = false
+	l.endStarved(now)
 	if rate != l.rate || burst != l.burst {
 		l.setRate(rate, burst)
 	}
@@ -133,9 +143,30 @@ func (l *Lease) Failed(now time.Time, call LeaseCall, backoff time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leasing = false
+	l.endStarved(now)
 	l.giveBack += call.GiveBack
 	l.emptyUntil = now.Add(backoff)
 	l.expire(now)
+}
+
+// endStarved closes a stretch of buys refused while a lease call was out; l.mu is held.
+func (l *Lease) endStarved(now time.Time) {
+	if l.starved.IsZero() {
+		return
+	}
+	d := int64(now.Sub(l.starved))
+	l.starved = time.Time{}
+	l.starvedNs.Add(d)
+	if d > l.longestNs.Load() {
+		l.longestNs.Store(d)
+	}
+}
+
+// Starved is the time this proxy refused buys for want of a token while its lease call was
+// out (waiting on Redis, not on the rate), summed, and the longest such stretch. While the
+// sale's master answers, each stretch is at most one lease round trip.
+func (l *Lease) Starved() (total, longest time.Duration) {
+	return time.Duration(l.starvedNs.Load()), time.Duration(l.longestNs.Load())
 }
 
 // Expire returns the tokens to give back at now (a lapsed lease's, and any left from a failed
