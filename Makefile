@@ -34,11 +34,12 @@ chaos:
 # master paused past the node timeout, a master cut off from the rest of the cluster, a
 # proxy paused, a flat-out sale on a busy core (no UNAVAILABLE allowed), a drifted topic, a
 # sink started with MySQL down, the kill of a split sale's bucket master, and a proxy kill
-# and a master kill of one sale among 1,001 open ones; three master kills). -p 1: packages share one cluster, and the failover test kills one of its masters.
+# and a master kill of one sale among 1,001 open ones, two proxies on one sale's RATE driven
+# flat out by a load process each; three master kills). -p 1: packages share one cluster, and the failover test kills one of its masters.
 test: stack-up vet
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 go test -race -count=1 -p 1 -timeout 30m $(GO_PACKAGES)
 	eval "$$($(STACK) env)"; SECKILL_REQUIRE_SERVICES=1 SECKILL_REDIS_EVENT_LOOPS=0 go test -race -count=1 -timeout 20m ./proxy
-	CHAOS_RUNS_MASTER_KILL=3 scripts/chaos.sh 1 proxy-kill kafka-cut master-kill master-pause master-partition proxy-pause overload topic-drift sink-mysql-down bucket-master-kill crowd-proxy-kill crowd-master-kill
+	CHAOS_RUNS_MASTER_KILL=3 scripts/chaos.sh 1 proxy-kill kafka-cut master-kill master-pause master-partition proxy-pause overload topic-drift sink-mysql-down bucket-master-kill crowd-proxy-kill crowd-master-kill admission-rush
 
 # vet also builds for macOS, where there is no epoll: the goroutine server must build off Linux.
 # staticcheck is go.mod's tool (go tool staticcheck), with no findings allowed; so is gocognit:

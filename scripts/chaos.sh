@@ -261,9 +261,9 @@ inject() { # inject FAULT SKU: inject the fault, heal it, return once healed
 # admission_rush_run RUN: the admission-rush fault's row, from scripts/bench-admission.sh.
 admission_rush_run() {
   local rc=0
-  rm -f .stack/bench-admission/report.json
-  scripts/bench-admission.sh 500 50 400000 100 >"$DIR/admission.md" 2>"$DIR/admission.err" || rc=$?
-  ./bin/seckill-bench fault-row -fault admission-rush -run "$1" -rc "$rc" -report .stack/bench-admission/report.json -rate 500 -burst 50
+  rm -f .stack/bench-admission/report-*.json
+  ADMISSION_SPLIT=1 scripts/bench-admission.sh 500 50 400000 100 >"$DIR/admission.md" 2>"$DIR/admission.err" || rc=$?
+  ./bin/seckill-bench fault-row -fault admission-rush -run "$1" -rc "$rc" -report .stack/bench-admission/report-0.json,.stack/bench-admission/report-1.json -rate 500 -burst 50
 }
 
 # clock_off_run RUN: the clock-off fault's row, from TestProxyClockOff.

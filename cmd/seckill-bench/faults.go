@@ -95,7 +95,7 @@ func faultRow(fs *flag.FlagSet, report *string, args []string) int {
 		return 0
 	}
 	var rep *loadtest.Report
-	if r, err := loadtest.ReadReport(*report); err == nil {
+	if r, err := loadtest.ReadReports(*report); err == nil { // one per load process
 		rep = &r
 	}
 	out, _ := os.ReadFile(*stderr) // none: the row says seckill-bench left nothing on stderr

@@ -82,7 +82,7 @@ var saleFaults = []Fault{
 
 var ownRuns = []Fault{
 	{"clock-off", OwnRun, "a proxy whose clock is 5 s ahead of Redis's, then 5 s behind (the proxy's TestProxyClockOff, whose redis-server runs under datefudge): a sale window must open and end by Redis's clock"},
-	{"admission-rush", OwnRun, "scripts/bench-admission.sh 500 50 400000 100: two proxies on one sale's RATE 500 BURST 50, driven flat out; passes when they deliver at least 95% of the rate (burst aside) and no reply but an order or LIMITED"},
+	{"admission-rush", OwnRun, "ADMISSION_SPLIT=1 scripts/bench-admission.sh 500 50 400000 100: two proxies on one sale's RATE 500 BURST 50, each driven flat out by a load process of its own; passes when they deliver at least 95% of the rate (burst aside), no reply but an order or LIMITED, and at least 125 orders in every 500 ms after the first"},
 }
 
 // networkDocs say what each kind of network fault does to a link, for the catalogue.

@@ -204,19 +204,21 @@ const MinDelivered = 0.95
 
 // AdmissionRushRow is the fault table's row of an admission-rush run (scripts/bench-admission.sh
 // exiting rc, with its report rep, nil when it wrote none): a pass when the proxies delivered
-// at least MinDelivered of the rate and gave no reply but an order or LIMITED.
+// at least MinDelivered of the rate, gave no reply but an order or LIMITED, and admitted at
+// least half the rate's share (rate/4) in every 500 ms after the first.
 func AdmissionRushRow(run int, rep *Report, rc, rate, burst int) string {
 	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | 0 | 0 | - |"
 	if rep == nil {
 		return fmt.Sprintf("| admission-rush | %d | **FAIL** (no result, rc %d)%s", run, rc, tail)
 	}
 	a := admissionOf(*rep, rate, burst)
+	worst := WorstWindow(rep.OrdersPer100ms)
 	verdict := "pass"
-	if rc != 0 || a.delivered < MinDelivered || a.other != "none" {
+	if rc != 0 || a.delivered < MinDelivered || a.other != "none" || worst >= 0 && worst < int64(rate/4) {
 		verdict = "**FAIL**"
 	}
-	return fmt.Sprintf("| admission-rush | %d | %s (delivered %.3f of RATE %d: %d orders in %.1f s, %.0f requests/s; other replies: %s)%s",
-		run, verdict, a.delivered, rate, a.orders, a.secs, rep.Throughput, a.other, tail)
+	return fmt.Sprintf("| admission-rush | %d | %s (delivered %.3f of RATE %d: %d orders in %.1f s, %.0f requests/s; worst 500 ms %d orders; other replies: %s)%s",
+		run, verdict, a.delivered, rate, a.orders, a.secs, rep.Throughput, worst, a.other, tail)
 }
 
 var clockLine = regexp.MustCompile(`first order (\S+) after START, ended (\S+) after END`)

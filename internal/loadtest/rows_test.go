@@ -96,15 +96,19 @@ func TestAdmissionWindows(t *testing.T) {
 // burst aside, with no reply but an order or LIMITED, and bench-admission.sh exited 0; a run
 // with other replies, too few orders, a failed script or no report fails.
 func TestAdmissionRushRow(t *testing.T) {
-	rep := Report{Requests: 400000, ElapsedMs: 10000, Throughput: 40000, Replies: map[string]int64{ReplyOrder: 5000, ReplyLimited: 395000}}
-	if got := AdmissionRushRow(1, &rep, 0, 500, 50); !strings.HasPrefix(got, "| admission-rush | 1 | pass (delivered 0.990 of RATE 500: 5000 orders in 10.0 s, 40000 requests/s; other replies: none) |") {
+	rep := Report{Requests: 400000, ElapsedMs: 10000, Throughput: 40000, Replies: map[string]int64{ReplyOrder: 5000, ReplyLimited: 395000},
+		OrdersPer100ms: []int64{50, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25}}
+	if got := AdmissionRushRow(1, &rep, 0, 500, 50); !strings.HasPrefix(got, "| admission-rush | 1 | pass (delivered 0.990 of RATE 500: 5000 orders in 10.0 s, 40000 requests/s; worst 500 ms 125 orders; other replies: none) |") {
 		t.Errorf("a good run: %s", got)
 	}
 	few := rep
 	few.Replies = map[string]int64{ReplyOrder: 4000, ReplyLimited: 396000}
 	other := rep
 	other.Replies = map[string]int64{ReplyOrder: 5000, ReplyLimited: 394999, ReplyUnavailable: 1}
+	stall := rep
+	stall.OrdersPer100ms = []int64{50, 25, 25, 25, 25, 25, 25, 25, 0, 0, 0, 0, 25, 25, 25, 25, 25, 25}
 	for name, got := range map[string]string{
+		"a stall":        AdmissionRushRow(6, &stall, 0, 500, 50),
 		"too few orders": AdmissionRushRow(2, &few, 0, 500, 50),
 		"other replies":  AdmissionRushRow(3, &other, 0, 500, 50),
 		"rc 1":           AdmissionRushRow(4, &rep, 1, 500, 50),
