@@ -105,6 +105,8 @@ func Fields(kv ...any) Map {
 			out = append(out, Int(v))
 		case int:
 			out = append(out, Int(v))
+		case float64: // as Redis gives a double over RESP2: a bulk string
+			out = append(out, BulkString(strconv.FormatFloat(v, 'f', -1, 64)))
 		case Reply:
 			out = append(out, v)
 		default:
