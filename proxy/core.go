@@ -140,38 +140,6 @@ func (k *core) canServe(c *client) bool {
 		c.owed() < min(k.lim.maxPipeline, c.inFlightWindow())
 }
 
-// The commands of one client in flight are bounded by what their replies may weigh, as a
-// TCP window is: a client starts with windowStart, each small reply lets one more go (the
-// window doubles per round trip up to limits.max_pipeline), and a large reply shrinks the
-// window to windowBytes of replies that size. So a client that pipelines reads of large
-// values it never reads has at most a few MiB of replies out at Redis, which would otherwise
-// hold them all in its output buffer for the proxy (Redis bounds no normal client's): 1,024
-// reads of a 1 MiB value are 1 GiB.
-const (
-	windowStart = 4
-	windowBytes = 4 << 20
-	windowLarge = 64 << 10
-)
-
-// inFlightWindow is how many commands c may have in flight now.
-func (c *client) inFlightWindow() int {
-	if c.window == 0 {
-		return windowStart
-	}
-	return c.window
-}
-
-// learnReply sizes c's window by a reply of n bytes.
-func (c *client) learnReply(n int) {
-	w := c.inFlightWindow()
-	switch {
-	case n > windowLarge:
-		c.window = max(1, min(w, windowBytes/n))
-	case w < 1<<16:
-		c.window = w + 1
-	}
-}
-
 // readable: the client may be read from (a bound on its unserved input besides canServe).
 func (k *core) readable(c *client) bool {
 	return !c.shut && k.canServe(c) && c.rd.Buffered() <= k.lim.maxReq
