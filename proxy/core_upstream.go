@@ -77,6 +77,7 @@ type redirectJob struct {
 type upKey struct {
 	addr string
 	kind uint8
+	lane uint8 // which of a master's owner connections (upOwner)
 }
 
 // The kinds of upKey: pass-through in RESP2, in RESP3, and the proxy's own calls.
@@ -100,15 +101,51 @@ func (k *core) nodeOf(addr string, proto int) *node {
 	return up
 }
 
-// ownerNodeOf is the connection to addr's node for the proxy's own calls.
+// ownerLanes is how many connections a core opens to each master for the proxy's own calls.
+// A buy's WAIT blocks its connection in Redis until a replica acknowledges, and every call
+// written behind it waits as long: with lanes, a turn's calls go on a lane with no WAIT out,
+// so a master's buys advance while a replication round trip is out.
+const ownerLanes = 4
+
+// ownerNodeOf is a connection to addr's node for the proxy's own calls: the first lane with
+// no WAIT out (a lane not open yet is dialed when written to), else the one with the fewest
+// commands out. A lane that failed to connect a moment ago is passed over while another can
+// serve; with none, the first is returned, and its error answers the buys.
 func (k *core) ownerNodeOf(addr string) *node {
-	key := upKey{addr: addr, kind: upOwner}
-	up := k.ups[key]
-	if up == nil {
-		up = &node{addr: addr, fd: -1, owner: true}
-		k.ups[key] = up
+	var best, first *node
+	for lane := range uint8(ownerLanes) {
+		key := upKey{addr: addr, kind: upOwner, lane: lane}
+		up := k.ups[key]
+		if up == nil {
+			up = &node{addr: addr, fd: -1, owner: true}
+			k.ups[key] = up
+		}
+		if first == nil {
+			first = up
+		}
+		switch {
+		case !up.connected && !up.dialing && k.now.Before(up.retryAt):
+			continue
+		case !up.waitOut():
+			return up
+		case best == nil || len(up.queue)-up.head < len(best.queue)-best.head:
+			best = up
+		}
 	}
-	return up
+	if best == nil {
+		return first
+	}
+	return best
+}
+
+// waitOut: a WAIT written on up has not been answered yet.
+func (up *node) waitOut() bool {
+	for _, in := range up.queue[up.head:] {
+		if in.wait != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // forward queues one command for the Redis node at addr; slot is its keys'.

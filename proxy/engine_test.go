@@ -306,3 +306,48 @@ func TestCoreRunBuysBounded(t *testing.T) {
 		t.Fatalf("after the deadline: u3 %q, out %q; want a timeout and u6's call written", got["b:u3"], owner.out)
 	}
 }
+
+// waitingBuyer is fakeBuyer with WAIT on: each node's calls of a turn are followed by WAIT.
+type waitingBuyer struct{ fakeBuyer }
+
+func (b *waitingBuyer) wait(string) ([]byte, int) { return []byte(cmdsOf("WAIT 1 1000")), 1 }
+
+// TestOwnerLanes: while a turn's WAIT is out on an owner connection (Redis holds whatever is
+// written behind it), the next turn's calls to that master go on another lane, and once the
+// first lane's WAIT is answered its calls go there again; past the lanes, the one with the
+// fewest commands out.
+func TestOwnerLanes(t *testing.T) {
+	h := newCoreHarness(t, false)
+	wb := &waitingBuyer{}
+	newEngine(h.k, wb)
+	lane := func(i uint8) *node { return h.k.ups[upKey{addr: "a", kind: upOwner, lane: i}] }
+	for turn := range ownerLanes {
+		c := h.client(true)
+		h.send(c, cmdsOf(fmt.Sprintf("BUY s u%d", turn)))
+		h.k.flushInputs()
+		h.connect()
+		up := lane(uint8(turn))
+		if up == nil || strings.Count(string(up.out), "BUYCALL") != 1 || strings.Count(string(up.out), "WAIT") != 1 {
+			t.Fatalf("turn %d: lane %d holds %q; want its call and WAIT", turn, turn, outOf(up))
+		}
+	}
+	h.answer(upKey{addr: "a", kind: upOwner, lane: 2}, nil) // lane 2's call and WAIT answered
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s again"))
+	h.k.flushInputs()
+	if up := lane(2); strings.Count(string(up.out), "BUYCALL") != 1 {
+		t.Fatalf("after lane 2's WAIT was answered, the next call went elsewhere: lane 2 holds %q", up.out)
+	}
+	for i := range uint8(ownerLanes) {
+		if i != 2 && strings.Count(string(lane(i).out), "BUYCALL") != 1 {
+			t.Fatalf("lane %d holds %q; want only its first call", i, lane(i).out)
+		}
+	}
+}
+
+func outOf(up *node) string {
+	if up == nil {
+		return "(no lane)"
+	}
+	return string(up.out)
+}
