@@ -300,6 +300,7 @@ func Default() Config {
 			MaxRedirects:        8,
 			PassthroughConns:    2,
 			SpareConns:          2,
+			OwnerLanes:          8,
 			MaxOwnConns:         1000,
 			OwnConnsShare:       0.1,
 			KeysMax:             1000000,

@@ -46,6 +46,11 @@ type Redis struct {
 	// transactions, WATCH): such a command then dials nothing in its path, and reaches Redis
 	// before what other clients send after it. 0 dials each when it comes.
 	SpareConns int `koanf:"spare_conns"`
+	// OwnerLanes is how many connections each event loop (and the buy shell) may open to a
+	// master for the buy scripts: a turn's calls go on one with no WAIT out, since Redis holds
+	// whatever is written behind a WAIT until a replica acknowledges it. Opened as the rush
+	// needs them; 1 is the single owner connection of earlier versions.
+	OwnerLanes int `koanf:"owner_lanes"`
 	// MaxOwnConns bounds the connections of their own that blocking commands, transactions
 	// (WATCH or MULTI to EXEC) and subscribers hold through this proxy at once; one more is
 	// refused with -BUSY before anything is dialled. 0: no bound.

@@ -79,6 +79,9 @@ func (v *validator) checkLogAndRedis(c *Config) {
 	v.between("redis.state_reload_interval", c.Redis.StateReloadInterval, 100*time.Millisecond, time.Minute)
 	v.atLeast("redis.max_redirects", c.Redis.MaxRedirects, 1)
 	v.atLeast("redis.passthrough_conns", c.Redis.PassthroughConns, 1)
+	if c.Redis.OwnerLanes < 1 || c.Redis.OwnerLanes > 64 {
+		v.fail("redis.owner_lanes", c.Redis.OwnerLanes, "must be from 1 to 64")
+	}
 	if c.Redis.SpareConns < 0 || c.Redis.SpareConns > 64 {
 		v.fail("redis.spare_conns", c.Redis.SpareConns, "must be from 0 to 64")
 	}

@@ -61,7 +61,7 @@ func newBuyShell(s *Server, g *guard.Guard) *buyShell {
 	b := &buyShell{s: s, stopped: make(chan struct{}), handOff: make(chan struct{}), conns: map[*node]*upConn{}}
 	b.core = newBuyCore(buyShellEnv{b}, coreLimits{
 		maxPipeline: s.limits.MaxPipeline, maxArgBytes: s.limits.MaxArgBytes, maxOut: loopMaxOut,
-		timeout: s.upstream.Timeout(), redialGap: loopRedialGap, maxCallsOut: buyShellCallsOut,
+		timeout: s.upstream.Timeout(), redialGap: loopRedialGap, maxCallsOut: buyShellCallsOut, ownerLanes: s.upstream.OwnerLanes(),
 	}, s.upstream.Standalone() == "")
 	newGuardEngine(b.core, s.router, g)
 	b.core.metrics = s.metrics

@@ -34,6 +34,8 @@ type coreLimits struct {
 	// meanwhile wait, and go together in the next call. An event loop needs no bound, since
 	// its turns gather what every client sent; the buy shell's turns would be a buy each.
 	maxCallsOut int
+	// ownerLanes is how many owner connections to each master it may open (0: 1; ownerNodeOf).
+	ownerLanes int
 }
 
 // client is one client connection's state in a core.

@@ -101,19 +101,16 @@ func (k *core) nodeOf(addr string, proto int) *node {
 	return up
 }
 
-// ownerLanes is how many connections a core opens to each master for the proxy's own calls.
-// A buy's WAIT blocks its connection in Redis until a replica acknowledges, and every call
-// written behind it waits as long: with lanes, a turn's calls go on a lane with no WAIT out,
-// so a master's buys advance while a replication round trip is out.
-const ownerLanes = 4
-
-// ownerNodeOf is a connection to addr's node for the proxy's own calls: the first lane with
+// ownerNodeOf is a connection to addr's node for the proxy's own calls. A buy's WAIT blocks
+// its connection in Redis until a replica acknowledges, and every call written behind it
+// waits as long: so a core has up to coreLimits.ownerLanes (redis.owner_lanes) owner
+// connections to each master, and a turn's calls go on the first lane with
 // no WAIT out (a lane not open yet is dialed when written to), else the one with the fewest
 // commands out. A lane that failed to connect a moment ago is passed over while another can
 // serve; with none, the first is returned, and its error answers the buys.
 func (k *core) ownerNodeOf(addr string) *node {
 	var best, first *node
-	for lane := range uint8(ownerLanes) {
+	for lane := range uint8(max(1, min(k.lim.ownerLanes, 64))) {
 		key := upKey{addr: addr, kind: upOwner, lane: lane}
 		up := k.ups[key]
 		if up == nil {

@@ -317,7 +317,9 @@ func (b *waitingBuyer) wait(string) ([]byte, int) { return []byte(cmdsOf("WAIT 1
 // first lane's WAIT is answered its calls go there again; past the lanes, the one with the
 // fewest commands out.
 func TestOwnerLanes(t *testing.T) {
+	const ownerLanes = 4
 	h := newCoreHarness(t, false)
+	h.k.lim.ownerLanes = ownerLanes
 	wb := &waitingBuyer{}
 	newEngine(h.k, wb)
 	lane := func(i uint8) *node { return h.k.ups[upKey{addr: "a", kind: upOwner, lane: i}] }

@@ -105,7 +105,7 @@ func newLoop(s *Server) (*loop, error) {
 	l := &loop{s: s, ep: ep, wake: wake, clients: map[int]*client{}, upFDs: map[int]*node{}, done: make(chan struct{})}
 	l.core = newCore(loopEnv{l}, coreLimits{
 		maxPipeline: s.limits.MaxPipeline, maxReq: s.limits.MaxArgBytes + 1<<20, maxArgBytes: s.limits.MaxArgBytes,
-		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap,
+		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap, ownerLanes: s.upstream.OwnerLanes(),
 	}, s.upstream.Standalone() == "")
 	if g := s.router.Guard(); g != nil {
 		newGuardEngine(l.core, s.router, g)

@@ -25,6 +25,8 @@ type Options struct {
 	// SpareConns is how many connections to each node are kept dialled and idle for the
 	// commands that take a connection of their own (see spares).
 	SpareConns int
+	// OwnerLanes is how many buy connections a core may open to each master (conf.Redis).
+	OwnerLanes int
 	// Timeout bounds one batch to one node (a blocking command gets its own timeout plus
 	// this).
 	Timeout     time.Duration
@@ -158,7 +160,7 @@ func New(rc *redis.ClusterClient, opt Options) *Cluster {
 
 // FromConf returns a Cluster configured by c, logging to log.
 func FromConf(rc *redis.ClusterClient, c conf.Redis, log *zap.Logger) *Cluster {
-	opt := Options{ConnsPerNode: c.PassthroughConns, SpareConns: c.SpareConns, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
+	opt := Options{ConnsPerNode: c.PassthroughConns, SpareConns: c.SpareConns, OwnerLanes: c.OwnerLanes, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
 		AddressMap: conf.AddressMap(c.AddressMap), Log: log, MaxOwn: c.MaxOwnConns, OwnShare: c.OwnConnsShare, KeysMax: c.KeysMax}
 	if c.PassthroughUsername != "" {

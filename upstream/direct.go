@@ -87,5 +87,8 @@ func Unavailable(err error) []byte { return unavailable(err) }
 // Timeout is how long a command may wait for Redis.
 func (c *Cluster) Timeout() time.Duration { return c.opt.Timeout }
 
+// OwnerLanes is how many buy connections a core may open to each master (at least 1).
+func (c *Cluster) OwnerLanes() int { return max(1, c.opt.OwnerLanes) }
+
 // DialTimeout bounds connecting (and logging in) to a node.
 func (c *Cluster) DialTimeout() time.Duration { return c.opt.DialTimeout }
