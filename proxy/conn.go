@@ -41,10 +41,10 @@ type clientConn struct {
 	// blockingRuns: a batch with a blocking command runs for it. Either side that sets its
 	// flag and then finds the other's ends ctx: a shut client waits for no BLPOP.
 	shut, blockingRuns atomic.Bool
-	// rw counts its replies in the server's replyBudget as they are written; window bounds the
-	// commands of one batch by their replies' size, as a loop's client's are (inFlightWindow).
-	rw     *replyWriter
-	window int
+	// rw counts its replies in the server's replyBudget as they are written; win bounds the
+	// commands of one batch by their replies' size, as a loop's client's are.
+	rw  *replyWriter
+	win window
 }
 
 // connReadSize and connReadBuffers: what one client read ahead may hold.
@@ -186,7 +186,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 // nextBatch reads the client's next commands; false when the connection ends (a reply that
 // closes it, such as a request too large, is written first).
 func (s *Server) nextBatch(c *clientConn) ([][][]byte, bool) {
-	cmds, err := c.batch(min(s.limits.MaxPipeline, max(c.window, windowStart)))
+	cmds, err := c.batch(min(s.limits.MaxPipeline, c.win.size()))
 	if err == nil {
 		return cmds, true
 	}
@@ -222,7 +222,7 @@ func (s *Server) serveBatch(c *clientConn, cmds [][][]byte) ([][][]byte, bool) {
 	}
 	err := c.w.Flush() // before end: a shutdown closes the connection once all are done
 	s.end()
-	c.learnBatch(len(cmds))
+	c.win.learn(c.rw.wrote, len(cmds)) // what this batch's replies weighed (one flush)
 	if err != nil || sess.Quit {
 		return nil, false
 	}

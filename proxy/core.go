@@ -48,8 +48,8 @@ type client struct {
 	// counted is how much storage the proxy's replyBudget counts for out (the shell's), and
 	// outSkipped the written bytes before out in that storage: out is what is left of it.
 	counted, outSkipped int
-	// window bounds its commands in flight by their replies' size (inFlightWindow).
-	window int
+	// win bounds its commands in flight by their replies' size.
+	win window
 
 	seqNext uint64            // the sequence number of its next command sent to Redis
 	seqOut  uint64            // the sequence number of its next reply to write
@@ -139,7 +139,7 @@ func (k *core) markDirty(c *client) {
 // canServe: the client's next command may be served now.
 func (k *core) canServe(c *client) bool {
 	return !c.closed && !c.busy && !c.closing && !c.handoff && len(c.out) < k.lim.maxOut &&
-		c.owed() < min(k.lim.maxPipeline, c.inFlightWindow())
+		c.owed() < min(k.lim.maxPipeline, c.win.size())
 }
 
 // readable: the client may be read from (a bound on its unserved input besides canServe).
@@ -310,7 +310,7 @@ func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
 	if c.closed {
 		return
 	}
-	c.learnReply(len(reply))
+	c.win.learn(len(reply), 1)
 	if seq != c.seqOut {
 		if c.held == nil {
 			c.held = map[uint64][]byte{}

@@ -7,13 +7,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"seckill-proxy/conf"
 )
 
 // replyBudget bounds the replies that clients have not read yet, and the commands they sent
-// that wait to be served, over every event loop (limits.reply_buffers): a client that pipelines reads of large values and never reads the
-// replies would otherwise make the proxy hold them all (50 such connections reading a 1 MiB
-// value held 1.7 GB). Past the budget, a client whose socket is full (its last write did not
+// that wait to be served, over every event loop (limits.reply_buffers): a client that
+// pipelines reads of large values and never reads the replies would otherwise make the proxy
+// hold them all (50 such connections reading a 1 MiB value held 1.7 GB). Past the budget, a client whose socket is full (its last write did not
 // take everything) and that holds more than conf.ReplyBufferFloor is disconnected, as Redis's
 // client-output-buffer-limit disconnects a client: a client that reads its replies drains
 // below the floor, or at least is not full, and keeps its connection.
@@ -21,11 +23,13 @@ type replyBudget struct {
 	limit  int64 // 0: no bound
 	held   atomic.Int64
 	closed atomic.Int64
+	// log says so at most once a second: a client that reconnects and does it again must not
+	// flood the log (closed counts every one).
+	log rate.Sometimes
 }
 
 // hold counts c's unwritten replies and unserved input as they are now (the storage that
-// holds them); true: c is past the budget and must be
-// disconnected (then release it).
+// holds them); true: c is past the budget and must be disconnected (then release it).
 func (b *replyBudget) hold(c *client) bool {
 	if c.closed {
 		return false
@@ -91,22 +95,6 @@ func (w *replyWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// learnBatch sizes the client's next batch by what the last one's n commands wrote: a small
-// reply each lets as many more go, a large one shrinks the batch to windowBytes of them.
-func (c *clientConn) learnBatch(n int) {
-	if n == 0 {
-		return
-	}
-	w := max(c.window, windowStart)
-	switch per := c.rw.wrote / n; {
-	case per > windowLarge:
-		c.window = max(1, min(w, windowBytes/per))
-	case w < 1<<16:
-		c.window = w + n
-	}
-	c.rw.wrote = 0
-}
-
 // The commands of one client in flight are bounded by what their replies may weigh, as a
 // TCP window is: a client starts with windowStart, each small reply lets one more go (the
 // window doubles per round trip up to limits.max_pipeline), and a large reply shrinks the
@@ -120,21 +108,29 @@ const (
 	windowLarge = 64 << 10
 )
 
-// inFlightWindow is how many commands c may have in flight now.
-func (c *client) inFlightWindow() int {
-	if c.window == 0 {
+// window is how many commands of one client may be in flight (a loop's client), or go in
+// one batch (a goroutine's), sized by the replies seen so far.
+type window struct{ n int } // 0: windowStart
+
+// size is how many commands may go now.
+func (w *window) size() int {
+	if w.n == 0 {
 		return windowStart
 	}
-	return c.window
+	return w.n
 }
 
-// learnReply sizes c's window by a reply of n bytes.
-func (c *client) learnReply(n int) {
-	w := c.inFlightWindow()
-	switch {
-	case n > windowLarge:
-		c.window = max(1, min(w, windowBytes/n))
-	case w < 1<<16:
-		c.window = w + 1
+// learn sizes the window by replies that took bytes in all: small ones let as many more go,
+// large ones shrink it to windowBytes of replies that size.
+func (w *window) learn(bytes, replies int) {
+	if replies <= 0 {
+		return
+	}
+	cur := w.size()
+	switch per := bytes / replies; {
+	case per > windowLarge:
+		w.n = max(1, min(cur, windowBytes/per))
+	case cur < 1<<16:
+		w.n = cur + replies
 	}
 }
