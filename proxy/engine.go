@@ -235,7 +235,7 @@ func (e *engine) sendBuys() {
 	}
 	buys := e.buys
 	e.buys = nil
-	t := buyTurn{byNode: map[string]*nodeCalls{}, masters: map[string]string{}}
+	t := buyTurn{byNode: map[string]*nodeCalls{}, masters: map[string]string{}, owners: map[string]*node{}}
 	for _, b := range buys {
 		addr, up := e.buyNode(&t, b)
 		if up == nil {
@@ -257,6 +257,7 @@ type buyTurn struct {
 	order   []*nodeCalls
 	byNode  map[string]*nodeCalls
 	masters map[string]string // hash tag -> master, looked up once a turn
+	owners  map[string]*node  // master -> the owner lane its calls take this turn, chosen once
 }
 
 // nodeCalls are a turn's calls to one node (ask: each after ASKING).
@@ -281,7 +282,11 @@ func (e *engine) buyNode(t *buyTurn, b *pendingBuy) (string, *node) {
 			t.masters[tag] = addr
 		}
 	}
-	up := e.k.ownerNodeOf(addr)
+	up := t.owners[addr]
+	if up == nil {
+		up = e.k.ownerNodeOf(addr)
+		t.owners[addr] = up
+	}
 	if !up.connected && !up.dialing && e.k.now.Before(up.retryAt) {
 		e.buyDone(b, e.buyer.unreached(b.a, up.lastErr))
 		return "", nil
