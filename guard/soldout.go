@@ -95,8 +95,13 @@ func (f *Flags) set(sku string, fl flag, put bool) {
 }
 
 // SetClosed flags sku closed, for why (the buy script's word: "closed", "ended"), from now
-// until the re-probe interval has passed, unless a Clear came after gen.
+// until the re-probe interval has passed, unless a Clear came after gen. A live flag that says
+// the same stays as it is, read with no lock: a call of many buys answered CLOSED sets it
+// once, not once per buy (each set copies the map of flags).
 func (f *Flags) SetClosed(sku, why string, now time.Time, gen uint64) {
+	if flagged, was, _ := f.Get(sku, now); flagged && was == why {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gen.Load() == gen {
