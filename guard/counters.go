@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"time"
+
 	"maps"
 	"seckill-proxy/guard/admit"
 	"seckill-proxy/sale"
@@ -44,10 +46,10 @@ type Stats struct {
 	// Leases counts the lease calls for a sale's rate tokens, LeasedTokens the tokens they
 	// got, and LeaseErrors those that failed. Denied is the deny list's length.
 	Leases, LeasedTokens, LeaseErrors, Denied int64
-	// RateStarvedMs is the time buys were refused for want of a rate token while a lease call
-	// was out (waiting on Redis, not on the rate), summed over the sales; RateStarvedLongestMs
+	// RateStarved is the time buys were refused for want of a rate token while a lease call
+	// was out (waiting on Redis, not on the rate), summed over the sales; RateStarvedLongest
 	// the longest such stretch.
-	RateStarvedMs, RateStarvedLongestMs int64
+	RateStarved, RateStarvedLongest time.Duration
 	// RateReads counts the sales' rates read from Redis (every sale's once at start, then
 	// those of the sales bought here lately, and those an event named).
 	RateReads int64
@@ -79,7 +81,7 @@ func (g *Guard) Stats() Stats {
 		LimitedDenied: g.adm.limitedDenied.Load(), Shed: g.adm.shed.Load(),
 		KnownDuplicates: g.adm.knownDuplicates.Load(), Leases: g.adm.leaseCalls.Load(),
 		LeasedTokens: g.adm.leasedTokens.Load(), LeaseErrors: g.adm.leaseErrors.Load(),
-		RateStarvedMs: g.adm.starvedNs.Load() / 1e6, RateStarvedLongestMs: g.adm.starvedLongestNs.Load() / 1e6, RateReads: g.adm.rateReads.Load(),
+		RateStarved: time.Duration(g.adm.starvedNs.Load()), RateStarvedLongest: time.Duration(g.adm.starvedLongestNs.Load()), RateReads: g.adm.rateReads.Load(),
 		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(), Drift: c.drift.Load(),
 		Donated: c.donated.Load(), Settled: c.settled.Load(),
 	}
@@ -89,7 +91,7 @@ func (g *Guard) Stats() Stats {
 // the sold-out path allocates nothing for them.
 type skuCounters struct {
 	successes, soldOut, duplicates, closed, local atomic.Int64
-	soldOutErr, closedErr                         error
+	soldOutErr, closedErr, endedErr               error
 	keys                                          []string     // the scripts' keys, made once
 	tag                                           string       // the keys' hash tag, made once
 	marked                                        atomic.Int64 // Unix ns of the last pending mark (markCall)
@@ -129,7 +131,7 @@ func (g *Guard) countersFor(sku string) *skuCounters {
 	if m := g.perSKU.Load(); m != nil {
 		next = maps.Clone(*m)
 	}
-	c := &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), keys: sale.KeysFor(sku).ScriptKeys(), tag: sale.Tag(sku, 0)}
+	c := &skuCounters{soldOutErr: soldOut(sku), closedErr: closed(sale.StateClosed), endedErr: closed(saleEnded), keys: sale.KeysFor(sku).ScriptKeys(), tag: sale.Tag(sku, 0)}
 	next[sku] = c
 	g.perSKU.Store(&next)
 	return c

@@ -75,6 +75,9 @@ func (e *DuplicateError) Error() string { return "DUPLICATE " + e.OrderID }
 
 func soldOut(sku string) error { return fmt.Errorf("%w %s", ErrSoldOut, sku) }
 
+// saleEnded is the buy script's word for a sale past its end time (CLOSED ended).
+const saleEnded = "ended"
+
 func closed(why string) error { return fmt.Errorf("%w %s", ErrClosed, why) }
 
 // errNotWarmed answers a buy of a SKU with no sale, as the buy script does.

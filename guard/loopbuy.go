@@ -68,14 +68,13 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	c.local.Add(1)
 	g.stats.localSoldOut.Add(1)
 	switch id, dup := buyers.order(r.UID); {
-	case closedWhy == sale.StateClosed:
-		g.stats.closed.Add(1)
-		c.closed.Add(1)
-		res.Err = c.closedErr
 	case closedWhy != "":
 		g.stats.closed.Add(1)
 		c.closed.Add(1)
-		res.Err = closed(closedWhy)
+		res.Err = c.closedErr
+		if closedWhy == saleEnded {
+			res.Err = c.endedErr
+		}
 	case dup:
 		g.stats.duplicates.Add(1)
 		c.duplicates.Add(1)

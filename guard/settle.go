@@ -86,7 +86,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 	case "CLOSED":
 		g.stats.closed.Add(1)
 		counters.closed.Add(1)
-		if arg == sale.StateClosed || arg == "ended" {
+		if arg == sale.StateClosed || arg == saleEnded {
 			// Closed (SECKILL.CLOSE), or past its end: answered from the flag until it lapses
 			// (buy.sold_out_reprobe), then asked again, as a sold-out sale is. A proxy that
 			// missed the close event learns it from the first buy's reply. "not started" is

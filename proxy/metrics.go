@@ -139,6 +139,9 @@ func (f *fieldCollector) Describe(chan<- *prometheus.Desc) {}
 func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, fl := range f.m.fields() {
 		fm := fl.Metric
+		if fm == nil {
+			continue
+		}
 		var v float64
 		switch n := fl.Value.(type) {
 		case int64:
@@ -146,9 +149,6 @@ func (f *fieldCollector) Collect(ch chan<- prometheus.Metric) {
 		case float64:
 			v = n
 		default:
-			continue
-		}
-		if fm == nil {
 			continue
 		}
 		kind := prometheus.CounterValue

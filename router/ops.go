@@ -78,8 +78,8 @@ func (r *Router) proxyCounters() []guard.Field {
 		{Name: "rate_leases", Value: st.Leases, Metric: &guard.Metric{Name: "seckill_proxy_rate_leases_total", Help: "Lease calls for a sale's rate tokens."}},
 		{Name: "rate_leased_tokens", Value: st.LeasedTokens, Metric: &guard.Metric{Name: "seckill_proxy_rate_leased_tokens_total", Help: "Rate tokens the lease calls got."}},
 		{Name: "rate_lease_errors", Value: st.LeaseErrors, Metric: &guard.Metric{Name: "seckill_proxy_rate_lease_errors_total", Help: "Lease calls that failed."}},
-		{Name: "rate_starved_seconds", Value: float64(st.RateStarvedMs) / 1000, Metric: &guard.Metric{Name: "seckill_proxy_rate_starved_seconds_total", Help: "Time this proxy refused buys for want of a rate token while its lease call was out (waiting on Redis, not on the rate), summed over the sales."}},
-		{Name: "rate_starved_longest_seconds", Value: float64(st.RateStarvedLongestMs) / 1000, Metric: &guard.Metric{Name: "seckill_proxy_rate_starved_longest_seconds", Help: "The longest stretch of buys refused for want of a rate token while a lease call was out.", Gauge: true}},
+		{Name: "rate_starved_seconds", Value: st.RateStarved.Seconds(), Metric: &guard.Metric{Name: "seckill_proxy_rate_starved_seconds_total", Help: "Time this proxy refused buys for want of a rate token while its lease call was out (waiting on Redis, not on the rate), summed over the sales."}},
+		{Name: "rate_starved_longest_seconds", Value: st.RateStarvedLongest.Seconds(), Metric: &guard.Metric{Name: "seckill_proxy_rate_starved_longest_seconds", Help: "The longest stretch of buys refused for want of a rate token while a lease call was out.", Gauge: true}},
 		{Name: "rate_reads", Value: st.RateReads, Metric: &guard.Metric{Name: "seckill_proxy_rate_reads_total", Help: "Sales' rates read from Redis: every sale's at start, then only those of sales bought here lately or named by an event."}},
 		{Name: "denied_uids", Value: st.Denied, Metric: &guard.Metric{Name: "seckill_proxy_denied_uids", Help: "Uids on the deny list, as this proxy last read it.", Gauge: true}},
 	}
