@@ -318,8 +318,11 @@ func (l *loop) flush() {
 	l.core.takeDirty(func(c *client) {
 		l.writeClient(c)
 		if l.s.replies.hold(c) {
-			l.s.log.Warn("client disconnected: it does not read its replies, and the proxy holds more unread replies than limits.reply_buffers",
-				zap.String("client", c.remote), zap.String("user", c.sess.User), zap.Int("unread_bytes", len(c.out)))
+			l.s.replies.log.Do(func() {
+				l.s.log.Warn("client disconnected: it does not read its replies, and the proxy holds more unread replies than limits.reply_buffers (logged at most once a second)",
+					zap.String("client", c.remote), zap.String("user", c.sess.User), zap.Int("unread_bytes", len(c.out)),
+					zap.Int64("disconnects_so_far", l.s.replies.closed.Load()))
+			})
 			l.closeClient(c)
 			return
 		}

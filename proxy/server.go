@@ -6,8 +6,10 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"seckill-proxy/conf"
 	"seckill-proxy/guard"
@@ -72,7 +74,7 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
 		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser(),
 		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels))),
-		replies:       replyBudget{limit: int64(limits.ReplyBuffers)}}
+		replies:       replyBudget{limit: int64(limits.ReplyBuffers), log: rate.Sometimes{Interval: time.Second}}}
 }
 
 // UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with
