@@ -17,7 +17,9 @@
 # share of the rate the proxies delivered, burst aside (the goal is 0.95 or more); the worst
 # 500 ms after the first (the goal: at least rate/4), the split of the orders between the load
 # processes, the UNAVAILABLE replies and the others but an order or LIMITED (there should be
-# none: no fault is injected), and each proxy's lease counters.
+# none: no fault is injected), and each proxy's lease counters; then a sink stores the orders
+# and seckill-bench check-together checks that MySQL confirms exactly the buyers told an order
+# id, over every load process (the script exits 1 if not).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -34,7 +36,7 @@ go build -o bin/ ./cmd/seckill-proxy ./cmd/seckill-bench
 
 run_id=$(date +%s)
 SKU=benchadm_$run_id
-export SECKILL_KAFKA_TOPIC=bench.adm.$run_id SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.adm.$run_id.dlq
+export SECKILL_KAFKA_TOPIC=bench.adm.$run_id SECKILL_KAFKA_DEAD_LETTER_TOPIC=bench.adm.$run_id.dlq SECKILL_KAFKA_GROUP=bench-adm-$run_id
 WORK=$ROOT/.stack/bench-admission
 mkdir -p "$WORK"
 pids=()
@@ -42,6 +44,8 @@ for p in "${PORTS[@]}"; do
   SECKILL_LISTEN=127.0.0.1:$p SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn ./bin/seckill-proxy >"$WORK/proxy-$p.log" 2>&1 &
   pids+=($!)
 done
+SECKILL_LOG_LEVEL=warn ./bin/seckill-sink >"$WORK/sink.log" 2>&1 &
+pids+=($!)
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
@@ -60,23 +64,28 @@ for ((i = 0; i < ${ADMISSION_HOG:-0}; i++)); do
 done
 addrs=$(printf '127.0.0.1:%s,' "${PORTS[@]}")
 reports=$WORK/report.json
+rm -f "$WORK"/orders-*.txt
+orders=
 if [[ ${ADMISSION_SPLIT:-0} == 1 ]]; then
   # The sale is warmed through the first proxy (seckill-bench's setup); each process then
   # drives its own proxy, with buyers of its own (-uid-prefix), flat out.
   ./bin/seckill-bench -addr "127.0.0.1:${PORTS[0]}" -sku "$SKU" -units 100000000 -sale-rate "$RATE" -sale-burst "$BURST" \
-    -buyers 1 -conns 1 -check=false -json >/dev/null 2>"$WORK/warm.log"
+    -buyers 1 -conns 1 -check=false -orders-out "$WORK/orders-warm.txt" -json >/dev/null 2>"$WORK/warm.log"
+  orders=$WORK/orders-warm.txt
   reports=
   loads=()
   for i in "${!PORTS[@]}"; do
     ./bin/seckill-bench -addr "127.0.0.1:${PORTS[$i]}" -sku "$SKU" -no-setup -uid-prefix "p$i-" \
-      -buyers $((N / ${#PORTS[@]})) -conns $((CONNS / ${#PORTS[@]})) -check=false -json >"$WORK/report-$i.json" 2>"$WORK/bench-$i.log" &
+      -buyers $((N / ${#PORTS[@]})) -conns $((CONNS / ${#PORTS[@]})) -check=false -orders-out "$WORK/orders-$i.txt" -json >"$WORK/report-$i.json" 2>"$WORK/bench-$i.log" &
     loads+=($!)
     reports+=${reports:+,}$WORK/report-$i.json
+    orders+=,$WORK/orders-$i.txt
   done
   wait "${loads[@]}"
 else
   ./bin/seckill-bench -addr "${addrs%,}" -sku "$SKU" -units 100000000 -sale-rate "$RATE" -sale-burst "$BURST" \
-    -buyers "$N" -conns "$CONNS" -check=false -json >"$WORK/report.json" 2>"$WORK/bench.log"
+    -buyers "$N" -conns "$CONNS" -check=false -orders-out "$WORK/orders-0.txt" -json >"$WORK/report.json" 2>"$WORK/bench.log"
+  orders=$WORK/orders-0.txt
 fi
 
 lease() { redis-cli -p "$1" seckill.info | awk '/^rate_lease/ { k = $0; getline; printf "%s=%s ", k, $0 }'; }
@@ -87,3 +96,10 @@ if [[ ${ADMISSION_SPLIT:-0} == 1 ]]; then # the split between the proxies, each 
     echo "load $i (proxy :${PORTS[$i]}): $(./bin/seckill-bench admission-table -report "$WORK/report-$i.json" -rate "$RATE" -burst 0 | tail -1)"
   done
 fi
+# MySQL, once the sink has stored them: exactly the orders told, none missing, none more.
+./bin/seckill-bench check-together -sku "$SKU" -units 100000000 -orders "$orders" >"$WORK/check.txt" 2>"$WORK/check.log" || {
+  rc=$?
+  cat "$WORK/check.txt" "$WORK/check.log" >&2
+  exit "$rc"
+}
+echo "MySQL: $(grep -c PASS "$WORK/check.txt") checks pass over $(cat ${orders//,/ } | wc -l) orders told"

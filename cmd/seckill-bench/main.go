@@ -56,6 +56,7 @@ func main() {
 	fs.BoolVar(&o.NoSetup, "no-setup", false, "sell -sku's open sale as it is (another process set it up), rather than resetting and warming it")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fs.StringVar(&o.Chart, "chart", "", "write an SVG chart of latency over time and of the reply mix to this file")
+	fs.StringVar(&o.OrdersOut, "orders-out", "", "write the order ids told to this process to this file, one per line (for seckill-bench check-together)")
 	fs.BoolVar(&o.Check, "check", true, "wait for the sink to drain, then check the invariants")
 	fs.DurationVar(&o.Drain, "drain-timeout", 2*time.Minute, "the most to wait for the sink")
 	fs.DurationVar(&o.WaitOutcome, "wait-outcome", 0, "every buyer who got an order waits for its outcome with SECKILL.STATUS ... WAIT of this long, and the report gives the time from buy to outcome (p50, p99, max; 0: no waits; mode proxy)")
@@ -119,6 +120,7 @@ func main() {
 //	seckill-bench fault-row -report F -stderr F -fault NAME -run N -injected S -lasted MS -rc N
 //	seckill-bench fault-row -header
 //	seckill-bench admission-table -report F[,F...] -rate R -burst B
+//	seckill-bench check-together -sku S -units N -orders F[,F...]
 //	seckill-bench owner -sku S [-ask HOST:PORT]
 //	seckill-bench toxi create NAME LISTEN UPSTREAM | fault KIND PROXY... | reset
 //	seckill-bench bench-report -work DIR -out FILE -n N -base REV -metrics-base REV
@@ -141,6 +143,8 @@ func table(name string, args []string) int {
 		return spread(fs, args)
 	case "schemes":
 		return schemes(fs, args)
+	case "check-together":
+		return checkTogether(fs, args)
 	}
 	report := fs.String("report", "", "the -json report of the run")
 	switch name {
@@ -160,7 +164,7 @@ func table(name string, args []string) int {
 		fmt.Println(loadtest.AdmissionTable(rep, *rate, *burst))
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, owner, toxi, bench-report, spread, schemes; flags for a sale)\n", name)
+	fmt.Fprintf(os.Stderr, "seckill-bench: unknown subcommand %q (fault-plan, fault-intro, fault-row, admission-table, check-together, owner, toxi, bench-report, spread, schemes; flags for a sale)\n", name)
 	return 2
 }
 

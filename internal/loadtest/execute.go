@@ -70,6 +70,9 @@ type Options struct {
 	// report give the time from the buy's answer to the outcome (mode proxy only).
 	WaitOutcome time.Duration
 	WaitConns   int
+	// OrdersOut, when not "", is a file to write the order ids told to this process into,
+	// one per line, for CheckTogether (load processes that sell one sale at once).
+	OrdersOut string
 	// Services are the stack's addresses (SECKILL_* variables, as the binaries read them).
 	Services conf.Config
 }
@@ -143,6 +146,11 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	}
 	if res.Requests == 0 {
 		return rep, ErrNoRequests
+	}
+	if o.OrdersOut != "" {
+		if err := writeOrders(o.OrdersOut, res.Orders); err != nil {
+			return rep, err
+		}
 	}
 	if o.Mode == ModeLegacy {
 		if res.Orders, err = legacyOrders(ctx, rc, o.SKU, res.Orders); err != nil {

@@ -205,7 +205,8 @@ const MinDelivered = 0.95
 // AdmissionRushRow is the fault table's row of an admission-rush run (scripts/bench-admission.sh
 // exiting rc, with its report rep, nil when it wrote none): a pass when the proxies delivered
 // at least MinDelivered of the rate, gave no reply but an order or LIMITED, and admitted at
-// least half the rate's share (rate/4) in every 500 ms after the first.
+// least half the rate's share (rate/4) in every 500 ms after the first, and the script passed
+// (rc 0: MySQL confirmed exactly the orders told).
 func AdmissionRushRow(run int, rep *Report, rc, rate, burst int) string {
 	tail := " | - | - | - | - | 0 | 0 | 0 | 0 | 0 | 0 | - |"
 	if rep == nil {
@@ -216,6 +217,9 @@ func AdmissionRushRow(run int, rep *Report, rc, rate, burst int) string {
 	verdict := "pass"
 	if rc != 0 || a.delivered < MinDelivered || a.other != "none" || worst >= 0 && worst < int64(rate/4) {
 		verdict = "**FAIL**"
+	}
+	if rc != 0 {
+		verdict += fmt.Sprintf(" (rc %d: see the run's admission.err)", rc)
 	}
 	return fmt.Sprintf("| admission-rush | %d | %s (delivered %.3f of RATE %d: %d orders in %.1f s, %.0f requests/s; worst 500 ms %d orders; other replies: %s)%s",
 		run, verdict, a.delivered, rate, a.orders, a.secs, rep.Throughput, worst, a.other, tail)
