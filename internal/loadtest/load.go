@@ -119,6 +119,16 @@ type Result struct {
 	LastBuy time.Time
 	// FirstError is the first reply of kind "other", to say what went wrong.
 	FirstError string
+	// Slowest is the slowest answer: how long it took, and what it was.
+	Slowest Slowest
+}
+
+// Slowest is the slowest answer of a run, to say where its tail came from.
+type Slowest struct {
+	Ms      float64 `json:"ms"`
+	Reply   string  `json:"reply"`              // its kind (Kind)
+	Error   string  `json:"error,omitempty"`    // its error text, if an error
+	AfterMs float64 `json:"after_ms,omitempty"` // when it was sent, from the run's start
 }
 
 // sampleEvery is the timeline's resolution.
@@ -176,6 +186,7 @@ type tally struct {
 	replies          map[string]int64
 	orders, notKnown []string
 	firstErr         string
+	slowest          Slowest
 }
 
 // flushSlot closes the timeline's samples up to now; the caller holds r.slot.
@@ -240,6 +251,12 @@ func (r *runner) record(t *tally, uids []string, out []result, t0 time.Time, lat
 		r.slot.rep[k]++
 		_ = r.slot.hist.RecordValue(us)
 		_ = t.latency.RecordValue(us)
+		if ms := float64(us) / 1000; ms > t.slowest.Ms {
+			t.slowest = Slowest{Ms: ms, Reply: k, AfterMs: float64(t0.Sub(r.start).Microseconds()) / 1000}
+			if res.err != nil {
+				t.slowest.Error = res.err.Error()
+			}
+		}
 		switch {
 		case k == ReplyOrder:
 			t.orders = append(t.orders, res.id)
@@ -266,6 +283,9 @@ func (r *runner) merge(t *tally) {
 	r.res.NotKnown = append(r.res.NotKnown, t.notKnown...)
 	if r.res.FirstError == "" {
 		r.res.FirstError = t.firstErr
+	}
+	if t.slowest.Ms > r.res.Slowest.Ms {
+		r.res.Slowest = t.slowest
 	}
 }
 

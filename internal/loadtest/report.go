@@ -22,6 +22,7 @@ type Report struct {
 	Latency    Percentiles      `json:"latency_us"`
 	Replies    map[string]int64 `json:"replies"`
 	FirstError string           `json:"first_error,omitempty"`
+	Slowest    *Slowest         `json:"slowest,omitempty"`
 	DrainMs    float64          `json:"drain_ms,omitempty"`
 	// ErrorWindowMs spans the timeline's samples with an error reply (not an order, sold out,
 	// duplicate or limited): from the first to the end of the last; 0 without any.
@@ -67,6 +68,9 @@ func NewReport(mode, sku string, units int, l Load, r Result) Report {
 	}
 	if !r.Start.IsZero() {
 		rep.StartUnixMs = r.Start.UnixMilli()
+	}
+	if r.Slowest.Ms > 0 {
+		rep.Slowest = &r.Slowest
 	}
 	for _, s := range r.Timeline {
 		rep.OrdersPer100ms = append(rep.OrdersPer100ms, s.Replies[ReplyOrder])
@@ -125,6 +129,9 @@ func (rep Report) WriteText(w io.Writer) error {
 		parts[i] = fmt.Sprintf("%s %d", k, rep.Replies[k])
 	}
 	fmt.Fprintf(tw, "replies\t%s\n", strings.Join(parts, ", "))
+	if s := rep.Slowest; s != nil {
+		fmt.Fprintf(tw, "slowest\t%.1f ms: %s %s (sent %.0f ms in)\n", s.Ms, s.Reply, s.Error, s.AfterMs)
+	}
 	if rep.FirstError != "" {
 		fmt.Fprintf(tw, "first error\t%s\n", rep.FirstError)
 	}
