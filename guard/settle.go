@@ -130,9 +130,14 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 	return false
 }
 
+// isRedirect: the call is worth sending again at once, to where the cluster's view (read
+// again) says. Not CLUSTERDOWN: the node sees no majority (cut off, or the cluster failing
+// over), and another round a moment later meets the same answer, each round held behind a
+// WAIT on that master; the buyer is answered UNAVAILABLE at once (the script did not run),
+// and a retry after the failover is served by the promoted master.
 func isRedirect(err error) bool {
 	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
-		redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
+		redis.HasErrorPrefix(err, "TRYAGAIN")
 }
 
 // settleOwnDuplicate answers an attempt whose call ran twice: the script answered DUPLICATE

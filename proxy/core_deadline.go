@@ -17,14 +17,16 @@ import (
 const buyHold = 10
 
 // holdCall: a buy call past its deadline is waited for another call timeout, when its node has
-// answered something within the last one and the call is younger than buyHold of them. Its
-// script is in Redis's hands; on a busy machine a slow reply is no fault, and a buyer told
-// UNAVAILABLE for an order they got would have been told something that is not known (I9).
-// Only a node silent for a whole call timeout (stopped, cut off, gone), or a call held
-// buyHold timeouts, answers its buys UNAVAILABLE.
+// answered something within the last half of one and the call is younger than buyHold of
+// them. Its script is in Redis's hands; on a busy machine a slow reply is no fault, and a
+// buyer told UNAVAILABLE for an order they got would have been told something that is not
+// known (I9). A node silent for half a call timeout (stopped, cut off, gone), or a call held
+// buyHold timeouts, answers its buys UNAVAILABLE: so a buy sent just before its master
+// stopped is answered at its deadline, not a timeout later (a node that answered a moment
+// before the stop had answered within the whole last timeout).
 func (k *core) holdCall(up *node, in *inflight) bool {
 	timeout := k.eng.callTimeout()
-	if k.now.Sub(up.lastRead) >= timeout || k.now.Sub(in.sent) >= buyHold*timeout {
+	if k.now.Sub(up.lastRead) >= timeout/2 || k.now.Sub(in.sent) >= buyHold*timeout {
 		return false
 	}
 	in.deadline = k.now.Add(timeout)
@@ -45,13 +47,15 @@ func (k *core) expire() (dropped []*node) {
 			if in.answered || k.now.Before(in.deadline) {
 				continue
 			}
-			if in.call != nil && k.holdCall(up, in) {
+			if (in.call != nil || in.wait != nil) && k.holdCall(up, in) {
 				continue
 			}
 			in.answered = true
 			switch {
 			case in.call != nil:
 				k.eng.expireCall(in.call)
+			case in.wait != nil:
+				k.eng.expireWait(in.wait)
 			case in.c != nil:
 				if k.metrics != nil {
 					k.metrics.pass.unavailable.WithLabelValues(unavailTimeout).Inc()

@@ -349,7 +349,7 @@ func (e *engine) writeCalls(nc *nodeCalls) {
 	}
 	if w != nil {
 		up.out = append(up.out, wait...)
-		up.queue = append(up.queue, inflight{wait: w, deadline: deadline})
+		up.queue = append(up.queue, inflight{wait: w, deadline: deadline, sent: e.k.now})
 	}
 }
 

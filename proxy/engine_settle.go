@@ -1,14 +1,21 @@
 package proxy
 
-import "bytes"
+import (
+	"bytes"
+
+	"seckill-proxy/internal/resp"
+)
 
 // What the engine does with a call's reply, or with its absence: settle each buy, send it
 // again, donate it, tee it; answer the buys of a call that failed or timed out.
 
-// callReply takes the reply of a script call: settled now, or when its WAIT answers.
+// callReply takes the reply of a script call: settled now, or when its WAIT answers. A call
+// that Redis refused before running it (CLUSTERDOWN, MOVED, NOSCRIPT...) wrote nothing for a
+// replica to hold: it is settled (answered, or sent again) now, not after a WAIT that a
+// master cut off from its replica answers only at its timeout, each round.
 func (e *engine) callReply(call *buyCall, raw []byte) {
 	e.callOver(call)
-	if call.wait != nil {
+	if call.wait != nil && !resp.RefusedBeforeRun(raw) {
 		call.reply, call.replied = bytes.Clone(raw), true
 		return
 	}
@@ -22,6 +29,21 @@ func (e *engine) waitReply(w *buyWait, raw []byte) {
 	for _, call := range w.calls {
 		if call.replied {
 			e.settleCall(call, call.reply, replicated)
+		}
+	}
+}
+
+// expireWait: a WAIT is past its deadline (its master silent: stopped, or cut off with no
+// answer at all). The calls it followed whose replies came are answered UNAVAILABLE now, as
+// a call past its deadline is: not known, no replica was seen to hold them. The WAIT's reply,
+// if it comes, or the connection's failure, finishes them as late replies (settleCall).
+func (e *engine) expireWait(w *buyWait) {
+	for _, call := range w.calls {
+		if call.replied && !call.answered {
+			call.answered = true
+			for _, b := range call.buys {
+				b.to.buyAnswered(e.k, b.seq, e.buyer.timedOut(b.a))
+			}
 		}
 	}
 }

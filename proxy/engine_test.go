@@ -353,3 +353,91 @@ func outOf(up *node) string {
 	}
 	return string(up.out)
 }
+
+// TestRefusedCallNotHeldForWait: a call Redis refused before running it (here NOSCRIPT) wrote
+// nothing, so it is settled, and sent again, at once: not after the WAIT behind it, which a
+// master cut off from its replica answers only at WAIT's timeout, round after round.
+func TestRefusedCallNotHeldForWait(t *testing.T) {
+	h := newCoreHarness(t, false)
+	h.k.lim.ownerLanes = 2
+	wb := &waitingBuyer{}
+	newEngine(h.k, wb)
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s u1"))
+	h.k.flushInputs()
+	h.connect()
+	first := h.k.ups[upKey{addr: "a", kind: upOwner, lane: 0}]
+	if first == nil || strings.Count(string(first.out), "BUYCALL") != 1 {
+		t.Fatalf("the call: %q", outOf(first))
+	}
+	first.out = first.out[:0]
+	first.in = append(first.in, "-NOSCRIPT No matching script. Please use EVAL.\r\n"...) // the WAIT not answered
+	h.k.upRead(first)
+	h.k.flushInputs()
+	h.connect()
+	second := h.k.ups[upKey{addr: "a", kind: upOwner, lane: 1}]
+	if second == nil || strings.Count(string(second.out), "BUYCALL") != 1 {
+		t.Fatalf("the call again, with the first lane's WAIT out: lane 1 holds %q, lane 0 %q", outOf(second), first.out)
+	}
+}
+
+// TestCoreHoldsBuyOnlyOnAnsweringNode: a buy call past its deadline is waited for while its
+// node answered something within the last half call timeout (a busy machine), and answered
+// UNAVAILABLE at its deadline when the node has been silent longer (a master stopped or cut
+// off just after the call went out).
+func TestCoreHoldsBuyOnlyOnAnsweringNode(t *testing.T) {
+	for _, tc := range []struct {
+		silent time.Duration // how long the node has said nothing at the deadline
+		held   bool
+	}{{100 * time.Millisecond, true}, {300 * time.Millisecond, false}} {
+		h := newCoreHarness(t, false)
+		fb := &fakeBuyer{} // call timeout 500 ms
+		newEngine(h.k, fb)
+		c := h.client(true)
+		h.send(c, cmdsOf("BUY s u1"))
+		h.k.flushInputs()
+		h.connect()
+		owner := h.k.ups[upKey{addr: "a", kind: upOwner}]
+		h.k.now = h.k.now.Add(501 * time.Millisecond)
+		owner.lastRead = h.k.now.Add(-tc.silent)
+		h.k.expire()
+		h.flush()
+		if got := h.got[c].String(); (got == "") != tc.held {
+			t.Fatalf("node silent for %v at the deadline: the buyer got %q; want held %v", tc.silent, got, tc.held)
+		}
+	}
+}
+
+// TestWaitPastDeadline: a call's reply came, its WAIT did not (the master stopped between
+// them): at the WAIT's deadline its buyer is answered UNAVAILABLE, not held until the master
+// comes back; the WAIT's late reply then finishes the buy without a second answer.
+func TestWaitPastDeadline(t *testing.T) {
+	h := newCoreHarness(t, false)
+	wb := &waitingBuyer{}
+	newEngine(h.k, wb)
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s u1"))
+	h.k.flushInputs()
+	h.connect()
+	owner := h.k.ups[upKey{addr: "a", kind: upOwner}]
+	owner.out = owner.out[:0]
+	owner.in = append(owner.in, "$8\r\norder-u1\r\n"...) // the call's reply; its WAIT's never comes
+	h.k.upRead(owner)
+	h.flush()
+	if got := h.got[c].String(); got != "" {
+		t.Fatalf("answered before its WAIT: %q", got)
+	}
+	h.k.now = h.k.now.Add(501 * time.Millisecond)
+	owner.lastRead = h.k.now.Add(-501 * time.Millisecond)
+	h.k.expire()
+	h.flush()
+	if got := h.got[c].String(); got != "-UNAVAILABLE timed out\r\n" {
+		t.Fatalf("at the WAIT's deadline the buyer got %q, want UNAVAILABLE", got)
+	}
+	owner.in = append(owner.in, ":1\r\n"...)
+	h.k.upRead(owner)
+	h.flush()
+	if got := h.got[c].String(); got != "-UNAVAILABLE timed out\r\n" || wb.finished != 1 || c.buysOut != 0 || h.k.inflight != 0 {
+		t.Fatalf("after the WAIT's late reply: %q, finished %d, buys out %d, in flight %d", got, wb.finished, c.buysOut, h.k.inflight)
+	}
+}

@@ -30,3 +30,24 @@ func UnknownCommand(args [][]byte) string {
 func WrongArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"
 }
+
+// refusedCodes are the error codes with which Redis refuses a command before running it:
+// the cluster's redirections and its down state, a script it does not hold, a server still
+// loading, a replica whose master is down, and another script running. Inside a script, a
+// command's failure comes back as ERR (or the command's own code, after the script's
+// earlier writes): never as one of these.
+var refusedCodes = []string{"MOVED ", "ASK ", "TRYAGAIN ", "CLUSTERDOWN ", "NOSCRIPT ", "LOADING ", "MASTERDOWN ", "BUSY "}
+
+// RefusedBeforeRun says whether raw, one whole reply, is an error with which Redis refused
+// the command before running it (refusedCodes): the command wrote nothing.
+func RefusedBeforeRun(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '-' {
+		return false
+	}
+	for _, code := range refusedCodes {
+		if len(raw) > len(code) && string(raw[1:1+len(code)]) == code {
+			return true
+		}
+	}
+	return false
+}
