@@ -21,8 +21,9 @@ import (
 //	seckill-bench schemes [-schemes S,...] [-addr A] [-one-redis A] [-units N] [-buyers N] ...
 func schemes(fs *flag.FlagSet, args []string) int {
 	o := loadtest.SchemesOptions{Load: loadtest.Load{Pipeline: 1}}
-	names := fs.String("schemes", strings.Join(loadtest.Schemes, ","), "the schemes to run, comma-separated: "+strings.Join(loadtest.Schemes, ", "))
+	names := fs.String("schemes", strings.Join(loadtest.DefaultSchemes, ","), "the schemes to run, comma-separated: "+strings.Join(loadtest.Schemes, ", "))
 	fs.StringVar(&o.Proxy, "addr", "127.0.0.1:6380", "the proxy's RESP address (schemes proxy and proxy-buckets; the sink must be running)")
+	fs.StringVar(&o.ProxyNoWait, "addr-nowait", "", "the RESP address of a proxy run with SECKILL_BUY_WAIT_REPLICAS=0 (scheme proxy-nowait; the same sink)")
 	fs.StringVar(&o.OneRedis, "one-redis", "127.0.0.1:7010", "the one Redis server of scheme one-redis (the dev stack's standalone server)")
 	fs.StringVar(&o.SKU, "sku", "bench_scheme", "the prefix of every scheme's SKU")
 	fs.IntVar(&o.Units, "units", 2000, "units for sale")

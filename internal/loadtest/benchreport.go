@@ -51,6 +51,7 @@ type benchData struct {
 	Skus                       string // scripts/bench-skus.sh: buys spread over many SKUs
 	Schemes                    string // seckill-bench schemes: the seeds' stock schemes side by side
 	SchemesFailover            string // the same with a master failover during each sale
+	Truth, TruthBusy           string // one-redis, the proxy with WAIT and without: quiet, and with a core busy
 	Buckets                    string
 	Cost, CostRatios, Profiles string
 	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
@@ -129,6 +130,12 @@ func BenchReport(run BenchRun) (string, error) {
 	failover, err := os.ReadFile(w("schemes-failover.md"))
 	must(err)
 	d.SchemesFailover = strings.TrimSpace(string(failover))
+	truth, err := os.ReadFile(w("truth.md"))
+	must(err)
+	d.Truth = strings.TrimSpace(string(truth))
+	truthBusy, err := os.ReadFile(w("truth-busy.md"))
+	must(err)
+	d.TruthBusy = strings.TrimSpace(string(truthBusy))
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)

@@ -25,34 +25,42 @@ const (
 	SchemeMySQLLock = "mysql-lock"    // the seeds' optimistic-lock UPDATE straight on MySQL
 	SchemeOneRedis  = "one-redis"     // the seeds' Lua script on one Redis, a Kafka send per order
 	SchemeProxy     = "proxy"         // seckill-proxy on the cluster, the sink storing the orders
+	SchemeNoWait    = "proxy-nowait"  // the same through a proxy with buy.wait_replicas 0 (ProxyNoWait)
 	SchemeBuckets   = "proxy-buckets" // the same, the stock split over buckets
 	SchemeLocal     = "local"         // stock counted in each instance's memory, two instances
 )
 
 // Schemes are every scheme, in order.
-var Schemes = []string{SchemeMySQLLock, SchemeOneRedis, SchemeProxy, SchemeBuckets, SchemeLocal}
+var Schemes = []string{SchemeMySQLLock, SchemeOneRedis, SchemeProxy, SchemeNoWait, SchemeBuckets, SchemeLocal}
+
+// DefaultSchemes are the schemes run when none are named: all but SchemeNoWait, which needs
+// a proxy of its own.
+var DefaultSchemes = slices.DeleteFunc(slices.Clone(Schemes), func(s string) bool { return s == SchemeNoWait })
 
 // schemeHolds says what a scheme's order is when the buyer is told: what its CPU pays for.
 var schemeHolds = map[string]string{
 	SchemeMySQLLock: "a MySQL row, in the buy's own transaction",
 	SchemeOneRedis:  "a Redis decrement, then a Kafka message sent synchronously",
 	SchemeProxy:     "a Redis decrement and outbox entry, then a MySQL row by the sink",
+	SchemeNoWait:    "the same, told before a replica holds it (no WAIT)",
 	SchemeBuckets:   "the same, the stock over buckets",
 	SchemeLocal:     "a counter in one instance's memory, nothing stored",
 }
 
 // SchemesOptions are seckill-bench schemes' flags.
 type SchemesOptions struct {
-	Schemes  []string
-	Proxy    string // the proxy's RESP address, for the proxy schemes
-	OneRedis string // the one Redis of SchemeOneRedis (the dev stack's standalone server)
-	SKU      string // the prefix of every scheme's SKU
-	Units    int
-	Load     Load
-	Buckets  int // the buckets of SchemeBuckets
-	Tries    int // how often a buyer tries the optimistic lock before giving up (BUSY)
-	Rounds   int // rounds of every scheme; each scheme's row is its round of median orders/s
-	Drain    time.Duration
+	Schemes []string
+	Proxy   string // the proxy's RESP address, for the proxy schemes
+	// ProxyNoWait is the RESP address of a proxy run with buy.wait_replicas 0, for SchemeNoWait.
+	ProxyNoWait string
+	OneRedis    string // the one Redis of SchemeOneRedis (the dev stack's standalone server)
+	SKU         string // the prefix of every scheme's SKU
+	Units       int
+	Load        Load
+	Buckets     int // the buckets of SchemeBuckets
+	Tries       int // how often a buyer tries the optimistic lock before giving up (BUSY)
+	Rounds      int // rounds of every scheme; each scheme's row is its round of median orders/s
+	Drain       time.Duration
 	// Failover forces a failover of the master holding each scheme's stock once a quarter of
 	// the units are told sold (schemes with a Redis master only; one-redis then runs on the
 	// cluster, a master with its replica).
@@ -69,7 +77,10 @@ func (o SchemesOptions) Validate() error {
 		if !slices.Contains(Schemes, s) {
 			return fmt.Errorf("unknown scheme %q (schemes: %s)", s, strings.Join(Schemes, ", "))
 		}
-		if o.Failover && (s == SchemeMySQLLock || s == SchemeLocal) {
+		if s == SchemeNoWait && o.ProxyNoWait == "" {
+			return errors.New("scheme proxy-nowait needs the address of a proxy without WAIT (-addr-nowait)")
+		}
+		if o.Failover && (s == SchemeMySQLLock || s == SchemeLocal || s == SchemeNoWait) {
 			return fmt.Errorf("scheme %s has no Redis master to fail over", s)
 		}
 	}

@@ -30,9 +30,11 @@ func openScheme(ctx context.Context, o SchemesOptions, name, sku string) (*schem
 	case SchemeOneRedis:
 		return openOneRedis(ctx, o, sku)
 	case SchemeProxy:
-		return openProxyScheme(ctx, o, sku, 1)
+		return openProxyScheme(ctx, o, o.Proxy, sku, 1)
+	case SchemeNoWait:
+		return openProxyScheme(ctx, o, o.ProxyNoWait, sku, 1)
 	case SchemeBuckets:
-		return openProxyScheme(ctx, o, sku, o.Buckets)
+		return openProxyScheme(ctx, o, o.Proxy, sku, o.Buckets)
 	}
 	return openLocal(o), nil
 }
@@ -161,17 +163,17 @@ func openOneRedis(ctx context.Context, o SchemesOptions, sku string) (*scheme, e
 	return &scheme{buy: seeds.Buy, settle: settle, close: func() { seeds.Close(); rc.Close() }, stockKey: seeds.keys[0]}, nil
 }
 
-// openProxyScheme opens the sale on the proxy at o.Proxy, over buckets stock buckets; its
+// openProxyScheme opens the sale on the proxy at addr, over buckets stock buckets; its
 // orders are kept once the sink has stored them all.
-func openProxyScheme(ctx context.Context, o SchemesOptions, sku string, buckets int) (*scheme, error) {
-	if o.Proxy == "" {
+func openProxyScheme(ctx context.Context, o SchemesOptions, addr, sku string, buckets int) (*scheme, error) {
+	if addr == "" {
 		return nil, errors.New("no proxy address (-addr)")
 	}
 	db, err := schema.Open(o.Services.MySQL)
 	if err != nil {
 		return nil, err
 	}
-	pc := redis.NewClient(&redis.Options{Addr: o.Proxy, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
+	pc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Load.Conns, MinIdleConns: o.Load.Conns, ReadTimeout: 10 * time.Second, Protocol: 2})
 	closeAll := func() { pc.Close(); db.Close() }
 	var warm []any
 	if buckets > 1 {

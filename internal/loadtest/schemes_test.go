@@ -14,7 +14,7 @@ import (
 )
 
 func schemesOptions() SchemesOptions {
-	return SchemesOptions{Schemes: Schemes, SKU: "t", Units: 50, Load: Load{Buyers: 3000, Conns: 20, Pipeline: 1, Qty: 1},
+	return SchemesOptions{Schemes: Schemes, ProxyNoWait: "127.0.0.1:1", SKU: "t", Units: 50, Load: Load{Buyers: 3000, Conns: 20, Pipeline: 1, Qty: 1},
 		Buckets: 3, Tries: 3, Rounds: 1, Drain: time.Minute}
 }
 
@@ -23,16 +23,17 @@ func TestSchemesOptionsRefuseBadInput(t *testing.T) {
 		t.Fatalf("good options refused: %v", err)
 	}
 	for name, bad := range map[string]func(*SchemesOptions){
-		"unknown scheme":    func(o *SchemesOptions) { o.Schemes = []string{"proxy", "redlock"} },
-		"no scheme":         func(o *SchemesOptions) { o.Schemes = nil },
-		"no units":          func(o *SchemesOptions) { o.Units = 0 },
-		"one bucket":        func(o *SchemesOptions) { o.Buckets = 1 },
-		"17 buckets":        func(o *SchemesOptions) { o.Buckets = 17 },
-		"no tries":          func(o *SchemesOptions) { o.Tries = 0 },
-		"no rounds":         func(o *SchemesOptions) { o.Rounds = 0 },
-		"no buyers":         func(o *SchemesOptions) { o.Load.Buyers = 0 },
-		"failover of MySQL": func(o *SchemesOptions) { o.Failover = true },
-		"failover of local": func(o *SchemesOptions) { o.Failover, o.Schemes = true, []string{SchemeProxy, SchemeLocal} },
+		"unknown scheme":                func(o *SchemesOptions) { o.Schemes = []string{"proxy", "redlock"} },
+		"no scheme":                     func(o *SchemesOptions) { o.Schemes = nil },
+		"no units":                      func(o *SchemesOptions) { o.Units = 0 },
+		"one bucket":                    func(o *SchemesOptions) { o.Buckets = 1 },
+		"17 buckets":                    func(o *SchemesOptions) { o.Buckets = 17 },
+		"no tries":                      func(o *SchemesOptions) { o.Tries = 0 },
+		"no rounds":                     func(o *SchemesOptions) { o.Rounds = 0 },
+		"no buyers":                     func(o *SchemesOptions) { o.Load.Buyers = 0 },
+		"failover of MySQL":             func(o *SchemesOptions) { o.Failover = true },
+		"failover of local":             func(o *SchemesOptions) { o.Failover, o.Schemes = true, []string{SchemeProxy, SchemeLocal} },
+		"no-WAIT proxy with no address": func(o *SchemesOptions) { o.ProxyNoWait = "" },
 	} {
 		o := schemesOptions()
 		bad(&o)
