@@ -101,14 +101,10 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 	if o.Units < 1 || o.Limit < o.Load.Qty {
 		return Report{}, fmt.Errorf("units must be at least 1 and limit at least qty; got units %d, limit %d, qty %d", o.Units, o.Limit, o.Load.Qty)
 	}
-	db, err := schema.Open(o.Services.MySQL)
+	x, err := newExecution(o, progress)
 	if err != nil {
 		return Report{}, err
 	}
-	defer db.Close()
-	rc := connect.Redis(o.Services.Redis)
-	defer rc.Close()
-	x := &execution{o: o, db: db, rc: rc, progress: progress}
 	defer x.close()
 
 	var sale Sale
@@ -153,7 +149,7 @@ func Execute(ctx context.Context, o Options, out, progress io.Writer) (Report, e
 		}
 	}
 	if o.Mode == ModeLegacy {
-		if res.Orders, err = legacyOrders(ctx, rc, o.SKU, res.Orders); err != nil {
+		if res.Orders, err = legacyOrders(ctx, x.rc, o.SKU, res.Orders); err != nil {
 			return rep, err
 		}
 	}
@@ -182,6 +178,19 @@ type execution struct {
 	buy      Buyer
 	pipe     func(context.Context, []string) []result
 	closers  []func()
+}
+
+// newExecution opens the stack's MySQL and Redis for o; close closes them, after whatever
+// the run added to closers.
+func newExecution(o Options, progress io.Writer) (*execution, error) {
+	db, err := schema.Open(o.Services.MySQL)
+	if err != nil {
+		return nil, err
+	}
+	rc := connect.Redis(o.Services.Redis)
+	x := &execution{o: o, db: db, rc: rc, progress: progress}
+	x.closers = append(x.closers, func() { db.Close() }, func() { rc.Close() })
+	return x, nil
 }
 
 func (x *execution) close() {

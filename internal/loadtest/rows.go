@@ -43,6 +43,9 @@ func ReadReports(paths string) (Report, error) {
 			out.ElapsedMs = max(out.ElapsedMs, r.ElapsedMs)
 			out.Requests += r.Requests
 			out.Passed = out.Passed && r.Passed
+			if r.Slowest != nil && (out.Slowest == nil || r.Slowest.Ms > out.Slowest.Ms) {
+				out.Slowest = r.Slowest
+			}
 		}
 		for k, v := range r.Replies {
 			out.Replies[k] += v

@@ -148,13 +148,13 @@ func TestFaultIntro(t *testing.T) {
 }
 
 // TestReadReports: the reports of two load processes read as one run: replies and requests
-// summed, over the longer time.
+// summed, over the longer time, and the slower of their slowest answers.
 func TestReadReports(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
 	for path, body := range map[string]string{
-		a: `{"requests": 1000, "elapsed_ms": 2000, "replies": {"order": 400, "LIMITED": 600}, "passed": true}`,
-		b: `{"requests": 3000, "elapsed_ms": 4000, "replies": {"order": 500, "LIMITED": 2499, "UNAVAILABLE": 1}, "passed": true}`,
+		a: `{"requests": 1000, "elapsed_ms": 2000, "replies": {"order": 400, "LIMITED": 600}, "passed": true, "slowest": {"ms": 12, "reply": "order"}}`,
+		b: `{"requests": 3000, "elapsed_ms": 4000, "replies": {"order": 500, "LIMITED": 2499, "UNAVAILABLE": 1}, "passed": true, "slowest": {"ms": 1001, "reply": "UNAVAILABLE"}}`,
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -166,6 +166,9 @@ func TestReadReports(t *testing.T) {
 	}
 	if r.Requests != 4000 || r.ElapsedMs != 4000 || r.Throughput != 1000 || r.Replies[ReplyOrder] != 900 || r.Replies[ReplyUnavailable] != 1 {
 		t.Fatalf("merged %+v", r)
+	}
+	if r.Slowest == nil || r.Slowest.Ms != 1001 || r.Slowest.Reply != ReplyUnavailable {
+		t.Fatalf("merged slowest %+v, want the second report's", r.Slowest)
 	}
 	if _, err := ReadReports(a + "," + filepath.Join(dir, "none.json")); err == nil {
 		t.Fatal("a missing report read as nothing")

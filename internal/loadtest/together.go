@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"seckill-proxy/internal/connect"
-	"seckill-proxy/internal/schema"
 	keyspace "seckill-proxy/sale"
 )
 
@@ -75,18 +73,15 @@ func ReadOrders(paths []string) ([]string, error) {
 // order id. o gives the SKU, the units it was warmed with and the services; orders are the
 // processes' orders together (ReadOrders).
 func CheckTogether(ctx context.Context, o Options, orders []string, out, progress io.Writer) (Report, error) {
-	db, err := schema.Open(o.Services.MySQL)
+	x, err := newExecution(o, progress)
 	if err != nil {
 		return Report{}, err
 	}
-	defer db.Close()
-	rc := connect.Redis(o.Services.Redis)
-	defer rc.Close()
-	version, err := rc.HGet(ctx, keyspace.KeysFor(o.SKU).Meta, "version").Int64()
+	defer x.close()
+	version, err := x.rc.HGet(ctx, keyspace.KeysFor(o.SKU).Meta, "version").Int64()
 	if err != nil {
 		return Report{}, fmt.Errorf("the sale of %s: %w", o.SKU, err)
 	}
-	x := &execution{o: o, db: db, rc: rc, progress: progress}
 	n := int64(len(orders))
 	res := Result{Orders: orders, Requests: n, LastBuy: time.Now(), Replies: map[string]int64{ReplyOrder: n}}
 	rep := NewReport(ModeProxy, o.SKU, o.Units, o.Load, res)
