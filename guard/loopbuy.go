@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -197,11 +198,62 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	// per buy its uid, quantity, order id and this proxy's name.
 	dst = redcon.AppendBulkString(dst, first.version)
 	dst = redcon.AppendBulkString(dst, g.opt.Route)
-	donors := "0"
-	if first.lay != nil && first.lay.donorsMayHave(first.bucket) {
-		donors = "1"
+	dst = redcon.AppendBulkString(dst, g.donors(first))
+	return g.appendBuys(dst, as)
+}
+
+// MaxGroupsPerCall bounds the SKUs (CallGroups) of one AppendManyCall, and MaxBuysPerManyCall
+// its buys: how long one call holds its master.
+const (
+	MaxGroupsPerCall   = 64
+	MaxBuysPerManyCall = 4 * MaxBuysPerCall
+)
+
+// AppendManyCall appends to dst one call of buymany.lua for groups (at most
+// MaxGroupsPerCall, MaxBuysPerManyCall buys in all), each the attempts of one CallGroup that
+// AppendCall would have sent alone, whose keys the same master owns; EVAL if eval (its last
+// EVALSHA answered NOSCRIPT), else EVALSHA. Its reply has one value per group, each what
+// AppendCall's would have been, or an error: SettleMany reads it.
+func (g *Guard) AppendManyCall(dst []byte, groups [][]*Attempt, eval bool) []byte {
+	n := 3 + 2
+	for _, as := range groups {
+		n += 4 + 4*len(as)
 	}
-	dst = redcon.AppendBulkString(dst, donors)
+	dst = redcon.AppendArray(dst, n)
+	if eval {
+		dst = redcon.AppendBulkString(dst, "EVAL")
+		dst = redcon.AppendBulkString(dst, buyManyLua)
+	} else {
+		dst = redcon.AppendBulkString(dst, "EVALSHA")
+		dst = redcon.AppendBulkString(dst, buyManyScript.Hash())
+	}
+	dst = redcon.AppendBulkString(dst, "0")
+	dst = redcon.AppendBulkString(dst, sale.SaleKeyPrefix)
+	dst = redcon.AppendBulkString(dst, g.opt.Route)
+	for _, as := range groups {
+		g.stats.scripts.Add(int64(len(as)))
+		first := as[0]
+		g.markCall(first)
+		dst = redcon.AppendBulkString(dst, first.tag)
+		dst = redcon.AppendBulkString(dst, first.version)
+		dst = redcon.AppendBulkString(dst, g.donors(first))
+		dst = redcon.AppendBulkInt(dst, int64(len(as)))
+		dst = g.appendBuys(dst, as)
+	}
+	return dst
+}
+
+// donors is buy.lua's donors argument for a's call: "1" when another bucket of its split sale
+// may still give units.
+func (g *Guard) donors(a *Attempt) string {
+	if a.lay != nil && a.lay.donorsMayHave(a.bucket) {
+		return "1"
+	}
+	return "0"
+}
+
+// appendBuys appends each buy's uid, quantity, order id and this proxy's name.
+func (g *Guard) appendBuys(dst []byte, as []*Attempt) []byte {
 	for _, a := range as {
 		dst = redcon.AppendBulkString(dst, a.req.UID)
 		dst = redcon.AppendBulkInt(dst, a.req.Qty)
@@ -210,6 +262,10 @@ func (g *Guard) AppendCall(dst []byte, as []*Attempt) []byte {
 	}
 	return dst
 }
+
+// NotHere says whether raw, one group's value in a buymany.lua reply, is its NOTHERE error:
+// its keys were not all on the master, nothing of it ran, and its attempts go again alone.
+func NotHere(raw []byte) bool { return bytes.HasPrefix(raw, []byte("-NOTHERE ")) }
 
 // Outcome is what became of one attempt of a script call.
 type Outcome struct {

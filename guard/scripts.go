@@ -11,8 +11,16 @@ import (
 // EVAL on NOSCRIPT, since SCRIPT LOAD is not replicated to a promoted replica.
 var (
 	//go:embed lua/buy.lua
-	buyLua    string
+	buyBody string
+	// buyLua runs buy.lua's buy() for one SKU, its keys declared.
+	buyLua    = buyBody + "return buy(KEYS, ARGV)\n"
 	buyScript = redis.NewScript(buyLua)
+	//go:embed lua/buymany.lua
+	buyManyTail string
+	// buyManyLua runs buy() for the SKUs of one master, one after the other; its keys are not
+	// declared, so it may touch many slots of its node.
+	buyManyLua    = "#!lua flags=allow-cross-slot-keys\n" + buyBody + buyManyTail
+	buyManyScript = redis.NewScript(buyManyLua)
 	//go:embed lua/status.lua
 	statusLua    string
 	statusScript = redis.NewScript(statusLua)

@@ -65,8 +65,18 @@ func (b *guardBuyer) attempts(as []buyAttempt) []*guard.Attempt {
 	return b.as
 }
 
-func (b *guardBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
-	return b.g.AppendCall(dst, b.attempts(as))
+func (b *guardBuyer) appendCall(dst []byte, groups [][]buyAttempt, eval bool) []byte {
+	if len(groups) == 1 && !eval {
+		return b.g.AppendCall(dst, b.attempts(groups[0]))
+	}
+	gs := make([][]*guard.Attempt, len(groups))
+	for i, as := range groups {
+		gs[i] = make([]*guard.Attempt, len(as))
+		for j, a := range as {
+			gs[i][j] = a.(*attempt).a
+		}
+	}
+	return b.g.AppendManyCall(dst, gs, eval)
 }
 
 // settle's outcomes are valid until the next call.

@@ -38,6 +38,9 @@ type engine struct {
 	sold []buyAttempt
 	// later holds buys for nodes with lim.maxCallsOut calls out, until one is answered.
 	later []*pendingBuy
+	// manyEval: masters whose last EVALSHA of buymany.lua answered NOSCRIPT; the next call of
+	// many groups to each goes as EVAL.
+	manyEval map[string]bool
 }
 
 // newEngine makes k's buy engine, deciding through b.
@@ -77,8 +80,10 @@ type buyer interface {
 	start(req guard.BuyRequest, now time.Time) (a buyAttempt, reply []byte)
 	// master is the node that owns the keys of hash tag tag (guard.CallGroup.Tag).
 	master(tag string) (string, error)
-	// appendCall writes one script call for attempts of one group.
-	appendCall(dst []byte, as []buyAttempt) []byte
+	// appendCall writes one script call for the attempts of groups, whose keys one master
+	// owns: one group's alone, or many groups' in one call (eval: sent as EVAL, the script's
+	// EVALSHA answered NOSCRIPT), whose reply has a value per group (guard.AppendManyCall).
+	appendCall(dst []byte, groups [][]buyAttempt, eval bool) []byte
 	// settle reads a call's reply: an outcome per attempt. replicated: the WAIT after it (if
 	// any) counted its replicas; if not, no reply of the call is told (guard.ErrNotKnown).
 	settle(as []buyAttempt, raw []byte, round int, replicated bool) []buyOutcome
@@ -157,6 +162,9 @@ type pendingBuy struct {
 	round int
 	addr  string // set for a retry after MOVED or ASK
 	ask   bool
+	// alone: its call goes on its own, not with other SKUs' (its keys were not all on the
+	// master a call of many SKUs went to).
+	alone bool
 }
 
 // buyCall is one script call in flight: the buys it carries, and the WAIT after it.
@@ -167,6 +175,9 @@ type buyCall struct {
 	reply    []byte   // its reply, kept until the WAIT's comes
 	replied  bool
 	out      *node // the node it went to, until it is answered, failed or expired (callOver)
+	// parts: a call of many groups (buymany.lua), one part per group, each answered by its
+	// value in the reply; the parts are what a WAIT settles.
+	parts []*buyCall
 }
 
 // buyWait is a WAIT after a node's calls of one turn, asking for want replicas: the calls are
@@ -265,7 +276,13 @@ type nodeCalls struct {
 	up    *node
 	ask   bool
 	calls []*buyCall
-	open  map[guard.CallGroup]*buyCall
+	open  map[callKey]*buyCall
+}
+
+// callKey is what the buys of one call share: a group, and whether they go alone.
+type callKey struct {
+	g     guard.CallGroup
+	alone bool
 }
 
 // buyNode is the node b's call goes to; nil when it cannot be reached, and b is answered.
@@ -302,11 +319,11 @@ func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
 	}
 	nc := t.byNode[key]
 	if nc == nil {
-		nc = &nodeCalls{up: up, ask: b.ask, open: map[guard.CallGroup]*buyCall{}}
+		nc = &nodeCalls{up: up, ask: b.ask, open: map[callKey]*buyCall{}}
 		t.byNode[key] = nc
 		t.order = append(t.order, nc)
 	}
-	g := b.a.group()
+	g := callKey{b.a.group(), b.alone}
 	call := nc.open[g]
 	if call == nil || len(call.buys) == guard.MaxBuysPerCall {
 		call = &buyCall{}
@@ -332,17 +349,13 @@ func (e *engine) writeCalls(nc *nodeCalls) {
 	if len(up.queue) == up.head {
 		up.lastRead = e.k.now
 	}
-	for _, call := range nc.calls {
+	for _, call := range e.merge(nc) {
 		if nc.ask {
 			up.out = redcon.AppendArray(up.out, 1)
 			up.out = redcon.AppendBulkString(up.out, "ASKING")
 			up.queue = append(up.queue, inflight{answered: true, deadline: deadline, discard: true})
 		}
-		as := make([]buyAttempt, len(call.buys))
-		for i, b := range call.buys {
-			as[i] = b.a
-		}
-		up.out = e.buyer.appendCall(up.out, as)
+		up.out = e.appendCall(up, call)
 		call.wait, call.out = w, up
 		up.callsOut++
 		up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: e.k.now})

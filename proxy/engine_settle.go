@@ -14,6 +14,10 @@ import (
 // replica to hold: it is settled (answered, or sent again) now, not after a WAIT that a
 // master cut off from its replica answers only at its timeout, each round.
 func (e *engine) callReply(call *buyCall, raw []byte) {
+	if call.parts != nil {
+		e.manyReply(call, raw)
+		return
+	}
 	e.callOver(call)
 	if call.wait != nil && !resp.RefusedBeforeRun(raw) {
 		call.reply, call.replied = bytes.Clone(raw), true
@@ -104,6 +108,9 @@ func (e *engine) settleCall(call *buyCall, raw []byte, replicated bool) {
 // known: no replica was seen to hold what it sold.
 func (e *engine) failCall(call *buyCall, err error) {
 	e.callOver(call)
+	for _, p := range call.parts {
+		e.failCall(p, err)
+	}
 	if call.replied {
 		e.settleCall(call, call.reply, false)
 		return
@@ -123,6 +130,9 @@ func (e *engine) failCall(call *buyCall, err error) {
 // its reply, when it comes, is taken by late.
 func (e *engine) expireCall(call *buyCall) {
 	e.callOver(call)
+	for _, p := range call.parts {
+		e.expireCall(p)
+	}
 	call.answered = true
 	for _, b := range call.buys {
 		b.to.buyAnswered(e.k, b.seq, e.buyer.timedOut(b.a))

@@ -19,7 +19,8 @@ import (
 // "-NOSCRIPT" for the whole call once, when noScript is set).
 type fakeBuyer struct {
 	noScript   bool
-	down       int // nodeDown calls
+	notHere    map[string]bool // SKUs whose group a BUYMANY answers NOTHERE
+	down       int             // nodeDown calls
 	sold       []string
 	finished   int
 	unreachedN int // unreached calls
@@ -49,10 +50,25 @@ func (b *fakeBuyer) start(req guard.BuyRequest, _ time.Time) (buyAttempt, []byte
 	return &fakeAttempt{sku: req.SKU, uid: req.UID}, nil
 }
 func (b *fakeBuyer) master(sku string) (string, error) { return "a", nil }
-func (b *fakeBuyer) appendCall(dst []byte, as []buyAttempt) []byte {
-	args := []string{"BUYCALL", as[0].(*fakeAttempt).sku}
-	for _, a := range as {
-		args = append(args, a.(*fakeAttempt).uid)
+
+// appendCall writes BUYCALL sku uid..., or for many groups BUYMANY sku uid... , sku uid...
+// (BUYMANYEVAL after a NOSCRIPT).
+func (b *fakeBuyer) appendCall(dst []byte, groups [][]buyAttempt, eval bool) []byte {
+	args := []string{"BUYCALL"}
+	if len(groups) > 1 || eval {
+		args[0] = "BUYMANY"
+		if eval {
+			args[0] = "BUYMANYEVAL"
+		}
+	}
+	for i, as := range groups {
+		if i > 0 {
+			args = append(args, ",")
+		}
+		args = append(args, as[0].(*fakeAttempt).sku)
+		for _, a := range as {
+			args = append(args, a.(*fakeAttempt).uid)
+		}
 	}
 	return append(dst, cmdsOf(strings.Join(args, " "))...)
 }
@@ -109,6 +125,10 @@ func (h *coreHarness) buyNode(b *fakeBuyer) {
 		if b.noScript {
 			b.noScript = false
 			up.in = append(up.in, "-NOSCRIPT No matching script.\r\n"...)
+			continue
+		}
+		if name := string(cmd.Args[0]); strings.HasPrefix(name, "BUYMANY") {
+			up.in = append(up.in, manyReply(b, cmd.Args[1:])...)
 			continue
 		}
 		up.in = append(up.in, echo(cmd.Args)...) // the fake settle ignores its content

@@ -95,7 +95,7 @@ type Group struct {
 func ByMaster(ctx context.Context, rc *redis.ClusterClient, tags []string) (groups []Group, errs map[int]error) {
 	at := map[string]int{} // master's address -> its group
 	for i, tag := range tags {
-		m, err := rc.MasterForKey(ctx, sale.KeysFor(tag).Meta)
+		m, err := rc.MasterForKey(ctx, sale.Key(tag, "meta"))
 		if err != nil {
 			if errs == nil {
 				errs = map[int]error{}
