@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"seckill-proxy/internal/resp"
@@ -24,7 +23,7 @@ func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 	if refused != nil {
 		return refused
 	}
-	bctx, cancel := context.WithTimeout(ctx, c.blockWait(args))
+	bctx, cancel := c.blockContext(ctx, args)
 	defer cancel()
 	b := blockedOnOf(ctx)
 	if b == nil {
@@ -51,11 +50,7 @@ func (c *Cluster) blocking(ctx context.Context, args, keys [][]byte) []byte {
 // waitBlocking sends args, a blocking command, and reads its reply, with b telling where it
 // waits meanwhile (for CLIENT UNBLOCK).
 func (cn *conn) waitBlocking(ctx context.Context, b *BlockedOn, addr string, args [][]byte) ([]byte, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
-	_ = cn.nc.SetDeadline(deadline)
+	setDeadline(cn.nc, deadlineOf(ctx))
 	cmd, askID := cn.blockingCommand(b, appendCommand(nil, args))
 	if _, err := cn.nc.Write(cmd); err != nil {
 		return nil, err
@@ -114,11 +109,10 @@ func (c *Cluster) StartBlocking(ctx context.Context, args [][]byte) (wait func()
 		return func() []byte { return c.blocking(ctx, args, commandKeys(name, ci, args)) }, true
 	}
 	return func() []byte {
-		bctx, cancel := context.WithTimeout(ctx, c.blockWait(args))
+		bctx, cancel := c.blockContext(ctx, args)
 		defer cancel()
 		stop := context.AfterFunc(bctx, func() { cn.nc.Close() })
-		deadline, _ := bctx.Deadline()
-		_ = cn.nc.SetDeadline(deadline)
+		setDeadline(cn.nc, deadlineOf(bctx))
 		reply, err := cn.afterID(b, addr, askID)
 		n.release(cn, stop() && err == nil)
 		if err != nil {
@@ -157,21 +151,6 @@ func sameSlot(keys [][]byte) bool {
 		}
 	}
 	return true
-}
-
-// blockWait bounds the wait for a blocking command's reply: the largest timeout among its
-// arguments (a day for 0, which waits until data comes), the command timeout, and a second.
-func (c *Cluster) blockWait(args [][]byte) time.Duration {
-	wait := time.Duration(0)
-	for _, a := range args[1:] {
-		if f, err := strconv.ParseFloat(string(a), 64); err == nil && f > 0 && f < 1e6 {
-			wait = max(wait, time.Duration(f*float64(time.Second)))
-		}
-	}
-	if wait == 0 {
-		wait = 24 * time.Hour
-	}
-	return wait + c.opt.Timeout + time.Second
 }
 
 // redirectOwn follows a MOVED or ASK reply to a blocking command on connections of its own,

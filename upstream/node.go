@@ -123,17 +123,13 @@ func (n *node) doOwn(ctx context.Context, own *ownSlots, cmds [][][]byte) ([][]b
 }
 
 func (c *conn) roundTrip(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
-	return c.roundTripUntil(deadline, cmds)
+	return c.roundTripUntil(deadlineOf(ctx), cmds)
 }
 
 // roundTripUntil writes cmds and reads one reply per command, all before deadline. The
 // replies share one buffer, so a batch costs a few allocations, not a few per reply.
 func (c *conn) roundTripUntil(deadline time.Time, cmds [][][]byte) ([][]byte, error) {
-	_ = c.nc.SetDeadline(deadline)
+	setDeadline(c.nc, deadline)
 	buf := c.wbuf[:0]
 	for _, cmd := range cmds {
 		buf = appendCommand(buf, cmd)

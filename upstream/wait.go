@@ -51,7 +51,7 @@ func (c *Cluster) Wait(ctx context.Context, slots []uint16, all bool, args [][]b
 	if err != nil {
 		return unavailable(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.blockWait(args))
+	ctx, cancel := c.blockContext(ctx, args)
 	defer cancel()
 	replies := make([][]byte, 0, len(probes))
 	var mu sync.Mutex
