@@ -267,13 +267,18 @@ func (b *outcomeSession) unsubscribe(chans [][]byte) {
 		}
 	}
 	for _, ch := range chans {
-		if o := b.subs[string(ch)]; o != nil {
-			o.stop()
-			delete(b.subs, string(ch))
-			b.s.outcomeChannels.Add(-1)
-			b.s.outcomeShares.Release(b.share, 1)
-		}
+		b.leave(string(ch))
 		b.write(func(w *redcon.Writer) { b.confirm(w, "unsubscribe", ch) })
+	}
+}
+
+// leave gives up the outcome channel ch, if held.
+func (b *outcomeSession) leave(ch string) {
+	if o := b.subs[ch]; o != nil {
+		o.stop()
+		delete(b.subs, ch)
+		b.s.outcomeChannels.Add(-1)
+		b.s.outcomeShares.Release(b.share, 1)
 	}
 }
 
@@ -284,6 +289,12 @@ func (b *outcomeSession) send(args [][]byte) bool {
 	switch {
 	case name == "quit":
 		b.write(func(w *redcon.Writer) { w.WriteString("OK") })
+		return false
+	case name == "reset" && len(args) == 1:
+		for ch := range b.subs { // as Redis's RESET does, with no confirmations
+			b.leave(ch)
+		}
+		b.next = args
 		return false
 	case subscribes && len(b.subs) == 0 && !isOutcomeSubscribe(args):
 		b.next = args // Redis's channels, with no outcome channel held: the bridge to Redis serves them

@@ -106,6 +106,11 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 			return write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
 		case subscriberCommands[name]:
 			return sub.Send(c.ctx, args) == nil
+		case name == "reset" && len(args) == 1:
+			// Redis unsubscribes from everything and answers +RESET: the subscription is
+			// closed (its messages so far written first), and RESET served as outside.
+			next = args
+			return false
 		case resp3 && name == "hello" && len(args) > 1 && string(args[1]) != "3":
 			// The subscription's own connection to Redis speaks RESP3: its pushes, and the
 			// UNSUBSCRIBE replies among them, cannot become RESP2 under way.

@@ -37,6 +37,12 @@ type credentials struct {
 // open: with no password and no users, every client is the default user without AUTH.
 func (c *credentials) open() bool { return c.password == "" && len(c.users) == 0 }
 
+// has: name is a user clients may log in as (default, or one of the named users).
+func (c *credentials) has(name string) bool {
+	_, ok := c.users[name]
+	return ok || name == "default"
+}
+
 // SetCredentials replaces the password and the users (a reload). Connections logged in
 // already keep their login; every AUTH from now on is checked against the new ones.
 func (r *Router) SetCredentials(password string, users []conf.User) {

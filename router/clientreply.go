@@ -14,9 +14,10 @@ func (s *Session) muted() bool { return s.replyOff || s.skipNext }
 
 // serveMuted serves one command of a session whose replies are off (CLIENT REPLY OFF), or
 // skipped for this command (after CLIENT REPLY SKIP): what is gathered before it is
-// sent, and its own reply dropped, but for CLIENT REPLY ON's, which turns them on again.
+// sent, and its own reply dropped, but for CLIENT REPLY ON's and RESET's, which turn them on
+// again.
 func (r *Router) serveMuted(b *batch, args [][]byte) {
-	if isReplyOn(args) { // which clears a SKIP too, and answers
+	if isReplyOn(args) || isReset(args) { // which clear a SKIP too, and answer
 
 		r.serveOne(b, args)
 		return
@@ -34,6 +35,9 @@ func isReplyOn(args [][]byte) bool {
 	return len(args) == 3 && strings.EqualFold(string(args[0]), "client") &&
 		strings.EqualFold(string(args[1]), "reply") && strings.EqualFold(string(args[2]), "on")
 }
+
+// isReset: args is RESET, which answers +RESET whatever the reply mode, and turns replies on.
+func isReset(args [][]byte) bool { return len(args) == 1 && strings.EqualFold(string(args[0]), "reset") }
 
 // discard is a Writer that writes nothing: a muted command's reply.
 type discard struct{}

@@ -341,6 +341,9 @@ func (r *Router) clientKill(self *Session, args [][]byte) (Reply, error) {
 			return nil, err
 		}
 	}
+	if f.user != "" && !r.creds.Load().has(f.user) {
+		return nil, respError("ERR No such user '" + f.user + "'")
+	}
 	now := time.Now()
 	killed := 0
 	r.eachClient(func(s *Session) {

@@ -93,9 +93,10 @@ type noReply struct{}
 func (noReply) write(Writer) {}
 
 // cmdReset serves RESET as Redis does for a connection outside subscriber mode (a
-// subscriber's goes to its subscription), inside MULTI too: the transaction and every WATCH
-// dropped, RESP2, no name, the slots written forgotten (WAIT), and the default user again,
-// logged in only if it needs no password (no password and no users).
+// subscriber's leaves subscriber mode first), inside MULTI too: the transaction and every
+// WATCH dropped, RESP2, no name, replies on (CLIENT REPLY), the slots written forgotten (WAIT),
+// and the default user again, logged in only if it needs no password (no password and no
+// users).
 func (r *Router) cmdReset(ctx context.Context, s *Session, _ [][]byte) (Reply, error) {
 	if s.tx != nil {
 		if s.tx.Active() {
@@ -109,6 +110,7 @@ func (r *Router) cmdReset(ctx context.Context, s *Session, _ [][]byte) (Reply, e
 	creds := r.creds.Load()
 	open := creds.open()
 	s.Proto, s.Name, s.written, s.authFailures = 2, "", writtenSlots{}, 0
+	s.replyOff, s.skipNext = false, false
 	s.Authed, s.Admin, s.User, s.creds, s.login = open, open, "default", creds, conf.User{}
 	if open {
 		s.login = conf.User{Name: "default", Role: conf.RoleAdmin}
