@@ -182,7 +182,7 @@ const lateFullEvery = 10
 func (g *Guard) checkLate(ctx context.Context, leaseFor time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeoutFactor*g.opt.Buy.CallTimeout)
 	defer cancel()
-	if ok, err := salescan.Lead(ctx, g.rc, salescan.LateLeadKey(g.opt.LateAfter), g.opt.Instance, 2*leaseFor); err != nil || !ok {
+	if ok, err := salescan.LeadWhileSales(ctx, g.rc, salescan.LateLeadKey(g.opt.LateAfter), g.opt.Instance, 2*leaseFor, g.latePasses > 0); err != nil || !ok {
 		g.latePasses = 0 // leading again starts with a full pass
 		return err
 	}

@@ -146,7 +146,7 @@ type sweepPass struct {
 // tick is one sweep interval: the lead renewed (or tried), then, leading, a sweep of the
 // pending buckets and of the pass's next chunk of sales.
 func (s *Sweeper) tick(ctx context.Context, lead string, p *sweepPass) {
-	if ok, err := salescan.Lead(ctx, s.rc, lead, s.instance, s.cfg.LeaseTTL); err != nil || !ok {
+	if ok, err := salescan.LeadWhileSales(ctx, s.rc, lead, s.instance, s.cfg.LeaseTTL, s.leading.Load()); err != nil || !ok {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("sweep skipped: could not take or renew the sweep lease", zap.Error(err))
 		}

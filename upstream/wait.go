@@ -20,8 +20,9 @@ import (
 // client gets the least count over those masters (WAITAOF: the least of each of its two).
 // The client's own timeout bounds each wait, on a connection no one else waits behind.
 
-// probeKeyPrefix names the keys Wait writes: "seckill-proxy:wait:{<tag>}", with a tag of the
-// slot asked for, set to 1 for a second.
+// probeKeyPrefix names the key Wait writes: "seckill-proxy:wait:{<tag>}", with a tag of the
+// slot asked for, set and deleted in one transaction (probeCommands), so that no client ever
+// sees it: the writes go to the replicas all the same.
 const probeKeyPrefix = "seckill-proxy:wait:{"
 
 // slotTags holds, for each slot, a short hash tag of that slot.
@@ -37,6 +38,26 @@ var slotTags = sync.OnceValue(func() *[16384]string {
 	}
 	return &t
 })
+
+// probeCommands write key and delete it again, as one transaction: a write that moves the
+// master's replication offset and leaves no key.
+func probeCommands(key []byte) [][][]byte {
+	return [][][]byte{{[]byte("MULTI")}, {[]byte("SET"), key, []byte("1")}, {[]byte("DEL"), key}, {[]byte("EXEC")}}
+}
+
+// probeRefused is the error that stopped probeCommands' transaction (its replies, then the
+// WAIT's), nil when EXEC ran both writes.
+func probeRefused(r [][]byte) []byte {
+	for _, reply := range r[:3] {
+		if len(reply) > 0 && reply[0] == '-' {
+			return reply
+		}
+	}
+	if exec := r[3]; len(exec) == 0 || exec[0] != '*' || bytes.Contains(exec, []byte("\r\n-")) {
+		return exec
+	}
+	return nil
+}
 
 // probeKey is the key Wait writes in slot.
 func probeKey(slot uint16) []byte {
@@ -58,16 +79,15 @@ func (c *Cluster) Wait(ctx context.Context, slots []uint16, all bool, args [][]b
 	var wg sync.WaitGroup
 	for addr, key := range probes {
 		wg.Go(func() {
-			set := [][]byte{[]byte("SET"), key, []byte("1"), []byte("PX"), []byte("1000")}
 			var reply []byte
-			r, err := c.node(addr).doOwn(ctx, &c.own, [][][]byte{set, args})
+			r, err := c.node(addr).doOwn(ctx, &c.own, append(probeCommands(key), args))
 			switch {
 			case err != nil:
 				reply = unavailable(err)
-			case len(r[0]) > 0 && r[0][0] == '-':
-				reply = bytes.Clone(r[0]) // the probe was refused (the slot moved, an ACL): nothing to wait for
+			case probeRefused(r) != nil:
+				reply = bytes.Clone(probeRefused(r)) // the slot moved, an ACL: nothing to wait for
 			default:
-				reply = bytes.Clone(r[1])
+				reply = bytes.Clone(r[len(r)-1])
 			}
 			mu.Lock()
 			replies = append(replies, reply)

@@ -45,6 +45,24 @@ func Lead(ctx context.Context, rc redis.Scripter, key, instance string, ttl time
 	return n == 1, err
 }
 
+// LeadWhileSales is Lead while some sale exists (the set of sales, sale.SalesKey): with
+// none, the work has nothing to do, and no lease is taken, so that no key is in the
+// application's keyspace because a proxy runs; a lease the caller held at its last call
+// (held) is given up.
+func LeadWhileSales(ctx context.Context, rc redis.Cmdable, key, instance string, ttl time.Duration, held bool) (bool, error) {
+	n, err := rc.Exists(ctx, sale.SalesKey).Result()
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		if held {
+			return false, Unlead(ctx, rc, key, instance)
+		}
+		return false, nil
+	}
+	return Lead(ctx, rc, key, instance, ttl)
+}
+
 // Unlead gives up the lease key if instance holds it (at shutdown: the next proxy takes over
 // at once).
 func Unlead(ctx context.Context, rc redis.Scripter, key, instance string) error {
