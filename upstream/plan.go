@@ -83,6 +83,8 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 			return plan{reply: errorReply("ERR wrong number of arguments for 'debug' command")}
 		}
 		switch sub := strings.ToLower(string(args[1])); {
+		case sub == "digest" && len(args) == 2 && c.opt.Standalone == "":
+			return plan{special: func(ctx context.Context) []byte { return c.debugDigest(ctx, args) }}
 		case debugKeyed[sub] && len(args) > 2:
 			return c.routeByKeys(ctx, name, flagsOf(ci), args, args[2:])
 		case debugKeyed[sub] || debugOneServer[sub]:
@@ -116,8 +118,8 @@ var servedSpecially = map[string]bool{"dbsize": true, "scan": true, "keys": true
 
 // debugKeyed are the DEBUG subcommands that read the keys after them: they go to the keys'
 // master. debugOneServer are those that compute a reply and change nothing (a protocol's
-// reply types, a pattern's cost, the whole data set's digest, which cannot be merged): they
-// go to one master. Every other DEBUG subcommand changes how a server behaves (SET-ACTIVE-EXPIRE,
+// reply types, a pattern's cost): they go to one master; DIGEST, in front of a cluster, goes
+// to every master and their digests are combined (digest.go). Every other DEBUG subcommand changes how a server behaves (SET-ACTIVE-EXPIRE,
 // SET-DISABLE-DENY-SCRIPTS, SLEEP, RELOAD, ...) and goes to every master, as one server would
 // apply it to all its data.
 var (
