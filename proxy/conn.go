@@ -204,6 +204,11 @@ func (s *Server) nextBatch(c *clientConn) ([][][]byte, bool) {
 // subscriber mode's last), and false when the connection ends.
 func (s *Server) serveBatch(c *clientConn, cmds [][][]byte) ([][][]byte, bool) {
 	sess := c.sess
+	// CLIENT PAUSE: the batch waits while the pause holds any of its commands (a read
+	// pipelined with a write waits with it).
+	if !s.router.AwaitPause(c.ctx, cmds) {
+		return nil, false
+	}
 	if !s.begin() {
 		c.w.WriteError(errShuttingDown.Error())
 		_ = c.w.Flush()

@@ -73,6 +73,7 @@ type client struct {
 	busy    bool // the router serves a batch of its commands elsewhere
 	closing bool // close once every reply owed is written (QUIT, a protocol error)
 	handoff bool // hand to a goroutine of its own once every reply owed is written
+	paused  bool // its next command waits for CLIENT PAUSE to end (core_pause.go)
 	closed  bool // gone: replies still owed are dropped
 	// shut: the client shut its sending side (a FIN, as `printf ... | nc` sends): what it
 	// sent is still served and answered, then it is closed. mayBlock: the batch the router
@@ -98,6 +99,9 @@ type core struct {
 	dirty    []*client
 	now      time.Time
 	draining bool
+	// held are the clients whose next command CLIENT PAUSE holds, until heldUntil at most.
+	held      []*client
+	heldUntil time.Time
 
 	// inflight counts the commands sent to Redis and not answered yet, redirects included;
 	// while there are any, the core holds a begin.
@@ -138,7 +142,7 @@ func (k *core) markDirty(c *client) {
 
 // canServe: the client's next command may be served now.
 func (k *core) canServe(c *client) bool {
-	return !c.closed && !c.busy && !c.closing && !c.handoff && len(c.out) < k.lim.maxOut &&
+	return !c.closed && !c.busy && !c.closing && !c.handoff && !c.paused && len(c.out) < k.lim.maxOut &&
 		c.owed() < min(k.lim.maxPipeline, c.win.size())
 }
 
@@ -205,6 +209,10 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 		}
 		return false
 	}
+	if k.hold(c, cmd.Args) {
+		c.rd.Unread()
+		return false
+	}
 	if k.eng.isBuy(c.sess, cmd.Args) {
 		if c.passOut > 0 {
 			c.rd.Unread() // its pass-through commands before it are answered first
@@ -261,7 +269,7 @@ func (k *core) serveAside(c *client, cmd resp.Command) {
 		if err != nil || !ok {
 			break
 		}
-		if k.cl.ownGoroutine(cmd.Args) || k.eng.isBuy(c.sess, cmd.Args) {
+		if k.cl.ownGoroutine(cmd.Args) || k.eng.isBuy(c.sess, cmd.Args) || k.paused(cmd.Args) {
 			c.rd.Unread()
 			break
 		}

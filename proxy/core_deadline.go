@@ -74,7 +74,7 @@ func (k *core) expire() (dropped []*node) {
 // nextDeadline is when expire has something to do: the earliest deadline of a command not
 // yet answered, or of a node's silence; zero when nothing waits.
 func (k *core) nextDeadline() time.Time {
-	var next time.Time
+	next := k.heldUntil // the end of a CLIENT PAUSE that holds clients (zero: none)
 	for _, up := range k.ups {
 		for i := up.head; i < len(up.queue); i++ {
 			if d := up.queue[i].deadline; !up.queue[i].answered && (next.IsZero() || d.Before(next)) {

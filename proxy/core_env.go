@@ -1,6 +1,10 @@
 package proxy
 
-import "seckill-proxy/router"
+import (
+	"time"
+
+	"seckill-proxy/router"
+)
 
 // coreEnv is what a core asks of the world around it.
 type coreEnv interface {
@@ -40,4 +44,6 @@ type clientEnv interface {
 	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
 	// and the end as redirectsDone.
 	followRedirects(jobs []redirectJob)
+	// paused says whether CLIENT PAUSE holds args now, and until when at most.
+	paused(args [][]byte, now time.Time) (until time.Time, held bool)
 }

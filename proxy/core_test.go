@@ -32,6 +32,8 @@ type fakeEnv struct {
 	redirects []redirectJob
 	posted    []func()
 	begun     int
+	// pauseUntil: CLIENT PAUSE holds every command until then (zero: no pause).
+	pauseUntil time.Time
 	// blocking: startBlocking takes blocking commands (as with a spare idle), into started.
 	blocking bool
 	started  []slowCall
@@ -73,6 +75,9 @@ func (e *fakeEnv) startBlocking(c *client, args [][]byte) bool {
 }
 func (e *fakeEnv) followRedirects(jobs []redirectJob) { e.redirects = append(e.redirects, jobs...) }
 func (e *fakeEnv) post(f func())                      { e.posted = append(e.posted, f) }
+func (e *fakeEnv) paused(_ [][]byte, now time.Time) (time.Time, bool) {
+	return e.pauseUntil, now.Before(e.pauseUntil)
+}
 
 // echo is the fake reply to a command: its arguments, joined, as a bulk string.
 func echo(args [][]byte) []byte {

@@ -3,6 +3,8 @@
 package proxy
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/tidwall/redcon"
@@ -137,6 +139,10 @@ func (e loopEnv) startBlocking(c *client, args [][]byte) bool {
 
 // followRedirects follows MOVED and ASK replies as the router would, on a goroutine, one at a
 // time in the order they came.
+func (e loopEnv) paused(args [][]byte, now time.Time) (time.Time, bool) {
+	return e.l.s.router.Paused(args, now)
+}
+
 func (e loopEnv) followRedirects(jobs []redirectJob) {
 	l := e.l
 	go func() {

@@ -77,6 +77,9 @@ func (s *Server) serveLoop(ln net.Listener) (ok bool, err error) {
 		}
 		return true, nil
 	}
+	for _, l := range loops { // CLIENT UNPAUSE: each loop serves the clients it held
+		s.router.OnUnpause(func() { l.post(func() { l.core.releaseHeld(true) }) })
+	}
 	s.log.Info("serving RESP", zap.String("addr", ln.Addr().String()), zap.Int("event_loops", len(loops)))
 	var wg sync.WaitGroup
 	for _, l := range loops {
@@ -158,6 +161,7 @@ func (l *loop) run() {
 			l.s.log.Warn("Redis answered nothing in time; reconnecting", zap.String("addr", up.addr), zap.Duration("timeout", l.core.lim.timeout))
 			l.closeUp(up)
 		}
+		l.core.releaseHeld(false)
 		l.flush()
 		if l.stopping {
 			l.closeAll()

@@ -37,7 +37,9 @@ func isReplyOn(args [][]byte) bool {
 }
 
 // isReset: args is RESET, which answers +RESET whatever the reply mode, and turns replies on.
-func isReset(args [][]byte) bool { return len(args) == 1 && strings.EqualFold(string(args[0]), "reset") }
+func isReset(args [][]byte) bool {
+	return len(args) == 1 && strings.EqualFold(string(args[0]), "reset")
+}
 
 // discard is a Writer that writes nothing: a muted command's reply.
 type discard struct{}

@@ -86,17 +86,17 @@ var clientHelp = []string{
 	"KILL <option> <value> [<option> <value> [...]]", "    Kill connections (admin). Options are: ID, ADDR, LADDR, USER, TYPE normal|pubsub, SKIPME yes|no, MAXAGE.",
 	"LIST [TYPE normal|pubsub] [ID <id> [<id> ...]]", "    Return information about this proxy's client connections.",
 	"NO-EVICT (ON|OFF)", "    The proxy never evicts clients: accepted.",
+	"PAUSE <timeout> [WRITE|ALL]", "    Suspend this proxy's clients, or their writes, for <timeout> milliseconds (admin).",
 	"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 	"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
 	"SETNAME <name>", "    Assign the name <name> to the current connection.",
 	"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+	"UNPAUSE", "    Stop this proxy's pause of its clients (admin).",
 	"HELP", "    Print this help.",
 }
 
 // unsupportedClient are CLIENT subcommands the proxy cannot honour, and why.
 var unsupportedClient = map[string]string{
-	"pause":        "it would pause every client of every sidecar on Redis",
-	"unpause":      "CLIENT PAUSE is not carried",
 	"tracking":     "the proxy's Redis connections are shared by many clients, so invalidations cannot be routed to one",
 	"caching":      "client-side caching (CLIENT TRACKING) is not carried",
 	"getredir":     "client-side caching (CLIENT TRACKING) is not carried",
@@ -148,6 +148,10 @@ func (r *Router) cmdClient(ctx context.Context, s *Session, args [][]byte) (Repl
 		return OK, nil
 	case "reply":
 		return clientReply(s, args[2])
+	case "pause":
+		return r.clientPause(s, args)
+	case "unpause":
+		return r.clientUnpause(s, args)
 	case "help":
 		out := make(Array, len(clientHelp))
 		for i, l := range clientHelp {

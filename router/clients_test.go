@@ -79,8 +79,8 @@ func TestClientKillFilters(t *testing.T) {
 		{"CLIENT KILL laddr 127.0.0.1:6381", ":0\r\n", nil}, // killed once only
 		{"CLIENT KILL type pubsub", ":0\r\n", nil},
 		{"CLIENT KILL type master", ":0\r\n", nil},
-		{"CLIENT KILL addr 127.0.0.1:100", ":0\r\n", nil}, // itself, skipped
-		{"CLIENT KILL user nobody", ":0\r\n", nil},
+		{"CLIENT KILL addr 127.0.0.1:100", ":0\r\n", nil},                  // itself, skipped
+		{"CLIENT KILL user nobody", "-ERR No such user 'nobody'\r\n", nil}, // as Redis answers
 		{"CLIENT KILL type normal", ":1\r\n", []string{"127.0.0.1:101"}},
 		{"CLIENT KILL addr 127.0.0.1:100 skipme no", ":1\r\n", []string{"127.0.0.1:100"}},
 	}

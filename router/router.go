@@ -190,6 +190,8 @@ type Router struct {
 	scriptLog  rate.Sometimes
 	// waitShares bounds each user's and client address's SECKILL.STATUS ... WAIT.
 	waitShares *guard.Shares
+	// pause is CLIENT PAUSE of this proxy's clients (pause.go).
+	pause pause
 }
 
 // New builds the command table once.

@@ -103,3 +103,20 @@ func parseCommands(reply []any) map[string]*redis.CommandInfo {
 	add(reply)
 	return out
 }
+
+// MayWrite says whether args may write, as Redis's CLIENT PAUSE WRITE judges it: its entry (or
+// its subcommand's) is flagged write or may_replicate (EVAL, PUBLISH, WAIT...). A command the
+// table does not know, or before the table is loaded, may.
+func (c *Cluster) MayWrite(args [][]byte) bool {
+	t := c.info.Load()
+	if t == nil || len(args) == 0 || len(args[0]) > 64 {
+		return true
+	}
+	var buf [64]byte
+	name := resp.AppendLower(buf[:0], args[0])
+	ci := t.info[string(name)]
+	if ci != nil && len(ci.Flags) == 0 && len(args) > 1 && len(args[1]) <= 64 {
+		ci = t.info[string(resp.AppendLower(append(name, '|'), args[1]))]
+	}
+	return ci == nil || hasFlag(ci, "write") || hasFlag(ci, "may_replicate")
+}
