@@ -348,7 +348,10 @@ func TestClientCommands(t *testing.T) {
 	if got := admin.do(t, "CLIENT", "NO-EVICT", "on"); got != "+OK\r\n" {
 		t.Errorf("CLIENT NO-EVICT on = %q", got)
 	}
-	for _, sub := range []string{"PAUSE", "TRACKING", "NO-TOUCH"} {
+	if got := admin.do(t, "CLIENT", "PAUSE", "x"); got != "-ERR timeout is not an integer or out of range\r\n" {
+		t.Errorf("CLIENT PAUSE x = %q, Redis's error", got)
+	}
+	for _, sub := range []string{"TRACKING", "NO-TOUCH"} {
 		if got := admin.do(t, "CLIENT", sub, "x"); !strings.Contains(got, "not supported through seckill-proxy: ") {
 			t.Errorf("CLIENT %s = %q", sub, got)
 		}

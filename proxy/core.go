@@ -218,6 +218,7 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 			c.rd.Unread() // its pass-through commands before it are answered first
 			return false
 		}
+		k.cl.monitored(c.sess, cmd.Args)
 		k.eng.serve(c, cmd.Args)
 		return true
 	}
@@ -228,6 +229,7 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 			c.rd.Unread()
 			return false
 		}
+		k.cl.monitored(c.sess, cmd.Args)
 		k.forward(c, addr, slot, cmd)
 		return true
 	}
@@ -237,6 +239,7 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 	}
 	if !c.closed {
 		if out, ok := k.cl.immediate(c.out, c.sess, cmd.Args); ok {
+			k.cl.monitored(c.sess, cmd.Args)
 			c.out = out
 			k.markDirty(c)
 			return true

@@ -46,4 +46,7 @@ type clientEnv interface {
 	followRedirects(jobs []redirectJob)
 	// paused says whether CLIENT PAUSE holds args now, and until when at most.
 	paused(args [][]byte, now time.Time) (until time.Time, held bool)
+	// monitored feeds a command the core serves itself (a buy, a direct command, an
+	// immediate answer) to the MONITOR clients; the router feeds those it serves.
+	monitored(sess *router.Session, args [][]byte)
 }

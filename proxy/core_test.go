@@ -73,8 +73,9 @@ func (e *fakeEnv) startBlocking(c *client, args [][]byte) bool {
 	}
 	return e.blocking
 }
-func (e *fakeEnv) followRedirects(jobs []redirectJob) { e.redirects = append(e.redirects, jobs...) }
-func (e *fakeEnv) post(f func())                      { e.posted = append(e.posted, f) }
+func (e *fakeEnv) followRedirects(jobs []redirectJob)  { e.redirects = append(e.redirects, jobs...) }
+func (e *fakeEnv) post(f func())                       { e.posted = append(e.posted, f) }
+func (e *fakeEnv) monitored(*router.Session, [][]byte) {}
 func (e *fakeEnv) paused(_ [][]byte, now time.Time) (time.Time, bool) {
 	return e.pauseUntil, now.Before(e.pauseUntil)
 }

@@ -139,6 +139,8 @@ func (e loopEnv) startBlocking(c *client, args [][]byte) bool {
 
 // followRedirects follows MOVED and ASK replies as the router would, on a goroutine, one at a
 // time in the order they came.
+func (e loopEnv) monitored(sess *router.Session, args [][]byte) { e.l.s.router.Monitored(sess, args) }
+
 func (e loopEnv) paused(args [][]byte, now time.Time) (time.Time, bool) {
 	return e.l.s.router.Paused(args, now)
 }

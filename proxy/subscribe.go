@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"seckill-proxy/router"
 	"seckill-proxy/upstream"
 )
 
@@ -55,6 +56,9 @@ func (s *Server) serveBetween(c *clientConn, args [][]byte, write func(f func(w 
 // still has subscriptions, Redis knows: before a command that subscriber mode does not allow,
 // the subscriber asks with PINGs of the proxy's own (upstream.Subscriber.Probe).
 func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]byte {
+	if router.IsMonitor(first) {
+		return s.monitorBridge(c, rest)
+	}
 	if isOutcomeSubscribe(first) {
 		return s.outcomeBridge(c, first, rest)
 	}
@@ -140,12 +144,12 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 	return append([][][]byte{next}, rest...)
 }
 
-// serveSubscriber feeds a subscriber's commands to send: first, then rest, then what it sends
+// serveSubscriber feeds a subscriber's commands to send: first (if any), then rest, then what it sends
 // next, until send answers false (the end of subscriber mode or of the connection), or the
 // client goes or sends what cannot be read (answered as the server would). It returns the
 // commands of rest not yet sent.
 func serveSubscriber(c *clientConn, first [][]byte, rest [][][]byte, send func([][]byte) bool, write func(func(*redcon.Writer)) bool) [][][]byte {
-	ok := send(first)
+	ok := first == nil || send(first)
 	for ok && len(rest) > 0 {
 		ok, rest = send(rest[0]), rest[1:]
 	}

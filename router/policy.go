@@ -29,7 +29,7 @@ import (
 // @admin commands).
 var refused = map[string]string{
 	"flushall": "", "flushdb": "", "config": "", "debug": "", "shutdown": "",
-	"replicaof": "", "slaveof": "", "monitor": "", "save": "",
+	"replicaof": "", "slaveof": "", "save": "",
 	"bgsave": "", "bgrewriteaof": "", "acl": "", "module": "", "failover": "",
 	"sync": "", "psync": "", "migrate": "", "swapdb": "", "move": "",
 	"lastsave": "", "slowlog": "", "latency": "", "function": "",

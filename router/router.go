@@ -190,8 +190,8 @@ type Router struct {
 	scriptLog  rate.Sometimes
 	// waitShares bounds each user's and client address's SECKILL.STATUS ... WAIT.
 	waitShares *guard.Shares
-	// pause is CLIENT PAUSE of this proxy's clients (pause.go).
-	pause pause
+	pause      pause    // CLIENT PAUSE of this proxy's clients (pause.go)
+	mon        monitors // its MONITOR clients (monitor.go)
 }
 
 // New builds the command table once.
@@ -235,6 +235,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "reset", arity: 1, flags: flagNoAuth, handler: r.cmdReset},
+		{name: "monitor", arity: 1, flags: flagSubscribe, handler: r.cmdMonitor},
 		{name: "wait", arity: 3, flags: flagQueued, handler: r.cmdWait},
 		{name: "waitaof", arity: -1, flags: flagQueued, handler: r.cmdWait}, // Redis before 7.2 does not know it: its answer
 		{name: "unsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
@@ -345,6 +346,7 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 // serveOne classifies one command and dispatches it.
 func (r *Router) serveOne(b *batch, args [][]byte) {
 	s := b.s
+	r.Monitored(s, args)
 	if r.legacy != nil && !r.isBuyCommand(args) && r.serveLegacy(b, args) {
 		return
 	}

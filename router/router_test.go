@@ -66,7 +66,7 @@ func TestConnectionCommands(t *testing.T) {
 		{"CLIENT NOSUCH", "-ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.\r\n"},
 		{"CLIENT SETNAME", "-ERR wrong number of arguments for 'client|setname' command\r\n"},
 		{"COMMAND DOCS", "*0\r\n"},
-		{"COMMAND COUNT", ":37\r\n"},
+		{"COMMAND COUNT", ":38\r\n"},
 		{"COMMAND INFO nope", "*1\r\n$-1\r\n"},
 		{"COMMAND INFO ping", "*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n*0\r\n:0\r\n:0\r\n:0\r\n*0\r\n*0\r\n*0\r\n*0\r\n"},
 		{"GETX a b", "-ERR unknown command 'GETX', with args beginning with: 'a' 'b' \r\n"},
