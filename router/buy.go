@@ -167,3 +167,12 @@ func (r *Router) WatchOutcome(ctx context.Context, sku, uid string, through bool
 	}
 	return r.guard.Watch(ctx, sku, uid)
 }
+
+// isBuyCommand: args is a SECKILL.BUY, which is no legacy script's call.
+func (r *Router) isBuyCommand(args [][]byte) bool {
+	if len(args) == 0 {
+		return false
+	}
+	c := r.lookup(args[0])
+	return c != nil && c.flags&flagBuy != 0
+}

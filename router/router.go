@@ -391,15 +391,6 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 	}
 }
 
-// isBuyCommand: args is a SECKILL.BUY, which is no legacy script's call.
-func (r *Router) isBuyCommand(args [][]byte) bool {
-	if len(args) == 0 {
-		return false
-	}
-	c := r.lookup(args[0])
-	return c != nil && c.flags&flagBuy != 0
-}
-
 // check finds the command and checks auth and arity.
 func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 	if len(args) == 0 {
