@@ -85,17 +85,7 @@ func buyAll(ctx context.Context, t testing.TB, g *Guard, reqs []BuyRequest) []Bu
 			for i, p := range c.ps {
 				as[i] = p.a
 			}
-			rw := connTo(c.addr)
-			if _, err := rw.Write(g.AppendCall(nil, as)); err != nil {
-				t.Fatal(err)
-			}
-			if err := rw.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := resp.ReadReply(rw.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := roundTrip(t, connTo(c.addr), g.AppendCall(nil, as))
 			for i, o := range g.SettleCall(as, raw, c.ps[0].round, true, nil) {
 				p := c.ps[i]
 				switch {
@@ -114,4 +104,20 @@ func buyAll(ctx context.Context, t testing.TB, g *Guard, reqs []BuyRequest) []Bu
 	}
 	g.TeeAll(sold)
 	return res
+}
+
+// roundTrip writes cmd (raw RESP) on rw and reads its one reply.
+func roundTrip(t testing.TB, rw *bufio.ReadWriter, cmd []byte) []byte {
+	t.Helper()
+	if _, err := rw.Write(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := resp.ReadReply(rw.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -96,16 +96,7 @@ func TestManyCallAsAlone(t *testing.T) {
 	}
 	defer nc.Close()
 	rw := bufio.NewReadWriter(bufio.NewReader(nc), bufio.NewWriter(nc))
-	if _, err := rw.Write(g.AppendManyCall(nil, groups, true)); err != nil {
-		t.Fatal(err)
-	}
-	if err := rw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := resp.ReadReply(rw.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := roundTrip(t, rw, g.AppendManyCall(nil, groups, true))
 	vals, err := resp.SplitArray(raw)
 	if err != nil || len(vals) != 3 {
 		t.Fatalf("reply %q: %d values (%v), want 3", raw, len(vals), err)
@@ -150,13 +141,7 @@ func TestManyCallAsAlone(t *testing.T) {
 	}
 	// The script is cached by the EVAL: the next call goes as EVALSHA.
 	again := start(BuyRequest{SKU: same, UID: "g", Qty: 1}, BuyRequest{SKU: base + "_0", UID: "h", Qty: 1})
-	if _, err := rw.Write(g.AppendManyCall(nil, [][]*Attempt{again[:1], again[1:]}, false)); err != nil {
-		t.Fatal(err)
-	}
-	if err := rw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if raw, err = resp.ReadReply(rw.Reader); err != nil || raw[0] != '*' {
-		t.Errorf("EVALSHA after EVAL: %q (%v)", raw, err)
+	if raw = roundTrip(t, rw, g.AppendManyCall(nil, [][]*Attempt{again[:1], again[1:]}, false)); raw[0] != '*' {
+		t.Errorf("EVALSHA after EVAL: %q", raw)
 	}
 }

@@ -20,7 +20,7 @@ func (rc *rawClient) send(t *testing.T, args ...string) {
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	_ = rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = rc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, err := rc.c.Write([]byte(b.String())); err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,10 @@ func (rc *rawClient) silentFor(t *testing.T, what string, d time.Duration) {
 	}
 }
 
-// reply reads one reply, within 5 s.
+// reply reads one reply, within 10 s.
 func (rc *rawClient) reply(t *testing.T) string {
 	t.Helper()
-	_ = rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	reply, err := resp.ReadReply(rc.r)
 	if err != nil {
 		t.Fatal(err)

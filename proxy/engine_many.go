@@ -124,9 +124,7 @@ func (e *engine) manyReply(call *buyCall, raw []byte) {
 func (e *engine) again(call *buyCall) {
 	for _, b := range call.buys {
 		if call.answered {
-			e.buyer.finish(b.a)
-			b.to.buysOutAdd(-1)
-			e.k.track(-1)
+			e.forget(b)
 			continue
 		}
 		b.alone = true

@@ -72,9 +72,7 @@ func (e *engine) settleCall(call *buyCall, raw []byte, replicated bool) {
 	if call.answered {
 		e.buyer.late(as, raw, replicated)
 		for _, b := range call.buys {
-			e.buyer.finish(b.a)
-			b.to.buysOutAdd(-1)
-			e.k.track(-1)
+			e.forget(b)
 		}
 		return
 	}
@@ -117,9 +115,7 @@ func (e *engine) failCall(call *buyCall, err error) {
 	}
 	for _, b := range call.buys {
 		if call.answered {
-			e.buyer.finish(b.a)
-			b.to.buysOutAdd(-1)
-			e.k.track(-1)
+			e.forget(b)
 			continue
 		}
 		e.buyDone(b, e.buyer.unreached(b.a, err))
@@ -137,4 +133,12 @@ func (e *engine) expireCall(call *buyCall) {
 	for _, b := range call.buys {
 		b.to.buyAnswered(e.k, b.seq, e.buyer.timedOut(b.a))
 	}
+}
+
+// forget ends a buy whose buyer was answered already (its call's deadline passed): its
+// attempt ends, and nothing more is told.
+func (e *engine) forget(b *pendingBuy) {
+	e.buyer.finish(b.a)
+	b.to.buysOutAdd(-1)
+	e.k.track(-1)
 }

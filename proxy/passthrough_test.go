@@ -40,20 +40,8 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 
 func (rc *rawClient) do(t *testing.T, args ...string) string {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	_ = rc.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := rc.c.Write([]byte(b.String())); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := resp.ReadReply(rc.r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(reply)
+	rc.send(t, args...)
+	return rc.reply(t)
 }
 
 // scripts are the differential tests' command scripts. {k} is replaced by a key prefix of the
