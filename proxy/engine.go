@@ -357,6 +357,9 @@ func (e *engine) writeCalls(nc *nodeCalls) {
 		}
 		up.out = e.appendCall(up, call)
 		call.wait, call.out = w, up
+		for _, p := range call.parts { // each group's answer waits for the WAIT, as a call's
+			p.wait = w
+		}
 		up.callsOut++
 		up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: e.k.now})
 	}

@@ -97,3 +97,39 @@ func TestCoreManyCallTimeout(t *testing.T) {
 		t.Fatalf("after the late reply: %q, finished %d, buys out %d, sent %q, teed %v", got, fb.finished, c.buysOut, owner.out, fb.sold)
 	}
 }
+
+// TestManyCallWaitsForItsWait: the buys of a call of many groups are told nothing until the
+// WAIT after the call answers (an order id is told only once a replica holds it), then each
+// its own answer; a WAIT that comes back short tells them UNAVAILABLE (not known).
+func TestManyCallWaitsForItsWait(t *testing.T) {
+	for _, acked := range []bool{true, false} {
+		h := newCoreHarness(t, false)
+		wb := &waitingBuyer{short: !acked}
+		newEngine(h.k, wb)
+		c := h.client(true)
+		h.send(c, cmdsOf("BUY a u1", "BUY b u2"))
+		h.k.flushInputs()
+		h.connect()
+		owner := h.k.ups[upKey{addr: "a", kind: upOwner}]
+		if got := string(owner.out); got != cmdsOf("BUYMANY a u1 , b u2", "WAIT 1 1000") {
+			t.Fatalf("the turn: %q, want one call of two groups and its WAIT", got)
+		}
+		owner.out = owner.out[:0]
+		owner.in = append(owner.in, manyReply(&wb.fakeBuyer, [][]byte{[]byte("a"), []byte("u1"), []byte(","), []byte("b"), []byte("u2")})...)
+		h.k.upRead(owner)
+		h.flush()
+		if got := h.got[c].String(); got != "" {
+			t.Fatalf("told before the WAIT answered: %q", got)
+		}
+		owner.in = append(owner.in, map[bool]string{true: ":1\r\n", false: ":0\r\n"}[acked]...)
+		h.k.upRead(owner)
+		h.flush()
+		want := "$8\r\norder-u1\r\n$8\r\norder-u2\r\n"
+		if !acked {
+			want = "-UNAVAILABLE not known\r\n-UNAVAILABLE not known\r\n"
+		}
+		if got := h.got[c].String(); got != want || wb.finished != 2 || h.k.inflight != 0 {
+			t.Fatalf("replica acknowledged %v: %q, want %q; finished %d, in flight %d", acked, got, want, wb.finished, h.k.inflight)
+		}
+	}
+}

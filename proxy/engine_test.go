@@ -328,9 +328,25 @@ func TestCoreRunBuysBounded(t *testing.T) {
 }
 
 // waitingBuyer is fakeBuyer with WAIT on: each node's calls of a turn are followed by WAIT.
-type waitingBuyer struct{ fakeBuyer }
+// waitingBuyer follows each node's calls with WAIT 1; short: it takes every WAIT's reply to
+// count too few replicas (the fake does not read it).
+type waitingBuyer struct {
+	fakeBuyer
+	short bool
+}
 
-func (b *waitingBuyer) wait(string) ([]byte, int) { return []byte(cmdsOf("WAIT 1 1000")), 1 }
+func (b *waitingBuyer) wait(string) ([]byte, int)  { return []byte(cmdsOf("WAIT 1 1000")), 1 }
+func (b *waitingBuyer) waitReply([]byte, int) bool { return !b.short }
+func (b *waitingBuyer) settle(as []buyAttempt, raw []byte, round int, replicated bool) []buyOutcome {
+	if !replicated {
+		out := make([]buyOutcome, len(as))
+		for i := range out {
+			out[i].reply = []byte("-UNAVAILABLE not known\r\n")
+		}
+		return out
+	}
+	return b.fakeBuyer.settle(as, raw, round, replicated)
+}
 
 // TestOwnerLanes: while a turn's WAIT is out on an owner connection (Redis holds whatever is
 // written behind it), the next turn's calls to that master go on another lane, and once the
