@@ -20,9 +20,11 @@ import (
 // merge is the calls a node's turn writes: the calls that may share (not after ASKING, not
 // sent alone, not EVAL after a NOSCRIPT) go as calls of many groups, at most
 // guard.MaxGroupsPerCall groups and guard.MaxBuysPerManyCall buys each; the others as they
-// are. A call of one group stays a plain call.
+// are. A call of one group stays a plain call, and so do the calls of a turn that has one
+// group only (a hot SKU's 64 buys a call): one call of them all would make Redis's work no
+// less, and its answer come later (measured: 0.78 against 0.84 of the seeds' orders/s).
 func (e *engine) merge(nc *nodeCalls) []*buyCall {
-	if nc.ask || len(nc.calls) < 2 {
+	if nc.ask || len(nc.calls) < 2 || !manyGroups(nc.calls) {
 		return nc.calls
 	}
 	out := make([]*buyCall, 0, len(nc.calls))
@@ -55,6 +57,17 @@ func (e *engine) merge(nc *nodeCalls) []*buyCall {
 	}
 	done()
 	return out
+}
+
+// manyGroups: calls, which may share, are of two groups or more.
+func manyGroups(calls []*buyCall) bool {
+	first := calls[0].buys[0].a.group()
+	for _, c := range calls[1:] {
+		if c.buys[0].a.group() != first {
+			return true
+		}
+	}
+	return false
 }
 
 // appendCall writes call to up: its buys as one script call, or its parts' as one call of

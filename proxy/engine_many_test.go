@@ -133,3 +133,20 @@ func TestManyCallWaitsForItsWait(t *testing.T) {
 		}
 	}
 }
+
+// TestOneSKUTurnNotMerged: a turn of one SKU's buys past guard.MaxBuysPerCall goes as calls
+// of that SKU alone, not as one call of many groups.
+func TestOneSKUTurnNotMerged(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &fakeBuyer{}
+	newEngine(h.k, fb)
+	for i := range 130 { // one each: a client's window lets 4 go at first
+		h.send(h.client(true), cmdsOf(fmt.Sprintf("BUY s u%d", i)))
+	}
+	h.k.flushInputs()
+	h.connect()
+	out := string(h.k.ups[upKey{addr: "a", kind: upOwner}].out)
+	if n := strings.Count(out, "BUYCALL"); n != 3 || strings.Contains(out, "BUYMANY") {
+		t.Fatalf("130 buys of one SKU: %d calls (%q...)", n, out[:min(len(out), 80)])
+	}
+}
