@@ -65,10 +65,7 @@ func (e *engine) waitFailed(w *buyWait) {
 // settleCall gives each buy of a call its answer, or sends it again. replicated: see
 // buyer.settle.
 func (e *engine) settleCall(call *buyCall, raw []byte, replicated bool) {
-	as := make([]buyAttempt, len(call.buys))
-	for i, b := range call.buys {
-		as[i] = b.a
-	}
+	as := attemptsOf(call)
 	if call.answered {
 		e.buyer.late(as, raw, replicated)
 		for _, b := range call.buys {
