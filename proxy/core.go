@@ -240,7 +240,7 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 	if !c.closed {
 		if out, ok := k.cl.immediate(c.out, c.sess, cmd.Args); ok {
 			k.cl.monitored(c.sess, cmd.Args)
-			c.out = out
+			c.setOut(out)
 			k.markDirty(c)
 			return true
 		}
@@ -298,8 +298,20 @@ func (k *core) reply(c *client, b []byte) {
 	if c.closed {
 		return
 	}
-	c.out = append(c.out, b...)
+	c.setOut(append(c.out, b...))
 	k.markDirty(c)
+}
+
+// setOut makes out (c.out with replies appended) the replies to write. An append that did
+// not fit moved them to new storage, which holds none of the bytes written before: they
+// must not be counted in the reply budget any longer (counted, they grew with every reply
+// of a client that never quite caught up, 64 MiB for 16 reads of 4 MiB, and it was
+// disconnected as if it did not read).
+func (c *client) setOut(out []byte) {
+	if cap(out) != cap(c.out) {
+		c.outSkipped = 0
+	}
+	c.out = out
 }
 
 // track counts n commands more (or fewer) in flight. The first takes a begin, so that a
@@ -333,9 +345,9 @@ func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
 		return
 	}
 	if owned && len(c.out) == 0 {
-		c.out = reply
+		c.setOut(reply)
 	} else {
-		c.out = append(c.out, reply...)
+		c.setOut(append(c.out, reply...))
 	}
 	c.seqOut++
 	for len(c.held) > 0 {
@@ -344,7 +356,7 @@ func (k *core) complete(c *client, seq uint64, reply []byte, owned bool) {
 			break
 		}
 		delete(c.held, c.seqOut)
-		c.out = append(c.out, r...)
+		c.setOut(append(c.out, r...))
 		c.seqOut++
 	}
 	k.markDirty(c)
