@@ -116,7 +116,8 @@ func runContract(t *testing.T, addr string, cmds [][]string, resp3 bool) []strin
 }
 
 // TestAdminCommandsReachEveryMaster: what acts on a whole server goes to every master, and
-// the reply says which failed. SCRIPT FLUSH leaves no master with the script; FLUSHALL,
+// the reply says which failed. SCRIPT FLUSH leaves no master with the script (and the next
+// keyless EVAL loads it on every master again); FLUSHALL,
 // admin-allowed, is refused by the pass-through user's ACL on every master, and the reply
 // names them; an admin may kill a runaway script without any admin_allow.
 func TestAdminCommandsReachEveryMaster(t *testing.T) {
@@ -163,6 +164,19 @@ func TestAdminCommandsReachEveryMaster(t *testing.T) {
 	}
 	if n := exists(); n != 0 {
 		t.Fatalf("after SCRIPT FLUSH %d of %d masters still have the script", n, masters)
+	}
+	// A keyless EVAL loads its script on every master, once: after a SCRIPT FLUSH through the
+	// proxy, again (the proxy forgets what it loaded), so that its EVALSHA goes anywhere.
+	for round := range 2 {
+		if got := admin.do(t, "EVAL", body, "0"); got != "$8\r\ncontract\r\n" {
+			t.Fatalf("round %d: keyless EVAL = %q", round, got)
+		}
+		if n := exists(); n != masters {
+			t.Fatalf("round %d: after a keyless EVAL %d of %d masters have the script", round, n, masters)
+		}
+		if got := admin.do(t, "SCRIPT", "FLUSH"); got != "+OK\r\n" {
+			t.Fatalf("round %d: SCRIPT FLUSH = %q", round, got)
+		}
 	}
 	got := admin.do(t, "FLUSHALL")
 	// Redis's own text, as one server gives it: the masters that refused go to the log.

@@ -54,3 +54,19 @@ func (c *Cluster) keylessEval(ctx context.Context, args [][]byte) []byte {
 	}
 	return c.one(ctx, addr, args)
 }
+
+// scriptFlush runs SCRIPT FLUSH on every master, and forgets the scripts loaded there for
+// keyless EVALs, before and after (one loaded meanwhile may be gone): the next keyless EVAL of
+// each loads it on every master again, so that the client's EVALSHA finds it wherever it goes.
+func (c *Cluster) scriptFlush(ctx context.Context, args [][]byte) []byte {
+	c.loaded.forget()
+	defer c.loaded.forget()
+	return c.everyMaster(ctx, args)
+}
+
+// forget lets go of every script remembered as loaded.
+func (l *loadedScripts) forget() {
+	l.mu.Lock()
+	l.m = nil
+	l.mu.Unlock()
+}
