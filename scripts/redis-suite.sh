@@ -7,6 +7,9 @@
 #
 #   scripts/redis-suite.sh [standalone|cluster|both]
 #
+# SUITE_PORT, SUITE_PROXY_PORT and SUITE_BASEPORT move its ports (below), so that a run in
+# front of the cluster can go beside a standalone one, each from a checkout of its own.
+#
 # Needs the dev stack up (the proxy needs MySQL and Kafka; cluster mode runs the suite against
 # the dev stack's cluster, FLUSHALL and all). Installs tcl, and fetches the Redis source with
 # apt-get source through a deb-src entry of its own, into .stack/redis-suite. The proxy runs
@@ -29,8 +32,12 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 MODE=${1:-both}
 WORK=$ROOT/.stack/redis-suite
-PORT=7020
-PROXY_PORT=6390
+# Ports (overridable, so that two runs go side by side from two checkouts): the private
+# servers on PORT and PORT+1, the proxy on PROXY_PORT (its admin on the next), the suite's own
+# servers from BASEPORT (direct) and BASEPORT+1111 (through the proxy).
+PORT=${SUITE_PORT:-7020}
+PROXY_PORT=${SUITE_PROXY_PORT:-6390}
+BASEPORT=${SUITE_BASEPORT:-21111}
 CLIENTS=${SUITE_CLIENTS:-4}
 mkdir -p "$WORK"
 
@@ -143,7 +150,7 @@ compare() {
 go build -o "$WORK/seckill-proxy" ./cmd/seckill-proxy
 # The direct run and the first proxied one go side by side, each against a server of its own.
 server "$PORT"
-suite direct "$PORT" 21111 "$PORT" &
+suite direct "$PORT" "$BASEPORT" "$PORT" &
 pids+=($!)
 direct=$!
 runs=()
@@ -152,14 +159,14 @@ case $MODE in
     server $((PORT + 1))
     passthrough $((PORT + 1))
     proxy standalone "127.0.0.1:$((PORT + 1))"
-    suite proxy-standalone "$PROXY_PORT" 22222 "$((PORT + 1))"
+    suite proxy-standalone "$PROXY_PORT" $((BASEPORT + 1111)) "$((PORT + 1))"
     kill "${pids[1]}" 2>/dev/null || true
     runs+=(proxy-standalone)
     ;;&
   cluster | both)
     eval "$(scripts/devstack.sh env)"
     proxy cluster "$SECKILL_REDIS_ADDRS"
-    suite proxy-cluster "$PROXY_PORT" 22222 "$(echo "$SECKILL_REDIS_ADDRS" | tr , ' ' | sed 's/[0-9.]*://g')"
+    suite proxy-cluster "$PROXY_PORT" $((BASEPORT + 1111)) "$(echo "$SECKILL_REDIS_ADDRS" | tr , ' ' | sed 's/[0-9.]*://g')"
     runs+=(proxy-cluster)
     ;;
 esac
