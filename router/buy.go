@@ -36,7 +36,7 @@ func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, repl
 		}
 		return req, nil
 	}
-	if _, err := r.check(s, args); err != nil {
+	if _, _, err := r.check(s, args); err != nil {
 		return req, errorReply(err)
 	}
 	req, err := guard.ParseBuy(args[1:])

@@ -26,8 +26,7 @@ func (r *Router) Direct(s *Session, args [][]byte) (addr string, slot uint16) {
 	if s.muted() {
 		return "", 0 // Serve drops its reply
 	}
-	_, err := r.check(s, args)
-	d := s.takeDescribed()
+	_, d, err := r.check(s, args)
 	if err != errPassThrough || s.rewrite != nil {
 		return "", 0
 	}
@@ -47,8 +46,7 @@ func (r *Router) StartBlocking(ctx context.Context, s *Session, args [][]byte) (
 	if r.opt.Upstream == nil || s.inTx() || s.muted() {
 		return nil, false
 	}
-	_, err := r.check(s, args)
-	s.takeDescribed() // blocking commands are planned by upstream
+	_, _, err := r.check(s, args) // blocking commands are planned by upstream
 	if err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {
 		return nil, false
 	}

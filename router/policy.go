@@ -80,11 +80,13 @@ var policyNames = func() map[string]bool {
 }()
 
 // pass decides whether args, a command the proxy does not serve itself, may pass through for
-// s: nil, or the error to answer.
-func (r *Router) pass(s *Session, args [][]byte) error {
+// s: nil, or the error to answer. The description is what it learnt of a command routed
+// plainly by its keys (the zero one for the special tables' commands, which upstream plans
+// itself): the caller routes it from there, with no second look at the command table.
+func (r *Router) pass(s *Session, args [][]byte) (upstream.Description, error) {
 	var buf [32]byte
 	name := resp.AppendLower(buf[:0], args[0])
-	s.rewrite, s.described = nil, upstream.Description{}
+	s.rewrite = nil
 	if policyNames[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			if err == nil && r.opt.Upstream != nil {
@@ -92,28 +94,27 @@ func (r *Router) pass(s *Session, args [][]byte) error {
 					s.written.add(d.Keys, d.AnyArg) // a script's writes: what a WAIT must wait for
 				}
 			}
-			return err
+			return upstream.Description{}, err
 		}
 	}
 	if r.isLegacyKeyCommand(args) {
-		return nil // not passed through: Serve answers it from the sale (legacy.go)
+		return upstream.Description{}, nil // not passed through: Serve answers it from the sale (legacy.go)
 	}
 	if r.opt.Upstream == nil {
 		if namesProtected(args[1:]) {
-			return respError(ProtectedKeysError)
+			return upstream.Description{}, respError(ProtectedKeysError)
 		}
-		return nil
+		return upstream.Description{}, nil
 	}
 	d := r.opt.Upstream.Describe(args)
-	s.described = d // Direct routes it from here
 	switch {
 	case d.ReadOnly:
-		return nil
+		return d, nil
 	case d.AnyArg && namesProtected(args[1:]), namesProtected(d.Keys):
-		return respError(ProtectedKeysError)
+		return upstream.Description{}, respError(ProtectedKeysError)
 	}
 	s.written.add(d.Keys, d.AnyArg) // what a WAIT of its must wait for
-	return nil
+	return d, nil
 }
 
 // errNotSpecial: passSpecial has nothing to say of the command; its keys decide.

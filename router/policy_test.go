@@ -51,7 +51,7 @@ func TestPass(t *testing.T) {
 	for _, tc := range tests {
 		s := r.NewSession("127.0.0.1:1")
 		s.Admin = tc.admin
-		err := r.pass(s, argsOf(tc.cmd))
+		_, err := r.pass(s, argsOf(tc.cmd))
 		got := ""
 		if err != nil {
 			got = err.Error()

@@ -102,9 +102,6 @@ type Session struct {
 	// rewrite is set by the check of a pass-through command that must go to Redis changed (an
 	// app user's script, fueled; scripts.go): such a command goes through Serve, never Direct.
 	rewrite *rewrite
-	// described is what pass learnt of the pass-through command it let through last (its
-	// flags and keys, from upstream.Describe), for Direct to route it without a second look.
-	described upstream.Description
 
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest
@@ -257,14 +254,6 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	return r
 }
 
-// takeDescribed returns what pass learnt of the command just checked, and forgets it: it
-// points into that command's arguments, which are not to be kept.
-func (s *Session) takeDescribed() upstream.Description {
-	d := s.described
-	s.described = upstream.Description{}
-	return d
-}
-
 // inTx: the session is inside MULTI.
 func (s *Session) inTx() bool { return s.tx != nil && s.tx.Active() }
 
@@ -350,9 +339,8 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 	if r.legacy != nil && !r.isBuyCommand(args) && r.serveLegacy(b, args) {
 		return
 	}
-	c, err := r.check(s, args)
+	c, desc, err := r.check(s, args)
 	var answer []byte
-	desc := s.takeDescribed() // of args as check saw them
 	if err == errPassThrough && s.rewrite != nil {
 		args, answer, desc = s.rewrite.apply(args), s.rewrite.answer, upstream.Description{}
 	}
@@ -391,8 +379,26 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 	}
 }
 
-// check finds the command and checks auth and arity.
-func (r *Router) check(s *Session, args [][]byte) (*command, error) {
+// check finds the command and checks auth and arity. A command the proxy does not serve
+// itself is errPassThrough (if pass lets it through), with pass's description of it.
+func (r *Router) check(s *Session, args [][]byte) (*command, upstream.Description, error) {
+	c, err := r.checkOwn(s, args)
+	if c != nil || err != nil {
+		return c, upstream.Description{}, err
+	}
+	d, err := r.pass(s, args)
+	switch {
+	case err != nil:
+		return nil, upstream.Description{}, err
+	case r.opt.Upstream == nil:
+		return nil, upstream.Description{}, respError(resp.UnknownCommand(args))
+	}
+	return nil, d, errPassThrough
+}
+
+// checkOwn is check but for pass: the command the proxy serves itself, or nil (nil error)
+// for one that pass decides.
+func (r *Router) checkOwn(s *Session, args [][]byte) (*command, error) {
 	if len(args) == 0 {
 		return nil, respError("ERR empty command")
 	}
@@ -424,13 +430,7 @@ func (r *Router) check(s *Session, args [][]byte) (*command, error) {
 		c = nil
 	}
 	if c == nil {
-		if err := r.pass(s, args); err != nil {
-			return nil, err
-		}
-		if r.opt.Upstream == nil {
-			return nil, respError(resp.UnknownCommand(args))
-		}
-		return nil, errPassThrough
+		return nil, nil
 	}
 	if c.flags&flagAdmin != 0 && !s.Admin {
 		return nil, respError("NOPERM User " + s.User + " has no permissions to run the '" + c.name + "' command")
