@@ -53,7 +53,9 @@ func probeRefused(r [][]byte) []byte {
 			return reply
 		}
 	}
-	if exec := r[3]; len(exec) == 0 || exec[0] != '*' || bytes.Contains(exec, []byte("\r\n-")) {
+	// EXEC answers the two writes' replies; anything else (an aborted EXEC's nil, an error
+	// inside) left the master's offset where it was.
+	if exec := r[3]; !bytes.HasPrefix(exec, []byte("*2\r\n")) || bytes.Contains(exec, []byte("\r\n-")) {
 		return exec
 	}
 	return nil
