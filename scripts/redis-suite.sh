@@ -11,7 +11,8 @@
 # front of the cluster can go beside a standalone one, each from a checkout of its own.
 #
 # Needs the dev stack up (the proxy needs MySQL and Kafka; cluster mode runs the suite against
-# the dev stack's cluster, FLUSHALL and all). Installs tcl, and fetches the Redis source with
+# the dev stack's cluster, FLUSHALL and all, with its pass-through user widened as below until
+# the script ends: run no other test meanwhile). Installs tcl, and fetches the Redis source with
 # apt-get source through a deb-src entry of its own, into .stack/redis-suite. The proxy runs
 # with no users (every client is an admin, as the suite sends no AUTH), redis.admin_allow
 # naming every command it refuses, and the project's pass-through user, which may not run
@@ -123,7 +124,25 @@ suite() {
 }
 
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1; redis-cli -p $((PORT + 1)) shutdown nosave >/dev/null 2>&1; true' EXIT
+# restore PORT...: the pass-through user as the dev stack makes it (the project's rule alone).
+restore() {
+  local port rule
+  mapfile -t rule < <(grep -v '^#' "$ROOT/scripts/redis-passthrough.acl")
+  for port in "$@"; do
+    redis-cli -p "$port" ACL SETUSER seckill-passthrough reset on nopass "${rule[@]}" >/dev/null
+  done
+}
+widened=()
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null
+  # The units still running (the suite's own processes, in no process group of the script's).
+  pkill -f -- "--port ($PORT|$PROXY_PORT) " 2>/dev/null
+  redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1
+  redis-cli -p $((PORT + 1)) shutdown nosave >/dev/null 2>&1
+  ((${#widened[@]} == 0)) || restore "${widened[@]}"
+  true
+}
+trap cleanup EXIT
 
 # proxy MODE ADDRS: a proxy in front of ADDRS on PROXY_PORT.
 proxy() {
@@ -131,7 +150,7 @@ proxy() {
   eval "$(scripts/devstack.sh env)"
   SECKILL_REDIS_MODE=$mode SECKILL_REDIS_ADDRS=$addrs SECKILL_LISTEN=127.0.0.1:$PROXY_PORT \
     SECKILL_ADMIN_LISTEN=127.0.0.1:$((PROXY_PORT + 1)) SECKILL_REDIS_PASSTHROUGH_USERNAME=seckill-passthrough \
-    SECKILL_REDIS_ADMIN_ALLOW=flushall,flushdb,config,debug,shutdown,replicaof,slaveof,monitor,save,bgsave,bgrewriteaof,acl,module,failover,sync,psync,migrate,swapdb,move,lastsave,slowlog,latency,function \
+    SECKILL_REDIS_ADMIN_ALLOW=flushall,flushdb,config,debug,shutdown,replicaof,slaveof,monitor,save,bgsave,bgrewriteaof,acl,module,failover,sync,psync,migrate,swapdb,move,lastsave,slowlog,latency,function,script \
     "$WORK/seckill-proxy" >"$WORK/seckill-proxy-$mode.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do redis-cli -p "$PROXY_PORT" ping >/dev/null 2>&1 && return; sleep 0.1; done
@@ -165,6 +184,12 @@ case $MODE in
     ;;&
   cluster | both)
     eval "$(scripts/devstack.sh env)"
+    # The pass-through user widened on every node of the cluster for the run, as on the
+    # private server, and put back as the dev stack makes it when the script ends.
+    for port in $(echo "$SECKILL_REDIS_ADDRS" | tr , ' ' | sed 's/[0-9.]*://g'); do
+      passthrough "$port"
+      widened+=("$port")
+    done
     proxy cluster "$SECKILL_REDIS_ADDRS"
     suite proxy-cluster "$PROXY_PORT" $((BASEPORT + 1111)) "$(echo "$SECKILL_REDIS_ADDRS" | tr , ' ' | sed 's/[0-9.]*://g')"
     runs+=(proxy-cluster)
