@@ -29,10 +29,8 @@ type attempt struct {
 func (a *attempt) group() guard.CallGroup { return a.a.Group() }
 func (a *attempt) tag() string            { return a.a.Tag() }
 
-func (b *guardBuyer) isBuy(sess *router.Session, args [][]byte) bool { return b.r.IsBuy(sess, args) }
-
-func (b *guardBuyer) parse(sess *router.Session, args [][]byte) (guard.BuyRequest, []byte) {
-	return b.r.ParseBuy(sess, args)
+func (b *guardBuyer) parse(sess *router.Session, cl router.Class, args [][]byte) (guard.BuyRequest, []byte) {
+	return b.r.ParseBuy(sess, cl, args)
 }
 
 func (b *guardBuyer) start(req guard.BuyRequest, now time.Time) (buyAttempt, []byte) {

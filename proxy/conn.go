@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,6 +44,8 @@ type clientConn struct {
 	// commands of one batch by their replies' size, as a loop's client's are.
 	rw  *replyWriter
 	win window
+	// ids is a batch's commands as the router identified them, reused from one to the next.
+	ids []router.Class
 }
 
 // connReadSize and connReadBuffers: what one client read ahead may hold.
@@ -214,12 +215,19 @@ func (s *Server) serveBatch(c *clientConn, cmds [][][]byte) ([][][]byte, bool) {
 		_ = c.w.Flush()
 		return nil, false
 	}
-	mayBlock := slices.ContainsFunc(cmds, blocking)
+	// Each command identified once, here, for the router too.
+	ids, mayBlock := c.ids[:0], false
+	for _, args := range cmds {
+		id := s.router.Identify(args)
+		ids, mayBlock = append(ids, id), mayBlock || id.Blocks
+	}
 	c.blockingRuns.Store(mayBlock)
 	if mayBlock && c.shut.Load() {
 		c.cancel()
 	}
-	s.router.Serve(c.ctx, sess, cmds, c.w)
+	s.router.ServeIdentified(c.ctx, sess, cmds, ids, c.w)
+	clear(ids) // they point into the batch's buffer
+	c.ids = ids[:0]
 	c.blockingRuns.Store(false)    // a shut met after this batch must not cancel the next one
 	if mayBlock && c.shut.Load() { // forgotten, as Redis forgets it: no reply
 		s.end()

@@ -3,8 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -213,73 +211,77 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 		c.rd.Unread()
 		return false
 	}
-	if k.eng.isBuy(c.sess, cmd.Args) {
+	cl := k.cl.classify(c.sess, cmd.Args)
+	switch {
+	case cl.Kind == router.KindBuy && k.eng != nil:
 		if c.passOut > 0 {
 			c.rd.Unread() // its pass-through commands before it are answered first
 			return false
 		}
 		k.cl.monitored(c.sess, cmd.Args)
-		k.eng.serve(c, cmd.Args)
+		k.eng.serve(c, cl, cmd.Args)
 		return true
-	}
-	if addr, slot := k.cl.direct(c.sess, cmd.Args); addr != "" {
-		if c.buysOut > 0 || !k.mayGo(c, addr, slot) {
+	case cl.Kind == router.KindDirect:
+		if c.buysOut > 0 || !k.mayGo(c, cl.Addr, cl.Slot) {
 			// Its buys before it are answered first; or an earlier command of its slot is
 			// still on its way elsewhere.
 			c.rd.Unread()
 			return false
 		}
 		k.cl.monitored(c.sess, cmd.Args)
-		k.forward(c, addr, slot, cmd)
+		k.forward(c, cl.Addr, cl.Slot, cmd)
 		return true
 	}
 	if c.owed() > 0 { // the proxy's commands wait for the replies before them
 		c.rd.Unread()
 		return false
 	}
-	if !c.closed {
-		if out, ok := k.cl.immediate(c.out, c.sess, cmd.Args); ok {
-			k.cl.monitored(c.sess, cmd.Args)
-			c.setOut(out)
-			k.markDirty(c)
-			return true
-		}
+	if cl.Kind == router.KindImmediate && !c.closed {
+		k.cl.monitored(c.sess, cmd.Args)
+		c.setOut(k.cl.immediate(c.out, cmd.Args))
+		k.markDirty(c)
+		return true
 	}
-	k.serveAside(c, cmd)
+	k.serveAside(c, cmd, cl)
 	return false
 }
 
-// serveAside hands cmd, and the commands that follow it, to be served off the loop: a
-// blocking command on a connection of its own, a command with a goroutine of its own, or a
-// batch served by the router.
-func (k *core) serveAside(c *client, cmd resp.Command) {
-	if blocking(cmd.Args) && k.cl.startBlocking(c, cmd.Args) {
+// serveAside hands cmd (classified as cl), and the commands that follow it, to be served off
+// the loop: a blocking command on a connection of its own, a command with a goroutine of its
+// own, or a batch served by the router.
+func (k *core) serveAside(c *client, cmd resp.Command, cl router.Class) {
+	if cl.Kind == router.KindBlocking && k.cl.startBlocking(c, cl, cmd.Args) {
 		// In Redis before anything another client sends after it, as Redis orders them.
 		c.busy, c.mayBlock = true, true
 		return
 	}
-	if k.cl.ownGoroutine(cmd.Args) {
+	if cl.Kind == router.KindOwnGoroutine {
 		c.rd.Unread()
 		c.handoff = true
 		return
 	}
 	// The commands that follow go with it, unless the client has yet to log in: an AUTH
 	// changes what may follow. A buy ends the batch: the loop runs every buy itself, with
-	// one engine (engine.go), after the replies before it.
-	cmds := [][][]byte{router.CopyArgs(cmd.Args)}
+	// one engine (engine.go), after the replies before it. Each is identified on its copy,
+	// which the router serves: once.
+	cmds, ids := [][][]byte{router.CopyArgs(cmd.Args)}, []router.Class{cl.Unbound()}
+	mayBlock := cl.Blocks
 	for c.sess.Authed && len(cmds) < k.lim.maxPipeline {
 		cmd, ok, err := c.rd.Next(false)
 		if err != nil || !ok {
 			break
 		}
-		if k.cl.ownGoroutine(cmd.Args) || k.eng.isBuy(c.sess, cmd.Args) || k.paused(cmd.Args) {
+		args := router.CopyArgs(cmd.Args)
+		next := k.cl.peek(c.sess, args)
+		if next.Kind == router.KindOwnGoroutine || (next.Kind == router.KindBuy && k.eng != nil) || k.paused(args) {
 			c.rd.Unread()
 			break
 		}
-		cmds = append(cmds, router.CopyArgs(cmd.Args))
+		cmds, ids = append(cmds, args), append(ids, next)
+		mayBlock = mayBlock || next.Blocks
 	}
-	c.busy, c.mayBlock = true, slices.ContainsFunc(cmds, blocking)
-	k.cl.serveSlow(c, cmds)
+	c.busy, c.mayBlock = true, mayBlock
+	k.cl.serveSlow(c, cmds, ids)
 }
 
 // mayGo: a command of the client's for slot may go to addr now. In front of a cluster, while
@@ -359,20 +361,6 @@ func (k *core) slowDone(c *client, out []byte, quit bool) {
 	}
 	k.reply(c, out)
 	c.closing = c.closing || quit
-}
-
-// blockingCommands are Redis's commands that may wait for other clients' writes.
-var blockingCommands = map[string]bool{"blpop": true, "brpop": true, "brpoplpush": true, "blmove": true,
-	"blmpop": true, "bzpopmin": true, "bzpopmax": true, "bzmpop": true, "xread": true, "xreadgroup": true,
-	"wait": true, "waitaof": true}
-
-// blocking: args is a command that may block (by name: XREAD without BLOCK counts too, as in
-// Redis's own command table), or SECKILL.STATUS ... WAIT, which blocks as they do.
-func blocking(args [][]byte) bool {
-	if len(args) == 5 && strings.EqualFold(string(args[0]), "seckill.status") {
-		return true
-	}
-	return len(args) > 0 && len(args[0]) <= 10 && blockingCommands[strings.ToLower(string(args[0]))]
 }
 
 // flushInputs serves what dirty clients can go on with (clients whose input waits until

@@ -26,21 +26,22 @@ type nodeEnv interface {
 
 // clientEnv is what an event loop gives the core for its clients' sake.
 type clientEnv interface {
-	// direct is the node to which a pass-through command of sess's goes as it is, or "",
-	// and the slot of its keys in front of a cluster.
-	direct(sess *router.Session, args [][]byte) (addr string, slot uint16)
-	// ownGoroutine: args makes its client one served by a goroutine of its own from then on.
-	ownGoroutine(args [][]byte) bool
-	// immediate appends to out the reply to args that the core writes at once instead of
-	// serving it, and says whether it did (see router.Immediate).
-	immediate(out []byte, sess *router.Session, args [][]byte) ([]byte, bool)
+	// classify decides what the core does with args, a command of sess's, once
+	// (router.Classify): its kind, and where a direct one goes.
+	classify(sess *router.Session, args [][]byte) router.Class
+	// peek is classify for a command gathered behind another into one batch (router.Peek).
+	peek(sess *router.Session, args [][]byte) router.Class
+	// immediate appends to out the reply to args, a router.KindImmediate command, which the
+	// core writes at once instead of serving it.
+	immediate(out []byte, args [][]byte) []byte
 	counted(n int)
-	// serveSlow runs cmds through the router for c, elsewhere; the answer comes as slowDone.
-	serveSlow(c *client, cmds [][][]byte)
-	// startBlocking sends args, a blocking command of c's, to Redis now, and waits for its
-	// reply elsewhere; the answer comes as slowDone. false: it could not go at once, and
-	// serveSlow must serve it.
-	startBlocking(c *client, args [][]byte) bool
+	// serveSlow runs cmds, identified as ids, through the router for c, elsewhere; the answer
+	// comes as slowDone.
+	serveSlow(c *client, cmds [][][]byte, ids []router.Class)
+	// startBlocking sends args, a router.KindBlocking command of c's, to Redis now, and waits
+	// for its reply elsewhere; the answer comes as slowDone. false: it could not go at once,
+	// and serveSlow must serve it.
+	startBlocking(c *client, cl router.Class, args [][]byte) bool
 	// followRedirects follows MOVED and ASK replies, in turn; each answer comes as redirected,
 	// and the end as redirectsDone.
 	followRedirects(jobs []redirectJob)

@@ -44,30 +44,45 @@ type slowCall struct {
 	cmds [][][]byte
 }
 
-func (e *fakeEnv) direct(_ *router.Session, args [][]byte) (string, uint16) {
+// fakeBlocking are the commands the fake router classifies as blocking.
+var fakeBlocking = map[string]bool{"blpop": true, "brpop": true, "xread": true, "wait": true}
+
+// classify: BUY is a buy, SUBSCRIBE takes a goroutine, the blocking ones block, ECHO, PING and
+// a command without a key go to the router, and any other goes straight to the node of its
+// key's first letter.
+func (e *fakeEnv) classify(_ *router.Session, args [][]byte) router.Class {
 	name := strings.ToLower(string(args[0]))
-	if name == "echo" || name == "ping" || name == "subscribe" || len(args) < 2 || blocking(args) {
-		return "", 0 // the router's
+	switch {
+	case name == "buy":
+		return router.Class{Kind: router.KindBuy}
+	case name == "subscribe":
+		return router.Class{Kind: router.KindOwnGoroutine}
+	case fakeBlocking[name]:
+		return router.Class{Kind: router.KindBlocking, Blocks: true}
+	case name == "echo" || name == "ping" || len(args) < 2:
+		return router.Class{}
 	}
 	if addr, ok := e.route[append(args[1], 'a')[0]]; ok {
-		return addr, upstream.Slot(args[1])
+		return router.Class{Kind: router.KindDirect, Addr: addr, Slot: upstream.Slot(args[1])}
 	}
-	return "a", upstream.Slot(args[1])
+	return router.Class{Kind: router.KindDirect, Addr: "a", Slot: upstream.Slot(args[1])}
 }
-func (e *fakeEnv) ownGoroutine(args [][]byte) bool {
-	return strings.EqualFold(string(args[0]), "subscribe")
+func (e *fakeEnv) peek(s *router.Session, args [][]byte) router.Class {
+	cl := e.classify(s, args)
+	if cl.Kind == router.KindDirect || cl.Kind == router.KindBlocking {
+		return router.Class{Blocks: cl.Blocks}
+	}
+	return cl
 }
-func (e *fakeEnv) immediate(out []byte, _ *router.Session, _ [][]byte) ([]byte, bool) {
-	return out, false
-}
-func (e *fakeEnv) counted(int)   {}
-func (e *fakeEnv) begin() bool   { e.begun++; return true }
-func (e *fakeEnv) end()          { e.begun-- }
-func (e *fakeEnv) dial(up *node) { e.dials = append(e.dials, up) }
-func (e *fakeEnv) serveSlow(c *client, cmds [][][]byte) {
+func (e *fakeEnv) immediate(out []byte, _ [][]byte) []byte { return out }
+func (e *fakeEnv) counted(int)                             {}
+func (e *fakeEnv) begin() bool                             { e.begun++; return true }
+func (e *fakeEnv) end()                                    { e.begun-- }
+func (e *fakeEnv) dial(up *node)                           { e.dials = append(e.dials, up) }
+func (e *fakeEnv) serveSlow(c *client, cmds [][][]byte, _ []router.Class) {
 	e.slow = append(e.slow, slowCall{c, cmds})
 }
-func (e *fakeEnv) startBlocking(c *client, args [][]byte) bool {
+func (e *fakeEnv) startBlocking(c *client, _ router.Class, args [][]byte) bool {
 	if e.blocking {
 		e.started = append(e.started, slowCall{c, [][][]byte{router.CopyArgs(args)}})
 	}

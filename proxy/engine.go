@@ -50,12 +50,6 @@ func newEngine(k *core, b buyer) *engine {
 	return e
 }
 
-// isBuy: args is a SECKILL.BUY of sess's for the engine to serve; never, on a core that
-// has no engine (nil: its buys go to the router, on a goroutine of the client's own).
-func (e *engine) isBuy(sess *router.Session, args [][]byte) bool {
-	return e != nil && e.buyer.isBuy(sess, args)
-}
-
 // nodeDown: the connection to the master at addr failed; where slots live may have changed.
 func (e *engine) nodeDown(addr string) { e.buyer.nodeDown(addr) }
 
@@ -71,11 +65,9 @@ func (e *engine) endTurn() {
 // buyer is what the engine asks of package guard (through the router for the replies'
 // encoding): the decisions.
 type buyer interface {
-	// isBuy: args is a SECKILL.BUY of sess's for the loop to serve.
-	isBuy(sess *router.Session, args [][]byte) bool
-	// parse reads it: reply is set when the command fails before the guard (NOAUTH, a wrong
-	// argument count or argument).
-	parse(sess *router.Session, args [][]byte) (req guard.BuyRequest, reply []byte)
+	// parse reads args, a router.KindBuy command of sess's (classified as cl): reply is set
+	// when the command fails before the guard (NOAUTH, a wrong argument count or argument).
+	parse(sess *router.Session, cl router.Class, args [][]byte) (req guard.BuyRequest, reply []byte)
 	// start answers a buy from the flags, or refuses it (reply set), or admits it to Redis.
 	start(req guard.BuyRequest, now time.Time) (a buyAttempt, reply []byte)
 	// master is the node that owns the keys of hash tag tag (guard.CallGroup.Tag).
@@ -187,9 +179,9 @@ type buyWait struct {
 	want  int
 }
 
-// serveBuy takes a SECKILL.BUY (isBuy said so).
-func (e *engine) serve(c *client, args [][]byte) {
-	req, reply := e.buyer.parse(c.sess, args)
+// serve takes a SECKILL.BUY, classified as cl (router.KindBuy).
+func (e *engine) serve(c *client, cl router.Class, args [][]byte) {
+	req, reply := e.buyer.parse(c.sess, cl, args)
 	e.k.cl.counted(1)
 	seq := c.seqNext
 	c.seqNext++

@@ -34,10 +34,7 @@ type fakeAttempt struct {
 func (a *fakeAttempt) group() guard.CallGroup { return guard.CallGroup{SKU: a.sku, Eval: a.eval} }
 func (a *fakeAttempt) tag() string            { return a.group().Tag() }
 
-func (b *fakeBuyer) isBuy(_ *router.Session, args [][]byte) bool {
-	return strings.EqualFold(string(args[0]), "buy")
-}
-func (b *fakeBuyer) parse(_ *router.Session, args [][]byte) (guard.BuyRequest, []byte) {
+func (b *fakeBuyer) parse(_ *router.Session, _ router.Class, args [][]byte) (guard.BuyRequest, []byte) {
 	if len(args) != 3 {
 		return guard.BuyRequest{}, []byte("-ERR wrong number of arguments for 'buy' command\r\n")
 	}

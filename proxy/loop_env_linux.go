@@ -17,13 +17,14 @@ import (
 // loopEnv is the world as a loop's core sees it.
 type loopEnv struct{ l *loop }
 
-func (e loopEnv) direct(sess *router.Session, args [][]byte) (string, uint16) {
-	return e.l.s.router.Direct(sess, args)
+func (e loopEnv) classify(sess *router.Session, args [][]byte) router.Class {
+	return e.l.s.router.Classify(sess, args)
 }
-func (e loopEnv) ownGoroutine(args [][]byte) bool { return e.l.s.router.OwnGoroutine(args) }
-
-func (e loopEnv) immediate(out []byte, sess *router.Session, args [][]byte) ([]byte, bool) {
-	return e.l.s.router.Immediate(out, sess, args)
+func (e loopEnv) peek(sess *router.Session, args [][]byte) router.Class {
+	return e.l.s.router.Peek(sess, args)
+}
+func (e loopEnv) immediate(out []byte, args [][]byte) []byte {
+	return e.l.s.router.AppendImmediate(out, args)
 }
 func (e loopEnv) counted(n int) { e.l.s.router.Counted(n) }
 func (e loopEnv) begin() bool   { return e.l.s.begin() }
@@ -81,7 +82,7 @@ func (l *loop) dialed(up *node, fd int, err error) {
 // serveSlow runs cmds through the router on a goroutine of their own, in the client's
 // context (a blocking command ends when the client goes); the client's later commands wait
 // until it is done.
-func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
+func (e loopEnv) serveSlow(c *client, cmds [][][]byte, ids []router.Class) {
 	l := e.l
 	sess := c.sess
 	go func() {
@@ -99,7 +100,7 @@ func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
 						quit = true
 					}
 				}()
-				l.s.router.Serve(c.ctx, sess, cmds, w)
+				l.s.router.ServeIdentified(c.ctx, sess, cmds, ids, w)
 			}()
 		}
 		quit = quit || sess.Quit
@@ -114,12 +115,12 @@ func (e loopEnv) serveSlow(c *client, cmds [][][]byte) {
 
 // startBlocking sends a blocking command to Redis in the loop's turn, on a spare connection,
 // and waits for its reply on a goroutine of its own, in the client's context.
-func (e loopEnv) startBlocking(c *client, args [][]byte) bool {
+func (e loopEnv) startBlocking(c *client, cl router.Class, args [][]byte) bool {
 	l := e.l
 	if !l.s.begin() {
 		return false // draining: serveSlow answers
 	}
-	wait, ok := l.s.router.StartBlocking(c.ctx, c.sess, args)
+	wait, ok := l.s.router.StartBlocking(c.ctx, c.sess, cl, args)
 	if !ok {
 		l.s.end()
 		return false

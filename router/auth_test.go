@@ -168,10 +168,10 @@ func TestLongCommandName(t *testing.T) {
 	if got := serve(t, r, s, long+" a"); got != want {
 		t.Fatalf("Serve: %q, want %q", got, want)
 	}
-	if got, ok := r.Immediate(nil, s, [][]byte{[]byte(long), []byte("a")}); !ok || string(got) != want {
+	if got, ok := immediate(r, nil, s, [][]byte{[]byte(long), []byte("a")}); !ok || string(got) != want {
 		t.Fatalf("Immediate: %q, want %q", got, want)
 	}
-	if _, ok := r.Immediate(nil, s, [][]byte{[]byte(strings.Repeat("x", MaxCommandName))}); ok {
+	if _, ok := immediate(r, nil, s, [][]byte{[]byte(strings.Repeat("x", MaxCommandName))}); ok {
 		t.Fatal("Immediate answered an unknown command within the bound")
 	}
 }
@@ -186,18 +186,27 @@ func TestImmediatePingEcho(t *testing.T) {
 		for _, f := range strings.Fields(cmd) {
 			args = append(args, []byte(f))
 		}
-		got, ok := r.Immediate([]byte("prefix"), s, args)
+		got, ok := immediate(r, []byte("prefix"), s, args)
 		if want := "prefix" + serve(t, r, s, cmd); !ok || string(got) != want {
 			t.Errorf("%s: %q (%v), want %q", cmd, got, ok, want)
 		}
 	}
 	for _, args := range [][][]byte{{[]byte("echo")}, {[]byte("ping"), []byte("a"), []byte("b")}, {[]byte("get"), []byte("k")}} {
-		if _, ok := r.Immediate(nil, s, args); ok {
+		if _, ok := immediate(r, nil, s, args); ok {
 			t.Errorf("%q answered by Immediate", args)
 		}
 	}
 	locked := New(nil, zap.NewNop(), Options{Password: "pw"})
-	if _, ok := locked.Immediate(nil, locked.NewSession("127.0.0.1:1"), [][]byte{[]byte("ping")}); ok {
+	if _, ok := immediate(locked, nil, locked.NewSession("127.0.0.1:1"), [][]byte{[]byte("ping")}); ok {
 		t.Error("a PING before AUTH answered by Immediate, not NOAUTH")
 	}
+}
+
+// immediate is what a server writes at once for args: the reply, if Classify makes it
+// KindImmediate.
+func immediate(r *Router, dst []byte, s *Session, args [][]byte) ([]byte, bool) {
+	if r.Classify(s, args).Kind != KindImmediate {
+		return dst, false
+	}
+	return r.AppendImmediate(dst, args), true
 }

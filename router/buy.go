@@ -12,21 +12,11 @@ import (
 	"seckill-proxy/guard"
 )
 
-// IsBuy reports whether args is a SECKILL.BUY that a server may run itself, for an event
-// loop (with ParseBuy and the guard's loop API), rather than through Serve: one of sess's,
-// not inside MULTI.
-func (r *Router) IsBuy(s *Session, args [][]byte) bool {
-	if r.guard == nil || len(args) == 0 || s.inTx() || s.stale(r) {
-		return false // a stale session goes through Serve, which closes it if it must
-	}
-	return r.isBuyCommand(args) || (r.legacy != nil && r.legacy.isLegacyCall(args))
-}
-
-// ParseBuy reads a SECKILL.BUY (IsBuy said so). reply is set when the command fails before the
-// guard (NOAUTH, permission, a wrong argument count, a bad argument), with the error to
-// answer; else req is the buy. Count it with Counted.
-func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, reply []byte) {
-	if !r.isBuyCommand(args) { // a legacy script's call
+// ParseBuy reads args, a KindBuy command of s's (Classify said so, cl). reply is set when the
+// command fails before the guard (NOAUTH, permission, a wrong argument count, a bad
+// argument), with the error to answer; else req is the buy. Count it with Counted.
+func (r *Router) ParseBuy(s *Session, cl Class, args [][]byte) (req guard.BuyRequest, reply []byte) {
+	if cl.cmd == nil || cl.cmd.flags&flagBuy == 0 { // a legacy script's call
 		req, err, ok := r.checkedLegacyBuy(s, args)
 		switch {
 		case !ok:
@@ -36,7 +26,7 @@ func (r *Router) ParseBuy(s *Session, args [][]byte) (req guard.BuyRequest, repl
 		}
 		return req, nil
 	}
-	if _, _, err := r.check(s, args); err != nil {
+	if _, _, err := r.check(s, &cl, args); err != nil {
 		return req, errorReply(err)
 	}
 	req, err := guard.ParseBuy(args[1:])
@@ -166,13 +156,4 @@ func (r *Router) WatchOutcome(ctx context.Context, sku, uid string, through bool
 		return r.guard.WatchThrough(ctx, sku, uid, time.Time{})
 	}
 	return r.guard.Watch(ctx, sku, uid)
-}
-
-// isBuyCommand: args is a SECKILL.BUY, which is no legacy script's call.
-func (r *Router) isBuyCommand(args [][]byte) bool {
-	if len(args) == 0 {
-		return false
-	}
-	c := r.lookup(args[0])
-	return c != nil && c.flags&flagBuy != 0
 }

@@ -16,16 +16,15 @@ func (s *Session) muted() bool { return s.replyOff || s.skipNext }
 // skipped for this command (after CLIENT REPLY SKIP): what is gathered before it is
 // sent, and its own reply dropped, but for CLIENT REPLY ON's and RESET's, which turn them on
 // again.
-func (r *Router) serveMuted(b *batch, args [][]byte) {
+func (r *Router) serveMuted(b *batch, args [][]byte, cl Class) {
 	if isReplyOn(args) || isReset(args) { // which clear a SKIP too, and answer
-
-		r.serveOne(b, args)
+		r.serveOne(b, args, cl)
 		return
 	}
 	b.flush()
 	w := b.w
 	b.w = discard{}
-	r.serveOne(b, args)
+	r.serveOne(b, args, cl)
 	b.flush()
 	b.w = w
 }

@@ -290,7 +290,8 @@ func (r *Router) checkedLegacyBuy(s *Session, args [][]byte) (req guard.BuyReque
 	if r.legacy == nil || !r.legacy.isLegacyCall(args) || s.inTx() {
 		return req, nil, false
 	}
-	if _, _, err := r.check(s, buyCheckArgs); err != nil {
+	cl := r.Identify(buyCheckArgs)
+	if _, _, err := r.check(s, &cl, buyCheckArgs); err != nil {
 		return req, err, true
 	}
 	req, err, ok = r.legacyBuy(args, s.User)

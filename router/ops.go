@@ -266,6 +266,7 @@ func (r *Router) proxyStats() []guard.Field {
 		{Name: "proxy_connected_clients", Value: clients, Metric: &guard.Metric{Name: "seckill_proxy_clients", Help: "Client connections open now.", Gauge: true}},
 		{Name: "proxy_total_connections_received", Value: r.nextID.Load(), Metric: &guard.Metric{Name: "seckill_proxy_connections_total", Help: "Client connections accepted."}},
 		{Name: "proxy_total_commands_processed", Value: r.commands.Load(), Metric: &guard.Metric{Name: "seckill_proxy_commands_total", Help: "Commands served, of every kind."}},
+		{Name: "proxy_command_lookups", Value: r.lookups.Load(), InfoOnly: true},
 	}, r.authFields()...)
 }
 

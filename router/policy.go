@@ -83,14 +83,14 @@ var policyNames = func() map[string]bool {
 // s: nil, or the error to answer. The description is what it learnt of a command routed
 // plainly by its keys (the zero one for the special tables' commands, which upstream plans
 // itself): the caller routes it from there, with no second look at the command table.
-func (r *Router) pass(s *Session, args [][]byte) (upstream.Description, error) {
+func (r *Router) pass(s *Session, cl *Class, args [][]byte) (upstream.Description, error) {
 	var buf [32]byte
 	name := resp.AppendLower(buf[:0], args[0])
 	s.rewrite = nil
 	if policyNames[string(name)] {
 		if err := r.passSpecial(s, name, args); err != errNotSpecial {
 			if err == nil && r.opt.Upstream != nil {
-				if d := r.opt.Upstream.Describe(args); !d.ReadOnly {
+				if d := r.describe(cl, args); !d.ReadOnly {
 					s.written.add(d.Keys, d.AnyArg) // a script's writes: what a WAIT must wait for
 				}
 			}
@@ -106,7 +106,7 @@ func (r *Router) pass(s *Session, args [][]byte) (upstream.Description, error) {
 		}
 		return upstream.Description{}, nil
 	}
-	d := r.opt.Upstream.Describe(args)
+	d := r.describe(cl, args)
 	switch {
 	case d.ReadOnly:
 		return d, nil

@@ -51,7 +51,9 @@ func TestPass(t *testing.T) {
 	for _, tc := range tests {
 		s := r.NewSession("127.0.0.1:1")
 		s.Admin = tc.admin
-		_, err := r.pass(s, argsOf(tc.cmd))
+		args := argsOf(tc.cmd)
+		cl := r.Identify(args)
+		_, err := r.pass(s, &cl, args)
 		got := ""
 		if err != nil {
 			got = err.Error()

@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,8 @@ const (
 	// flagQueued: inside MULTI, queued and sent to Redis with the transaction, as Redis
 	// queues it (PING, ECHO, SELECT 0, INFO, COMMAND): its reply is Redis's, in EXEC's array.
 	flagQueued
+	// flagBlocks: it waits for what others do (WAIT, WAITAOF: the replicas).
+	flagBlocks
 )
 
 // handler serves one command: parse args, run the operation, return the reply.
@@ -178,6 +179,8 @@ type Router struct {
 	// announce is the cluster facade's node (SetAnnounce).
 	announce atomic.Pointer[announce]
 	commands atomic.Int64
+	// lookups counts the commands looked up in the table (Identify): one per command served.
+	lookups atomic.Int64
 	started  time.Time
 	auth     authStats
 	// appScripts is Options.AppScripts as a set, SHA1s lower-cased; verdicts are the app
@@ -233,8 +236,8 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
 		{name: "reset", arity: 1, flags: flagNoAuth, handler: r.cmdReset},
 		{name: "monitor", arity: 1, flags: flagSubscribe, handler: r.cmdMonitor},
-		{name: "wait", arity: 3, flags: flagQueued, handler: r.cmdWait},
-		{name: "waitaof", arity: -1, flags: flagQueued, handler: r.cmdWait}, // Redis before 7.2 does not know it: its answer
+		{name: "wait", arity: 3, flags: flagQueued | flagBlocks, handler: r.cmdWait},
+		{name: "waitaof", arity: -1, flags: flagQueued | flagBlocks, handler: r.cmdWait}, // Redis before 7.2 does not know it: its answer
 		{name: "unsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
 		{name: "punsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
 		{name: "sunsubscribe", arity: -1, flags: flagQueued, handler: cmdUnsubscribe},
@@ -303,6 +306,13 @@ func (r *Router) lookup(name []byte) *command {
 // call or key command, a command queued in MULTI, a buy, a pass-through command, the proxy's
 // own), then dispatched.
 func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Writer) {
+	r.ServeIdentified(ctx, s, cmds, nil, w)
+}
+
+// ServeIdentified is Serve for commands a server identified already (ids[i] is cmds[i]'s,
+// from Identify, Classify or Peek, of the same arguments or Unbound): none is looked up again.
+// ids may be nil, or shorter than cmds.
+func (r *Router) ServeIdentified(ctx context.Context, s *Session, cmds [][][]byte, ids []Class, w Writer) {
 	b := &batch{r: r, s: s, ctx: ctx, w: w, buys: s.buys[:0], buyErrs: s.buyErrs[:0]}
 	defer func() {
 		s.buys, s.buyErrs = b.buys[:0], b.buyErrs[:0]
@@ -313,11 +323,15 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	r.commands.Add(int64(len(cmds)))
 	s.Active(time.Now())
 	for i, args := range cmds {
+		var cl Class
+		if i < len(ids) {
+			cl = ids[i]
+		}
 		if s.muted() {
 			s.skipNext = false // this is the command skipped
-			r.serveMuted(b, args)
+			r.serveMuted(b, args, cl)
 		} else {
-			r.serveOne(b, args)
+			r.serveOne(b, args, cl)
 		}
 		if s.Quit {
 			return
@@ -332,14 +346,17 @@ func (r *Router) Serve(ctx context.Context, s *Session, cmds [][][]byte, w Write
 	b.flush()
 }
 
-// serveOne classifies one command and dispatches it.
-func (r *Router) serveOne(b *batch, args [][]byte) {
+// serveOne classifies one command (identified as cl, unless cl is unknown) and dispatches it.
+func (r *Router) serveOne(b *batch, args [][]byte, cl Class) {
 	s := b.s
 	r.Monitored(s, args)
-	if r.legacy != nil && !r.isBuyCommand(args) && r.serveLegacy(b, args) {
+	if !cl.known {
+		cl = r.Identify(args)
+	}
+	if r.legacy != nil && (cl.cmd == nil || cl.cmd.flags&flagBuy == 0) && r.serveLegacy(b, args) {
 		return
 	}
-	c, desc, err := r.check(s, args)
+	c, desc, err := r.check(s, &cl, args)
 	var answer []byte
 	if err == errPassThrough && s.rewrite != nil {
 		args, answer, desc = s.rewrite.apply(args), s.rewrite.answer, upstream.Description{}
@@ -377,66 +394,4 @@ func (r *Router) serveOne(b *batch, args [][]byte) {
 		reply, err := c.handler(b.ctx, s, args)
 		b.write(reply, err)
 	}
-}
-
-// check finds the command and checks auth and arity. A command the proxy does not serve
-// itself is errPassThrough (if pass lets it through), with pass's description of it.
-func (r *Router) check(s *Session, args [][]byte) (*command, upstream.Description, error) {
-	c, err := r.checkOwn(s, args)
-	if c != nil || err != nil {
-		return c, upstream.Description{}, err
-	}
-	d, err := r.pass(s, args)
-	switch {
-	case err != nil:
-		return nil, upstream.Description{}, err
-	case r.opt.Upstream == nil:
-		return nil, upstream.Description{}, respError(resp.UnknownCommand(args))
-	}
-	return nil, d, errPassThrough
-}
-
-// checkOwn is check but for pass: the command the proxy serves itself, or nil (nil error)
-// for one that pass decides.
-func (r *Router) checkOwn(s *Session, args [][]byte) (*command, error) {
-	if len(args) == 0 {
-		return nil, respError("ERR empty command")
-	}
-	if s.creds != r.creds.Load() {
-		r.recheck(s)
-	}
-	switch {
-	case s.denied:
-		s.Quit = true
-		return nil, errProtectedMode
-	case s.revoked:
-		s.Quit = true
-		return nil, errRevoked
-	case len(args[0]) > MaxCommandName:
-		return nil, respError(resp.UnknownCommand(args))
-	}
-	if r.opt.MaxArgBytes > 0 {
-		for _, a := range args {
-			if len(a) > r.opt.MaxArgBytes {
-				return nil, respError("ERR argument of " + strconv.Itoa(len(a)) + " bytes is above limits.max_arg_bytes")
-			}
-		}
-	}
-	c := r.lookup(args[0])
-	if !s.Authed && (c == nil || c.flags&flagNoAuth == 0) {
-		return nil, respError("NOAUTH Authentication required.")
-	}
-	if c != nil && c.flags&flagTx != 0 && r.opt.Upstream == nil {
-		c = nil
-	}
-	if c == nil {
-		return nil, nil
-	}
-	if c.flags&flagAdmin != 0 && !s.Admin {
-		return nil, respError("NOPERM User " + s.User + " has no permissions to run the '" + c.name + "' command")
-	}
-	if (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity) || (c.maxArgs > 0 && len(args) > c.maxArgs) {
-		return nil, respError("ERR wrong number of arguments for '" + c.name + "' command")
-	}
-	return c, nil
 }

@@ -19,6 +19,9 @@ type Description struct {
 	// AnyArg: the table cannot say where its keys are (Redis does not know the command or the
 	// subcommand, the table is not loaded yet, or its keys move), so any argument may be one.
 	AnyArg bool
+	// Blocking: Redis's table flags the command blocking: it may wait for other clients'
+	// writes (BLPOP, XREAD, ...: XREAD without BLOCK too, as the table has it).
+	Blocking bool
 	// plain is the table's entry of a command routed plainly by its positional keys (Keys),
 	// ci nil for any other: DirectOf routes it from here, without a second look-up.
 	plain commandFlags
@@ -42,7 +45,7 @@ func (c *Cluster) Describe(args [][]byte) Description {
 	var buf [64]byte
 	name := resp.AppendLower(buf[:0], args[0])
 	if cf, ok := t.plain[string(name)]; ok { // the common case: no allocation
-		return Description{ReadOnly: cf.readOnly, Keys: positionalKeys(cf.ci, args), plain: cf}
+		return Description{ReadOnly: cf.readOnly, Blocking: cf.blocking, Keys: positionalKeys(cf.ci, args), plain: cf}
 	}
 	ci := t.info[string(name)]
 	if ci != nil && len(ci.Flags) == 0 && len(args) > 1 { // a container: its subcommand says
@@ -53,13 +56,13 @@ func (c *Cluster) Describe(args [][]byte) Description {
 		return Description{AnyArg: true}
 	}
 	cf := flagsOf(ci)
-	if cf.readOnly {
-		return Description{ReadOnly: true}
+	switch {
+	case cf.readOnly:
+		return Description{ReadOnly: true, Blocking: cf.blocking}
+	case hasFlag(ci, "movablekeys"):
+		return Description{AnyArg: true, Blocking: cf.blocking}
 	}
-	if hasFlag(ci, "movablekeys") {
-		return Description{AnyArg: true}
-	}
-	return Description{Keys: positionalKeys(ci, args)}
+	return Description{Keys: positionalKeys(ci, args), Blocking: cf.blocking}
 }
 
 // Restricted reports whether pass-through connections log in as a restricted Redis ACL user.

@@ -55,12 +55,15 @@ func (c *Cluster) keylessEval(ctx context.Context, args [][]byte) []byte {
 	return c.one(ctx, addr, args)
 }
 
-// scriptFlush runs SCRIPT FLUSH on every master, and forgets the scripts loaded there for
-// keyless EVALs, before and after (one loaded meanwhile may be gone): the next keyless EVAL of
-// each loads it on every master again, so that the client's EVALSHA finds it wherever it goes.
-func (c *Cluster) scriptFlush(ctx context.Context, args [][]byte) []byte {
-	c.loaded.forget()
-	defer c.loaded.forget()
+// wholeServer runs args, a command that acts on a whole server, on every master. After a
+// SCRIPT FLUSH, the scripts loaded there for keyless EVALs are forgotten, before and after
+// (one loaded meanwhile may be gone): the next keyless EVAL of each loads it on every master
+// again, so that the client's EVALSHA finds it wherever it goes.
+func (c *Cluster) wholeServer(ctx context.Context, args [][]byte) []byte {
+	if strings.EqualFold(string(args[0]), "script") && len(args) > 1 && strings.EqualFold(string(args[1]), "flush") {
+		c.loaded.forget()
+		defer c.loaded.forget()
+	}
 	return c.everyMaster(ctx, args)
 }
 

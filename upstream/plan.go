@@ -99,11 +99,8 @@ func (c *Cluster) plan(ctx context.Context, table *commandTable, args [][]byte) 
 		if len(args) < 2 && (name == "script" || name == "function" || name == "config") {
 			return plan{reply: errorReply("ERR wrong number of arguments for '" + name + "' command")}
 		}
-		if name == "script" && strings.EqualFold(string(args[1]), "flush") {
-			return plan{special: func(ctx context.Context) []byte { return c.scriptFlush(ctx, args) }}
-		}
 		if isBroadcast(name, args) {
-			return plan{special: func(ctx context.Context) []byte { return c.everyMaster(ctx, args) }}
+			return plan{special: func(ctx context.Context) []byte { return c.wholeServer(ctx, args) }}
 		}
 	}
 	if ci != nil && len(ci.Flags) == 0 && len(args) > 1 {
