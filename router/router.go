@@ -181,8 +181,8 @@ type Router struct {
 	commands atomic.Int64
 	// lookups counts the commands looked up in the table (Identify): one per command served.
 	lookups atomic.Int64
-	started  time.Time
-	auth     authStats
+	started time.Time
+	auth    authStats
 	// appScripts is Options.AppScripts as a set, SHA1s lower-cased; verdicts are the app
 	// users' scripts judged (scripts.go), scriptLog the pace of the log of refusals.
 	appScripts map[string]bool
