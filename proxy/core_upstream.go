@@ -165,10 +165,7 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 		c.closing = true
 		return
 	}
-	if !up.connected && !up.dialing {
-		up.dialing = true
-		k.env.dial(up)
-	}
+	k.dialIfDown(up)
 	start := len(up.out)
 	switch {
 	case !cmd.Inline && len(up.out) == 0 && len(cmd.Raw) > 4*loopReadSize:
@@ -195,11 +192,34 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 		in.slot = slot
 		c.slots.add(in.slot, addr)
 	}
+	k.queue(up, in)
+	c.passOut++
+}
+
+// send appends a command to up's output (write appends it) and queues in, what its reply
+// answers; up's node is dialled first if it has no connection. The buy engine writes its
+// calls and WAITs through it.
+func (k *core) send(up *node, in inflight, write func(out []byte) []byte) {
+	k.dialIfDown(up)
+	up.out = write(up.out)
+	k.queue(up, in)
+}
+
+// dialIfDown starts a connection to up's node if it has none and none is being made.
+func (k *core) dialIfDown(up *node) {
+	if !up.connected && !up.dialing {
+		up.dialing = true
+		k.env.dial(up)
+	}
+}
+
+// queue counts in as the answer to the command just appended to up's output: the next reply
+// read from up after those queued before it.
+func (k *core) queue(up *node, in inflight) {
 	if len(up.queue) == up.head {
 		up.lastRead = k.now // the wait for an answer starts now
 	}
 	up.queue = append(up.queue, in)
-	c.passOut++
 }
 
 // passStat is the counters of the command named name: the core keeps them by the name as the

@@ -328,37 +328,36 @@ func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
 // writeCalls writes a node's calls of the turn, then the WAIT that covers them, if any.
 func (e *engine) writeCalls(nc *nodeCalls) {
 	up := nc.up
-	if !up.connected && !up.dialing {
-		up.dialing = true
-		e.k.env.dial(up)
-	}
+	e.k.dialIfDown(up)
 	var w *buyWait
 	wait, want := e.buyer.wait(up.addr)
 	if wait != nil {
 		w = &buyWait{calls: nc.calls, want: want}
 	}
 	deadline := e.k.now.Add(e.buyer.callTimeout())
-	if len(up.queue) == up.head {
-		up.lastRead = e.k.now
-	}
 	for _, call := range e.merge(nc) {
 		if nc.ask {
-			up.out = redcon.AppendArray(up.out, 1)
-			up.out = redcon.AppendBulkString(up.out, "ASKING")
-			up.queue = append(up.queue, inflight{answered: true, deadline: deadline, discard: true})
+			e.k.send(up, inflight{answered: true, deadline: deadline, discard: true}, appendAsking)
 		}
-		up.out = e.appendCall(up, call)
 		call.wait, call.out = w, up
 		for _, p := range call.parts { // each group's answer waits for the WAIT, as a call's
 			p.wait = w
 		}
 		up.callsOut++
-		up.queue = append(up.queue, inflight{call: call, deadline: deadline, sent: e.k.now})
+		e.k.send(up, inflight{call: call, deadline: deadline, sent: e.k.now}, func(out []byte) []byte {
+			return e.appendCall(out, up.addr, call)
+		})
 	}
 	if w != nil {
-		up.out = append(up.out, wait...)
-		up.queue = append(up.queue, inflight{wait: w, deadline: deadline, sent: e.k.now})
+		e.k.send(up, inflight{wait: w, deadline: deadline, sent: e.k.now}, func(out []byte) []byte {
+			return append(out, wait...)
+		})
 	}
+}
+
+// appendAsking appends ASKING, which goes before a call to the node a slot is moving to.
+func appendAsking(out []byte) []byte {
+	return redcon.AppendBulkString(redcon.AppendArray(out, 1), "ASKING")
 }
 
 // callOver: call is answered, failed or past its deadline, and counts no longer among its

@@ -70,21 +70,22 @@ func manyGroups(calls []*buyCall) bool {
 	return false
 }
 
-// appendCall writes call to up: its buys as one script call, or its parts' as one call of
-// many groups (as EVAL when that script's EVALSHA answered NOSCRIPT on up's master).
-func (e *engine) appendCall(up *node, call *buyCall) []byte {
+// appendCall appends call, to the master at addr, to out: its buys as one script call, or
+// its parts' as one call of many groups (as EVAL when that script's EVALSHA answered NOSCRIPT
+// on that master).
+func (e *engine) appendCall(out []byte, addr string, call *buyCall) []byte {
 	if call.parts == nil {
-		return e.buyer.appendCall(up.out, [][]buyAttempt{attemptsOf(call)}, false)
+		return e.buyer.appendCall(out, [][]buyAttempt{attemptsOf(call)}, false)
 	}
 	groups := make([][]buyAttempt, len(call.parts))
 	for i, p := range call.parts {
 		groups[i] = attemptsOf(p)
 	}
-	eval := e.manyEval[up.addr]
+	eval := e.manyEval[addr]
 	if eval {
-		delete(e.manyEval, up.addr)
+		delete(e.manyEval, addr)
 	}
-	return e.buyer.appendCall(up.out, groups, eval)
+	return e.buyer.appendCall(out, groups, eval)
 }
 
 // attemptsOf are the attempts of call's buys.
