@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -98,6 +99,14 @@ func metaInt(meta map[string]string, field string) int64 {
 	n, err := strconv.ParseInt(meta[field], 10, 64)
 	if err != nil {
 		f, _ := strconv.ParseFloat(meta[field], 64) // the rate's bucket keeps a fraction
+		switch {
+		case math.IsNaN(f):
+			return 0
+		case f >= math.MaxInt64: // a field set by hand to 1e30 reads as the most, not as negative
+			return math.MaxInt64
+		case f <= math.MinInt64:
+			return math.MinInt64
+		}
 		return int64(f)
 	}
 	return n
