@@ -107,6 +107,26 @@ passthrough() {
   redis-cli -p "$1" ACL SETUSER seckill-passthrough reset on nopass "${rule[@]}" +@admin -flushall -flushdb -swapdb -acl >/dev/null
 }
 
+# tidy PORT...: what a unit that ended early left on the servers behind it, undone before the
+# next unit. unit/type/set sets rdb-key-save-delay to 2^31 us and then, in external mode,
+# cannot kill the BGSAVE child it made (it has no pid of the server); the child then sleeps
+# for 35 minutes a key, and every later unit that saves or rewrites the AOF waits out its
+# 900 s bound, in the direct run and through the proxy alike. A server whose save or load delay
+# is not 0 gets 0, and its fork children are killed (only then: a master's child may be a
+# replica's full sync).
+tidy() {
+  local p delay
+  for p in "$@"; do
+    delay=$(redis-cli -p "$p" config get rdb-key-save-delay 2>/dev/null | sed -n 2p)
+    delay+=$(redis-cli -p "$p" config get key-load-delay 2>/dev/null | sed -n 2p)
+    [[ -z $delay || $delay == 00 ]] && continue
+    redis-cli -p "$p" config set rdb-key-save-delay 0 >/dev/null 2>&1
+    redis-cli -p "$p" config set key-load-delay 0 >/dev/null 2>&1
+    pkill -KILL -f "^redis-(rdb-bgsave|aof-rewrite) [^ ]*:$p( |\$)" 2>/dev/null || true
+    echo "redis-suite: tidied 127.0.0.1:$p (delays were $delay)" >&2
+  done
+}
+
 # suite NAME PORT BASEPORT BACKENDS: the suite in external mode against PORT, one unit at a time (an exception,
 # such as a test that needs the server's pid, ends only its unit); the names of the tests that
 # passed in NAME.ok.
@@ -116,6 +136,8 @@ suite() {
   echo "redis-suite: $name against 127.0.0.1:$port" >&2
   : >"$WORK/$name.log"
   for unit in $(cd "$SRC" && ./runtest --list-tests); do
+    # shellcheck disable=SC2086 # BACKENDS is a list of ports
+    tidy $4
     (cd "$SRC" && timeout 900 ./runtest --host 127.0.0.1 --port "$port" --singledb --clients 1 \
       --baseport "$3" --single "$unit" >>"$WORK/$name.log" 2>&1) || true
   done
