@@ -161,7 +161,11 @@ cleanup() {
   pkill -f -- "--port ($PORT|$PROXY_PORT) " 2>/dev/null
   redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1
   redis-cli -p $((PORT + 1)) shutdown nosave >/dev/null 2>&1
-  ((${#widened[@]} == 0)) || restore "${widened[@]}"
+  if ((${#widened[@]} > 0)); then
+    tidy "${widened[@]}"
+    restore "${widened[@]}"
+    echo "redis-suite: the suite's tests may have left other settings on the cluster's nodes; scripts/devstack.sh down and up start it afresh" >&2
+  fi
   true
 }
 trap cleanup EXIT
