@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -127,5 +129,44 @@ func TestCopyArgs(t *testing.T) {
 	copy(buf, "XXXXXXXXXXX")
 	if got := string(bytes.Join(cp, []byte(" "))); got != "SET key value " || len(cp) != 4 {
 		t.Errorf("copy after the buffer's reuse: %q (%d args)", got, len(cp))
+	}
+}
+
+// TestAppendCommand: a command goes to Redis as an array of bulk strings, binary arguments
+// (CRLF, empty) and all, and reads back as what was sent.
+func TestAppendCommand(t *testing.T) {
+	args := [][]byte{[]byte("SET"), []byte("k\r\n"), {}}
+	got := appendCommand([]byte("x"), args)
+	if want := "x*3\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$0\r\n\r\n"; string(got) != want {
+		t.Fatalf("appendCommand = %q, want %q", got, want)
+	}
+	if got := string(appendCommand(nil, nil)); got != "*0\r\n" {
+		t.Fatalf("no arguments: %q", got)
+	}
+}
+
+// TestErrorReplies: a connection's failure reaches the client as one line of UNAVAILABLE (a
+// CRLF in the cause cannot end the reply early); a bound on connections of their own answers
+// its own BUSY text; MOVED and ASK, and only they, are redirects; a subscriber's PING reply is
+// told from a message.
+func TestErrorReplies(t *testing.T) {
+	if got := string(unavailable(errors.New("dial tcp: refused\r\n+OK"))); got != "-UNAVAILABLE dial tcp: refused +OK\r\n" {
+		t.Errorf("unavailable: %q", got)
+	}
+	busy := fmt.Errorf("wrapped: %w", &ErrTooManyOwn{Limit: 7})
+	if got := string(unavailable(busy)); !strings.HasPrefix(got, "-BUSY 7 ") || strings.Count(got, "\r\n") != 1 {
+		t.Errorf("unavailable(ErrTooManyOwn): %q", got)
+	}
+	for reply, want := range map[string]bool{"-MOVED 1 a:1\r\n": true, "-ASK 1 a:1\r\n": true, "-MOVEDX\r\n": false,
+		"-ASKING\r\n": false, "-ERR MOVED 1\r\n": false, "+MOVED 1 a:1\r\n": false, "": false} {
+		if got := isRedirect([]byte(reply)); got != want {
+			t.Errorf("isRedirect(%q) = %v", reply, got)
+		}
+	}
+	for msg, want := range map[string]bool{"*2\r\n$4\r\npong\r\n$0\r\n\r\n": true, "+PONG\r\n": true, "$2\r\nhi\r\n": true,
+		"*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$4\r\npong\r\n": false, ">3\r\n$7\r\nmessage\r\n": false, "": false} {
+		if got := isPingReply([]byte(msg)); got != want {
+			t.Errorf("isPingReply(%q) = %v", msg, got)
+		}
 	}
 }
