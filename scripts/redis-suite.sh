@@ -107,23 +107,40 @@ passthrough() {
   redis-cli -p "$1" ACL SETUSER seckill-passthrough reset on nopass "${rule[@]}" +@admin -flushall -flushdb -swapdb -acl >/dev/null
 }
 
+# settings PORT: a server's settings, a "name<TAB>value" line each, sorted.
+settings() { redis-cli -p "$1" config get '*' | paste - - | LC_ALL=C sort; }
+
+# baseline PORT...: the settings each server has before the first unit, which tidy puts back.
+baseline() {
+  local p
+  for p in "$@"; do settings "$p" >"$WORK/settings-$p"; done
+}
+
 # tidy PORT...: what a unit that ended early left on the servers behind it, undone before the
-# next unit. unit/type/set sets rdb-key-save-delay to 2^31 us and then, in external mode,
-# cannot kill the BGSAVE child it made (it has no pid of the server); the child then sleeps
-# for 35 minutes a key, and every later unit that saves or rewrites the AOF waits out its
-# 900 s bound, in the direct run and through the proxy alike. A server whose save or load delay
-# is not 0 gets 0, and its fork children are killed (only then: a master's child may be a
-# replica's full sync).
+# next unit (Redis's suite, run on its own, starts a server per unit; in external mode an
+# exception ends a unit before its own clean-up). unit/type/set sets rdb-key-save-delay to
+# 2^31 us and then cannot kill the BGSAVE child it made (it has no pid of the server): the
+# child sleeps for 35 minutes a key, and every later unit that saves or rewrites the AOF
+# waited out its 900 s bound, in the direct run and through the proxy alike. A server whose
+# save or load delay is not 0 has its fork children killed (only then: a master's child may be
+# a replica's full sync), and every setting that differs from its baseline is set back
+# (set-max-intset-entries 0, appendonly yes, ... left by one unit failed the next one's
+# encoding tests).
 tidy() {
-  local p delay
+  local p delay name value
   for p in "$@"; do
     delay=$(redis-cli -p "$p" config get rdb-key-save-delay 2>/dev/null | sed -n 2p)
     delay+=$(redis-cli -p "$p" config get key-load-delay 2>/dev/null | sed -n 2p)
-    [[ -z $delay || $delay == 00 ]] && continue
-    redis-cli -p "$p" config set rdb-key-save-delay 0 >/dev/null 2>&1
-    redis-cli -p "$p" config set key-load-delay 0 >/dev/null 2>&1
-    pkill -KILL -f "^redis-(rdb-bgsave|aof-rewrite) [^ ]*:$p( |\$)" 2>/dev/null || true
-    echo "redis-suite: tidied 127.0.0.1:$p (delays were $delay)" >&2
+    if [[ -n $delay && $delay != 00 ]]; then
+      redis-cli -p "$p" config set rdb-key-save-delay 0 >/dev/null 2>&1
+      redis-cli -p "$p" config set key-load-delay 0 >/dev/null 2>&1
+      pkill -KILL -f "^redis-(rdb-bgsave|aof-rewrite) [^ ]*:$p( |\$)" 2>/dev/null || true
+      echo "redis-suite: killed the fork children of 127.0.0.1:$p (delays were $delay)" >&2
+    fi
+    [[ -f $WORK/settings-$p ]] || continue
+    while IFS=$'\t' read -r name value; do
+      redis-cli -p "$p" config set "$name" "$value" >/dev/null 2>&1 || true
+    done < <(LC_ALL=C comm -13 <(settings "$p") "$WORK/settings-$p")
   done
 }
 
@@ -135,6 +152,8 @@ suite() {
   export SUITE_BACKENDS=$4
   echo "redis-suite: $name against 127.0.0.1:$port" >&2
   : >"$WORK/$name.log"
+  # shellcheck disable=SC2086 # BACKENDS is a list of ports
+  baseline $4
   for unit in $(cd "$SRC" && ./runtest --list-tests); do
     # shellcheck disable=SC2086 # BACKENDS is a list of ports
     tidy $4
