@@ -123,9 +123,9 @@ baseline() {
 # child sleeps for 35 minutes a key, and every later unit that saves or rewrites the AOF
 # waited out its 900 s bound, in the direct run and through the proxy alike. A server whose
 # save or load delay is not 0 has its fork children killed (only then: a master's child may be
-# a replica's full sync), and every setting that differs from its baseline is set back
-# (set-max-intset-entries 0, appendonly yes, ... left by one unit failed the next one's
-# encoding tests).
+# a replica's full sync), a script still running is killed, and every setting that differs
+# from its baseline is set back (set-max-intset-entries 0, appendonly yes, ... left by one unit
+# failed the next one's encoding tests).
 tidy() {
   local p delay name value
   for p in "$@"; do
@@ -136,6 +136,13 @@ tidy() {
       redis-cli -p "$p" config set key-load-delay 0 >/dev/null 2>&1
       pkill -KILL -f "^redis-(rdb-bgsave|aof-rewrite) [^ ]*:$p( |\$)" 2>/dev/null || true
       echo "redis-suite: killed the fork children of 127.0.0.1:$p (delays were $delay)" >&2
+    fi
+    # A script or function left running for ever (unit/functions' kill test ends early through
+    # the proxy, whose PING does not answer BUSY) makes every later unit fail on BUSY.
+    if [[ $(redis-cli -p "$p" ping 2>&1) == BUSY* ]]; then
+      redis-cli -p "$p" function kill >/dev/null 2>&1
+      redis-cli -p "$p" script kill >/dev/null 2>&1
+      echo "redis-suite: killed the script running on 127.0.0.1:$p" >&2
     fi
     [[ -f $WORK/settings-$p ]] || continue
     while IFS=$'\t' read -r name value; do
