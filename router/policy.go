@@ -35,6 +35,11 @@ var refused = map[string]string{
 	"lastsave": "", "slowlog": "", "latency": "", "function": "",
 }
 
+// ReplicationError answers SYNC and PSYNC, even an admin's allowed them: the replication
+// stream that follows cannot share the proxy's connections to Redis (sent on one, it held every
+// command queued behind it until the node was taken for gone).
+const ReplicationError = "ERR SYNC and PSYNC are not carried through seckill-proxy: a replication stream cannot share its connections to Redis; replicate from the Redis server directly"
+
 // unsupported are connection-bound commands not carried through the proxy. (MULTI, EXEC,
 // DISCARD, WATCH and UNWATCH are the router's, through Tx; (P|S)SUBSCRIBE switch the
 // connection to subscriber mode; an UNSUBSCRIBE outside that mode is the router's.)
@@ -124,6 +129,9 @@ var errNotSpecial error = respError("not special")
 func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 	if s.Admin && killsScript(name, args) {
 		return nil // a runaway script leaves Redis BUSY for everyone: an admin may always kill it
+	}
+	if string(name) == "sync" || string(name) == "psync" {
+		return respError(ReplicationError)
 	}
 	if msg, ok := refused[string(name)]; ok && !(s.Admin && r.adminAllowed(name)) {
 		if msg == "" {

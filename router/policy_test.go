@@ -13,7 +13,7 @@ import (
 // without redis.admin_allow, on a router with no upstream (so no restricted pass-through user:
 // every script refused).
 func TestPass(t *testing.T) {
-	r := New(nil, zap.NewNop(), Options{AdminAllow: []string{"FlushAll", "script", "slowlog"}})
+	r := New(nil, zap.NewNop(), Options{AdminAllow: []string{"FlushAll", "script", "slowlog", "sync", "PSYNC"}})
 	saleKey := string(sale.KeysFor("phone").Stock)
 	tests := []struct {
 		cmd      string
@@ -30,6 +30,9 @@ func TestPass(t *testing.T) {
 		{cmd: "SLOWLOG GET", wantErr: "ERR 'slowlog' is refused"},
 		{cmd: "SLOWLOG GET", admin: true, wantErr: ""},
 		{cmd: "MIGRATE h 1 k 0 1", admin: true, wantErr: "ERR 'migrate' is refused"},
+		{cmd: "SYNC", admin: true, wantErr: ReplicationError},
+		{cmd: "psync ? -1", admin: true, wantErr: ReplicationError},
+		{cmd: "SYNC", wantErr: ReplicationError},
 		{cmd: "SCRIPT KILL", wantErr: "ERR 'script|kill' is refused"},
 		{cmd: "FUNCTION KILL", wantErr: "ERR 'function' is refused"},
 		{cmd: "SCRIPT KILL", admin: true, wantErr: ""},
