@@ -94,16 +94,12 @@ func (cl Class) Unbound() Class {
 // command that might go straight to a node, or start blocking, is checked against the
 // policy here (as Serve checks it), and only then given that kind.
 func (r *Router) Classify(s *Session, args [][]byte) Class {
-	cl := r.Identify(args)
-	switch c := cl.cmd; {
-	case len(args) == 0:
-	case r.isBuyFor(s, &cl, args):
-		cl.Kind = KindBuy
-	case c != nil && c.flags&flagSubscribe != 0:
-		cl.Kind = KindOwnGoroutine
+	cl := r.Peek(s, args)
+	switch {
+	case len(args) == 0 || cl.Kind != KindServe:
 	case r.isImmediate(s, &cl, args):
 		cl.Kind = KindImmediate
-	case c == nil && r.opt.Upstream != nil && !s.inTx() && !s.muted():
+	case cl.cmd == nil && r.opt.Upstream != nil && !s.inTx() && !s.muted():
 		r.classifyPass(s, &cl, args)
 	}
 	return cl
