@@ -76,7 +76,7 @@ func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState,
 			}
 		} else {
 			for _, f := range summedMeta {
-				st.meta[f] = strconv.FormatInt(metaInt(st.meta, f)+metaInt(m, f), 10)
+				st.meta[f] = strconv.FormatInt(addSaturating(metaInt(st.meta, f), metaInt(m, f)), 10)
 			}
 			if full {
 				maps.Copy(st.all, all.Val())
@@ -93,6 +93,19 @@ func (g *Guard) readSale(ctx context.Context, sku string, full bool) (saleState,
 			rejected: metaInt(m, "rejected"), cancelled: metaInt(m, "cancelled"), lates: metaInt(m, "late")})
 	}
 	return st, nil
+}
+
+// addSaturating is a+b, held at int64's bounds rather than wrapped (a bucket's field read as
+// the most, summed with another's, stays the most).
+func addSaturating(a, b int64) int64 {
+	sum := a + b
+	switch {
+	case b > 0 && sum < a:
+		return math.MaxInt64
+	case b < 0 && sum > a:
+		return math.MinInt64
+	}
+	return sum
 }
 
 func metaInt(meta map[string]string, field string) int64 {

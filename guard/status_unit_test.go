@@ -76,3 +76,13 @@ func TestMetaInt(t *testing.T) {
 		}
 	}
 }
+
+// TestAddSaturating: buckets' fields summed stay at int64's bounds instead of wrapping.
+func TestAddSaturating(t *testing.T) {
+	for _, c := range [][3]int64{{1, 2, 3}, {-1, -2, -3}, {math.MaxInt64, 1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64, math.MaxInt64},
+		{math.MinInt64, -1, math.MinInt64}, {math.MaxInt64, -1, math.MaxInt64 - 1}, {math.MinInt64, math.MaxInt64, -1}} {
+		if got := addSaturating(c[0], c[1]); got != c[2] {
+			t.Errorf("addSaturating(%d, %d) = %d, want %d", c[0], c[1], got, c[2])
+		}
+	}
+}
