@@ -328,7 +328,6 @@ func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
 // writeCalls writes a node's calls of the turn, then the WAIT that covers them, if any.
 func (e *engine) writeCalls(nc *nodeCalls) {
 	up := nc.up
-	e.k.dialIfDown(up)
 	var w *buyWait
 	wait, want := e.buyer.wait(up.addr)
 	if wait != nil {
