@@ -61,8 +61,11 @@ func TestSameSlot(t *testing.T) {
 		keys string
 		want bool
 	}{
-		{"a", true}, {"{u}a {u}b {u}", true}, {"a b", Slot([]byte("a")) == Slot([]byte("b"))},
-		{"{u}a {v}a", false}, {"x{u}y z{u}", true}, {"{}a {}a", true}, {"{}a {}b", Slot([]byte("{}a")) == Slot([]byte("{}b"))},
+		// foo and bar: slots 12182 and 5061 (CLUSTER KEYSLOT); {user1000}.following and
+		// .followers share 3443; an empty tag hashes the whole key.
+		{"a", true}, {"{u}a {u}b {u}", true}, {"foo bar", false}, {"foo foo", true},
+		{"{user1000}.following {user1000}.followers", true}, {"foo{}{bar} foo{bar}{zap}", false},
+		{"{u}a {v}a", false}, {"x{u}y z{u}", true}, {"foo {}foo", false},
 	} {
 		if got := sameSlot(argsOf(c.keys)); got != c.want {
 			t.Errorf("sameSlot(%q) = %v, want %v", c.keys, got, c.want)
