@@ -198,7 +198,7 @@ proxy() {
   eval "$(scripts/devstack.sh env)"
   SECKILL_REDIS_MODE=$mode SECKILL_REDIS_ADDRS=$addrs SECKILL_LISTEN=127.0.0.1:$PROXY_PORT \
     SECKILL_ADMIN_LISTEN=127.0.0.1:$((PROXY_PORT + 1)) SECKILL_REDIS_PASSTHROUGH_USERNAME=seckill-passthrough \
-    SECKILL_REDIS_ADMIN_ALLOW=flushall,flushdb,config,debug,shutdown,replicaof,slaveof,monitor,save,bgsave,bgrewriteaof,acl,module,failover,sync,psync,migrate,swapdb,move,lastsave,slowlog,latency,function,script \
+    SECKILL_REDIS_ADMIN_ALLOW=flushall,flushdb,config,debug,shutdown,replicaof,slaveof,monitor,save,bgsave,bgrewriteaof,acl,module,failover,migrate,swapdb,move,lastsave,slowlog,latency,function,script \
     "$WORK/seckill-proxy" >"$WORK/seckill-proxy-$mode.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do redis-cli -p "$PROXY_PORT" ping >/dev/null 2>&1 && return; sleep 0.1; done
