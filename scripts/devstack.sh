@@ -181,14 +181,21 @@ flat_cpu_groups() {
   echo 0 >"$knob" && log "kernel autogroups off (sched_autogroup_enabled=0): each process is scheduled as on a server"
 }
 
-# redis_ready: every node says cluster_state:ok, every replica's link is up, and CLUSTER SLOTS
-# lists all six nodes.
+# redis_ready: every node says cluster_state:ok, every replica's link is up, every master
+# has a replica that is online (synced: a WAIT 1 on it is answered), and CLUSTER SLOTS lists all
+# six nodes. A node restarted after a failover first comes back as a master of no slots and
+# only then follows the promoted one, which meanwhile has no replica; a test that began in that
+# window got UNAVAILABLE for its first buy (no replica acknowledged it).
 redis_ready() {
-  local port
+  local port repl
   for port in "${REDIS_PORTS[@]}"; do
     redis_cli "$port" cluster info | grep -q '^cluster_state:ok' || return 1
-    if redis_cli "$port" info replication | grep -q '^role:slave'; then
-      redis_cli "$port" info replication | grep -q '^master_link_status:up' || return 1
+    repl=$(redis_cli "$port" info replication | tr -d '\r')
+    if grep -q '^role:slave' <<<"$repl"; then
+      grep -q '^master_link_status:up' <<<"$repl" || return 1
+    else
+      grep -q '^slave0:.*state=online' <<<"$repl" || return 1
+      ! grep -q '^slave[0-9]*:.*state=\(wait_bgsave\|send_bulk\)' <<<"$repl" || return 1
     fi
   done
   local slots
