@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/redcon"
+
 	"seckill-proxy/sale"
 )
 
@@ -20,6 +22,25 @@ type BuyRequest struct {
 	// of UID: the logged-in user of a legacy script that names no buyer, whose every call is
 	// a new made-up UID.
 	Admit string
+	// Reply writes the buy's reply as the client that sent it expects (set by who parsed
+	// the command: the router's reply styles); nil: an order id, or the error.
+	Reply Replier
+}
+
+// Replier writes a buy's reply.
+type Replier interface {
+	AppendBuyReply(dst []byte, req *BuyRequest, res BuyResult) []byte
+}
+
+// AppendReply appends the reply to the buy whose result is res, in r's reply style.
+func (r *BuyRequest) AppendReply(dst []byte, res BuyResult) []byte {
+	if r.Reply != nil {
+		return r.Reply.AppendBuyReply(dst, r, res)
+	}
+	if res.Err != nil {
+		return redcon.AppendError(dst, strings.NewReplacer("\r", " ", "\n", " ").Replace(res.Err.Error()))
+	}
+	return redcon.AppendBulkString(dst, res.OrderID)
 }
 
 // IntReplies are the integers a legacy stock script answers with.

@@ -82,7 +82,7 @@ func TestOwnDuplicateIsTheOrder(t *testing.T) {
 		buy := conf.Default().Buy
 		buy.ReplyAfter = tt.after
 		g := &Guard{opt: Options{Buy: buy, MaxInflight: 1, Now: time.Now}, flags: NewFlags(time.Hour), adm: newAdmission(conf.Default().Admission)}
-		a := &Attempt{req: &BuyRequest{SKU: "s", UID: "u", Qty: 1}, orderID: "o1", version: "1", reply: []string{"DUPLICATE", tt.replyID}}
+		a := &Attempt{req: BuyRequest{SKU: "s", UID: "u", Qty: 1}, orderID: "o1", version: "1", reply: []string{"DUPLICATE", tt.replyID}}
 		var res BuyResult
 		if retry := g.settle(a, &res, 0); retry || !tt.want(res) {
 			t.Errorf("%s: %+v (retry %v)", tt.name, res, retry)

@@ -206,7 +206,7 @@ type BuyResult struct {
 
 // attempt is one buy on its way through the script.
 type Attempt struct {
-	req  *BuyRequest
+	req  BuyRequest
 	keys []string
 	// tag is the hash tag of the keys, and marked the clock of its last pending mark (see
 	// markCall); both made once per sale or bucket.

@@ -93,7 +93,7 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 func (g *Guard) newAttempt(r *BuyRequest) *Attempt {
 	v, _ := g.versions.Load(r.SKU)
 	ver, _ := v.(string)
-	a := &Attempt{req: r, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation(), flagGen: g.flags.Gen()}
+	a := &Attempt{req: *r, orderID: xid.New().String(), version: ver, noSaleGen: g.noSales.generation(), flagGen: g.flags.Gen()}
 	g.placeAttempt(a)
 	return a
 }
@@ -105,9 +105,9 @@ func (g *Guard) Local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 	return g.local(r, now)
 }
 
-// Start admits a buy to Redis: an Attempt, or the error to answer (Kafka not taking orders
-// with buy.reply_after=kafka, or limits.max_inflight buys in flight already). r must stay
-// unchanged until Finish.
+// Start admits a buy to Redis: an Attempt (holding a copy of r), or the error to answer
+// (Kafka not taking orders with buy.reply_after=kafka, or limits.max_inflight buys in flight
+// already).
 func (g *Guard) Start(r *BuyRequest) (*Attempt, error) {
 	if g.opt.Buy.ReplyAfter == conf.ReplyAfterKafka && (g.opt.Publisher == nil || !g.opt.Publisher.Healthy()) {
 		g.stats.unavailable.Add(1)

@@ -24,7 +24,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		if round+1 < maxRounds {
 			switch {
 			case redis.HasErrorPrefix(err, "NOSCRIPT"):
-				a.useEval = true
+				a.NoScript()
 				g.stats.noScript.Add(1)
 				return true
 			case isRedirect(err):

@@ -63,7 +63,7 @@ func newBuyShell(s *Server, g *guard.Guard) *buyShell {
 		maxPipeline: s.limits.MaxPipeline, maxArgBytes: s.limits.MaxArgBytes, maxOut: loopMaxOut,
 		timeout: s.upstream.Timeout(), redialGap: loopRedialGap, maxCallsOut: buyShellCallsOut, ownerLanes: s.upstream.OwnerLanes(),
 	}, s.upstream.Standalone() == "")
-	newGuardEngine(b.core, s.router, g)
+	newGuardEngine(b.core, g)
 	b.core.metrics = s.metrics
 	b.timer = time.AfterFunc(time.Hour, func() { b.post(func() {}) })
 	b.timer.Stop()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"seckill-proxy/guard"
 	"seckill-proxy/router"
 )
 
@@ -35,6 +36,9 @@ type clientEnv interface {
 	// core writes at once instead of serving it.
 	immediate(out []byte, args [][]byte) []byte
 	counted(n int)
+	// parseBuy reads args, a router.KindBuy command of sess's (classified as cl), and counts
+	// it (router.ParseBuy): reply is set when it fails before the guard.
+	parseBuy(sess *router.Session, cl router.Class, args [][]byte) (req guard.BuyRequest, reply []byte)
 	// serveSlow runs cmds, identified as ids, through the router for c, elsewhere; the answer
 	// comes as slowDone.
 	serveSlow(c *client, cmds [][][]byte, ids []router.Class)

@@ -76,9 +76,17 @@ func (e *fakeEnv) peek(s *router.Session, args [][]byte) router.Class {
 }
 func (e *fakeEnv) immediate(out []byte, _ [][]byte) []byte { return out }
 func (e *fakeEnv) counted(int)                             {}
-func (e *fakeEnv) begin() bool                             { e.begun++; return true }
-func (e *fakeEnv) end()                                    { e.begun-- }
-func (e *fakeEnv) dial(up *node)                           { e.dials = append(e.dials, up) }
+
+// parseBuy reads "BUY <sku> <uid>".
+func (e *fakeEnv) parseBuy(_ *router.Session, _ router.Class, args [][]byte) (guard.BuyRequest, []byte) {
+	if len(args) != 3 {
+		return guard.BuyRequest{}, []byte("-ERR wrong number of arguments for 'buy' command\r\n")
+	}
+	return guard.BuyRequest{SKU: string(args[1]), UID: string(args[2]), Qty: 1}, nil
+}
+func (e *fakeEnv) begin() bool   { e.begun++; return true }
+func (e *fakeEnv) end()          { e.begun-- }
+func (e *fakeEnv) dial(up *node) { e.dials = append(e.dials, up) }
 func (e *fakeEnv) serveSlow(c *client, cmds [][][]byte, _ []router.Class) {
 	e.slow = append(e.slow, slowCall{c, cmds})
 }

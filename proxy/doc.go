@@ -6,7 +6,7 @@
 //
 // It also runs the buys: its buy engine (engine.go) gathers them, sends guard's script calls
 // on the core's own connections and settles them, in an event loop or in the buy shell
-// (buyshell.go), through the buyer interface (buy.go adapts guard to it); what a buy decides
-// (admission, the script's arguments, the reading of its reply) is guard's. The buyers' outcome channels
+// (buyshell.go); what a buy decides (admission, the script's arguments, the reading of its
+// reply, the reply's bytes) is guard's, through guard.Loop. The buyers' outcome channels
 // (outcomes.go) and the live sale page (salepage.go) show what guard knows of the sales.
 package proxy

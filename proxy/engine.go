@@ -23,19 +23,19 @@ import (
 // and settles each reply: an answer, a retry (a stale version, NOSCRIPT, a slot that moved),
 // a donation to other buckets, a tee to Kafka. It answers calls that time out or fail.
 //
-// The servers reach it through a handful of methods: isBuy and serve (an event loop's
-// client), run (a batch the router read on a goroutine), endTurn and pending (the turn), and
+// The servers reach it through a handful of methods: serve (an event loop's client), run (a batch the router read on a goroutine), endTurn and pending (the turn), and
 // what becomes of its connections' calls (callReply, waitReply, failCall, waitFailed,
 // expireCall, callTimeout, nodeDown). It uses its core for the connections, the turn's
 // clock and the drain count; what a buy decides (stock, duplicates, buckets, the scripts'
-// words) is its buyer's (package guard's, through guardBuyer).
+// words, the reply) is its buyer's (guard.Loop), and where calls go its nodes' (guard.Guard).
 type engine struct {
 	k     *core
 	buyer buyer
-	// buys gathered this turn, written as script calls at its end (sendBuys); sold, the
-	// attempts that sold, teed at its end (teeSold).
+	nodes buyNodes
+	// buys gathered this turn, written as script calls at its end (sendBuys); sold: orders
+	// sold since the last Flush.
 	buys []*pendingBuy
-	sold []buyAttempt
+	sold bool
 	// later holds buys for nodes with lim.maxCallsOut calls out, until one is answered.
 	later []*pendingBuy
 	// manyEval: masters whose last EVALSHA of buymany.lua answered NOSCRIPT; the next call of
@@ -43,84 +43,66 @@ type engine struct {
 	manyEval map[string]bool
 }
 
-// newEngine makes k's buy engine, deciding through b.
-func newEngine(k *core, b buyer) *engine {
-	e := &engine{k: k, buyer: b}
+// newEngine makes k's buy engine, deciding through b, its calls going where n says.
+func newEngine(k *core, b buyer, n buyNodes) *engine {
+	e := &engine{k: k, buyer: b, nodes: n}
 	k.eng = e
 	return e
 }
 
 // nodeDown: the connection to the master at addr failed; where slots live may have changed.
-func (e *engine) nodeDown(addr string) { e.buyer.nodeDown(addr) }
+func (e *engine) nodeDown(string) { e.nodes.ReloadSlots() }
 
 // callTimeout is how long a script call is waited for (buy.call_timeout).
-func (e *engine) callTimeout() time.Duration { return e.buyer.callTimeout() }
+func (e *engine) callTimeout() time.Duration { return e.nodes.CallTimeout() }
 
 // endTurn writes the turn's buys and tees the orders it sold.
 func (e *engine) endTurn() {
 	e.sendBuys()
-	e.teeSold()
+	if e.sold {
+		e.buyer.Flush()
+		e.sold = false
+	}
 }
 
-// buyer is what the engine asks of package guard (through the router for the replies'
-// encoding): the decisions.
+// buyer is the buy, from a parsed request to the buyer's reply: package guard's Loop (a fake
+// in the engine's tests). Every attempt ends once, in Settle (a step with a reply), in Fail
+// (but for a call past its deadline, whose reply may still come) or in Late; the engine
+// never ends one itself.
 type buyer interface {
-	// parse reads args, a router.KindBuy command of sess's (classified as cl): reply is set
-	// when the command fails before the guard (NOAUTH, a wrong argument count or argument).
-	parse(sess *router.Session, cl router.Class, args [][]byte) (req guard.BuyRequest, reply []byte)
-	// start answers a buy from the flags, or refuses it (reply set), or admits it to Redis.
-	start(req guard.BuyRequest, now time.Time) (a buyAttempt, reply []byte)
-	// master is the node that owns the keys of hash tag tag (guard.CallGroup.Tag).
-	master(tag string) (string, error)
-	// appendCall writes one script call for the attempts of groups, whose keys one master
+	// Admit answers a buy from the flags, or refuses it (reply set), or admits it to Redis.
+	Admit(req guard.BuyRequest, now time.Time) (*guard.Attempt, []byte)
+	// AppendCall writes one script call for the attempts of groups, whose keys one master
 	// owns: one group's alone, or many groups' in one call (eval: sent as EVAL, the script's
-	// EVALSHA answered NOSCRIPT), whose reply has a value per group (guard.AppendManyCall).
-	appendCall(dst []byte, groups [][]buyAttempt, eval bool) []byte
-	// settle reads a call's reply: an outcome per attempt. replicated: the WAIT after it (if
-	// any) counted its replicas; if not, no reply of the call is told (guard.ErrNotKnown).
-	settle(as []buyAttempt, raw []byte, round int, replicated bool) []buyOutcome
-	// timedOut answers an attempt whose call Redis did not answer in time; late takes the
+	// EVALSHA answered NOSCRIPT), whose reply has a value per group.
+	AppendCall(dst []byte, groups [][]*guard.Attempt, eval bool) []byte
+	// Settle reads a call's reply: a step per attempt. replicated: the WAIT after it (if any)
+	// counted its replicas; if not, no reply of the call is told. later gets the reply of a
+	// Later step (a donation, Kafka's acknowledgement), on a goroutine not the loop's.
+	Settle(as []*guard.Attempt, raw []byte, round int, replicated bool, later func(*guard.Attempt, []byte)) []guard.Step
+	// Fail answers an attempt whose call did not come back: past its deadline
+	// (guard.ErrCallExpired: the attempt lives on until Late), or not reached, or cut off
+	// (UNAVAILABLE, err its cause; the attempt ends).
+	Fail(a *guard.Attempt, err error) []byte
+	// Late ends attempts whose buyers were told already; raw, if not nil, is their call's
 	// reply that came after, for the orders it sold.
-	timedOut(a buyAttempt) []byte
-	// unreached answers an attempt whose call could not reach Redis, or whose connection
-	// failed before its reply came (UNAVAILABLE, err its cause).
-	unreached(a buyAttempt, err error) []byte
-	late(as []buyAttempt, raw []byte, replicated bool)
-	// donate finishes a buy whose split sale's home bucket had too few units (its outcome
-	// says donate): done gets its reply, on a goroutine not the loop's.
-	donate(a buyAttempt, done func(reply []byte))
-	// tee hands a sold attempt's order to Kafka; with afterKafka, done is called with
-	// Kafka's answer (on a goroutine not the loop's), and ackReply makes the buyer's reply.
-	// teeAll hands many at once, not waited for: the orders a turn sold.
-	tee(a buyAttempt, done func(error))
-	teeAll(as []buyAttempt)
-	// nodeDown: the connection to a master at addr failed; where slots live may have changed.
-	nodeDown(addr string)
-	afterKafka() bool
-	ackReply(a buyAttempt, err error) []byte
-	finish(a buyAttempt)
-	// wait is the WAIT that follows the calls to the master at addr (nil: none) and the
-	// replicas it asks for; waitReply takes its reply: whether they acknowledged.
-	wait(addr string) ([]byte, int)
-	waitReply(raw []byte, want int) bool
-	callTimeout() time.Duration
+	Late(as []*guard.Attempt, raw []byte, replicated bool)
+	// Flush tees the orders sold since the last Flush, together: once a turn.
+	Flush()
 }
 
-// buyAttempt is one buy on its way, as the buyer made it.
-type buyAttempt interface {
-	group() guard.CallGroup
-	tag() string // group().Tag(), made once
-}
-
-// buyOutcome is what became of one attempt of a call.
-type buyOutcome struct {
-	reply []byte // the buyer's answer, unless retry
-	retry bool
-	addr  string // send again there (MOVED; ASK with ask)
-	ask   bool
-	sold  bool // tee the order
-	// donate: the buy goes on through the other stock buckets (buyer.donate)
-	donate bool
+// buyNodes is where a buy's calls go: package guard's view of the masters and replicas.
+type buyNodes interface {
+	// MasterOfTag is the node that owns the keys of hash tag tag (guard.CallGroup.Tag).
+	MasterOfTag(tag string) (string, error)
+	// ReloadSlots: the connection to a master failed; where slots live may have changed.
+	ReloadSlots()
+	// WaitCommand is the WAIT that follows the calls to the master at addr (nil: none) and
+	// the replicas it asks for; WaitReply takes its reply: whether they acknowledged.
+	WaitCommand(addr string) ([]byte, int)
+	WaitReply(raw []byte, want int) bool
+	// CallTimeout is how long a script call is waited for (buy.call_timeout).
+	CallTimeout() time.Duration
 }
 
 // buyOwner is whom a buy answers: a client of the core's, in the order of its commands, or a
@@ -149,7 +131,7 @@ func (r *routerBuys) shuttingDown()                                 {}
 type pendingBuy struct {
 	to    buyOwner
 	seq   uint64
-	a     buyAttempt
+	a     *guard.Attempt
 	start time.Time // the turn it was read in
 	round int
 	addr  string // set for a retry after MOVED or ASK
@@ -181,8 +163,7 @@ type buyWait struct {
 
 // serve takes a SECKILL.BUY, classified as cl (router.KindBuy).
 func (e *engine) serve(c *client, cl router.Class, args [][]byte) {
-	req, reply := e.buyer.parse(c.sess, cl, args)
-	e.k.cl.counted(1)
+	req, reply := e.k.cl.parseBuy(c.sess, cl, args)
 	seq := c.seqNext
 	c.seqNext++
 	if reply != nil {
@@ -205,14 +186,14 @@ func (e *engine) run(reqs []guard.BuyRequest, answer func(i int, reply []byte)) 
 
 // startBuy answers a buy from the flags, or refuses it, or gathers it for the end of the turn.
 func (e *engine) startBuy(to buyOwner, seq uint64, req guard.BuyRequest) {
-	a, reply := e.buyer.start(req, e.k.now)
+	a, reply := e.buyer.Admit(req, e.k.now)
 	if reply != nil {
 		e.k.metrics.ObserveBuy(0) // answered in the turn that read it
 		to.buyAnswered(e.k, seq, reply)
 		return
 	}
 	if !e.k.track(1) {
-		e.buyer.finish(a)
+		e.buyer.Late([]*guard.Attempt{a}, nil, false)
 		to.buyAnswered(e.k, seq, redcon.AppendError(nil, errShuttingDown.Error()))
 		to.shuttingDown()
 		return
@@ -224,7 +205,6 @@ func (e *engine) startBuy(to buyOwner, seq uint64, req guard.BuyRequest) {
 // buyDone ends one buy with reply.
 func (e *engine) buyDone(b *pendingBuy, reply []byte) {
 	e.k.metrics.ObserveBuy(e.k.now.Sub(b.start))
-	e.buyer.finish(b.a)
 	b.to.buysOutAdd(-1)
 	b.to.buyAnswered(e.k, b.seq, reply)
 	e.k.track(-1)
@@ -281,11 +261,11 @@ type callKey struct {
 func (e *engine) buyNode(t *buyTurn, b *pendingBuy) (string, *node) {
 	addr := b.addr
 	if addr == "" {
-		tag := b.a.tag()
+		tag := b.a.Tag()
 		if addr = t.masters[tag]; addr == "" {
 			var err error
-			if addr, err = e.buyer.master(tag); err != nil {
-				e.buyDone(b, e.buyer.unreached(b.a, err))
+			if addr, err = e.nodes.MasterOfTag(tag); err != nil {
+				e.buyDone(b, e.buyer.Fail(b.a, err))
 				return "", nil
 			}
 			t.masters[tag] = addr
@@ -297,7 +277,7 @@ func (e *engine) buyNode(t *buyTurn, b *pendingBuy) (string, *node) {
 		t.owners[addr] = up
 	}
 	if !up.connected && !up.dialing && e.k.now.Before(up.retryAt) {
-		e.buyDone(b, e.buyer.unreached(b.a, up.lastErr))
+		e.buyDone(b, e.buyer.Fail(b.a, up.lastErr))
 		return "", nil
 	}
 	return addr, up
@@ -315,7 +295,7 @@ func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
 		t.byNode[key] = nc
 		t.order = append(t.order, nc)
 	}
-	g := callKey{b.a.group(), b.alone}
+	g := callKey{b.a.Group(), b.alone}
 	call := nc.open[g]
 	if call == nil || len(call.buys) == guard.MaxBuysPerCall {
 		call = &buyCall{}
@@ -329,11 +309,11 @@ func (t *buyTurn) add(b *pendingBuy, up *node, addr string) {
 func (e *engine) writeCalls(nc *nodeCalls) {
 	up := nc.up
 	var w *buyWait
-	wait, want := e.buyer.wait(up.addr)
+	wait, want := e.nodes.WaitCommand(up.addr)
 	if wait != nil {
 		w = &buyWait{calls: nc.calls, want: want}
 	}
-	deadline := e.k.now.Add(e.buyer.callTimeout())
+	deadline := e.k.now.Add(e.nodes.CallTimeout())
 	for _, call := range e.merge(nc) {
 		if nc.ask {
 			e.k.send(up, inflight{answered: true, deadline: deadline, discard: true}, appendAsking)
@@ -374,13 +354,4 @@ func (e *engine) callOver(call *buyCall) {
 }
 
 // pending: buys wait to be sent, or sold orders to be teed, at the end of a turn.
-func (e *engine) pending() bool { return len(e.buys) > 0 || len(e.sold) > 0 }
-
-// teeSold hands the orders sold this turn to Kafka, together.
-func (e *engine) teeSold() {
-	if len(e.sold) > 0 {
-		e.buyer.teeAll(e.sold)
-		clear(e.sold)
-		e.sold = e.sold[:0]
-	}
-}
+func (e *engine) pending() bool { return len(e.buys) > 0 || e.sold }

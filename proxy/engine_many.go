@@ -42,7 +42,7 @@ func (e *engine) merge(nc *nodeCalls) []*buyCall {
 	}
 	for _, call := range nc.calls {
 		b := call.buys[0]
-		if b.alone || b.a.group().Eval {
+		if b.alone || b.a.Group().Eval {
 			out = append(out, call)
 			continue
 		}
@@ -61,9 +61,9 @@ func (e *engine) merge(nc *nodeCalls) []*buyCall {
 
 // manyGroups: calls, which may share, are of two groups or more.
 func manyGroups(calls []*buyCall) bool {
-	first := calls[0].buys[0].a.group()
+	first := calls[0].buys[0].a.Group()
 	for _, c := range calls[1:] {
-		if c.buys[0].a.group() != first {
+		if c.buys[0].a.Group() != first {
 			return true
 		}
 	}
@@ -75,9 +75,9 @@ func manyGroups(calls []*buyCall) bool {
 // on that master).
 func (e *engine) appendCall(out []byte, addr string, call *buyCall) []byte {
 	if call.parts == nil {
-		return e.buyer.appendCall(out, [][]buyAttempt{attemptsOf(call)}, false)
+		return e.buyer.AppendCall(out, [][]*guard.Attempt{attemptsOf(call)}, false)
 	}
-	groups := make([][]buyAttempt, len(call.parts))
+	groups := make([][]*guard.Attempt, len(call.parts))
 	for i, p := range call.parts {
 		groups[i] = attemptsOf(p)
 	}
@@ -85,12 +85,12 @@ func (e *engine) appendCall(out []byte, addr string, call *buyCall) []byte {
 	if eval {
 		delete(e.manyEval, addr)
 	}
-	return e.buyer.appendCall(out, groups, eval)
+	return e.buyer.AppendCall(out, groups, eval)
 }
 
 // attemptsOf are the attempts of call's buys.
-func attemptsOf(call *buyCall) []buyAttempt {
-	as := make([]buyAttempt, len(call.buys))
+func attemptsOf(call *buyCall) []*guard.Attempt {
+	as := make([]*guard.Attempt, len(call.buys))
 	for i, b := range call.buys {
 		as[i] = b.a
 	}
@@ -136,11 +136,12 @@ func (e *engine) manyReply(call *buyCall, raw []byte) {
 // again sends a part's buys once more with the next turn's, alone; a part whose buyers were
 // answered already (its deadline passed) just ends: nothing of it ran.
 func (e *engine) again(call *buyCall) {
+	if call.answered {
+		e.buyer.Late(attemptsOf(call), nil, false)
+		e.forget(call)
+		return
+	}
 	for _, b := range call.buys {
-		if call.answered {
-			e.forget(b)
-			continue
-		}
 		b.alone = true
 		e.buys = append(e.buys, b)
 	}

@@ -30,7 +30,7 @@ func manyReply(b *fakeBuyer, args [][]byte) []byte {
 func TestCoreBuysOfManySKUs(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{noScript: true, notHere: map[string]bool{"b": true}}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY a u1", "BUY b u2", "BUY c u3"))
 	h.k.flushInputs()
@@ -77,7 +77,7 @@ func TestCoreBuysOfManySKUs(t *testing.T) {
 func TestCoreManyCallTimeout(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{notHere: map[string]bool{"b": true}}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY a u1", "BUY b u2"))
 	h.k.flushInputs()
@@ -105,7 +105,7 @@ func TestManyCallWaitsForItsWait(t *testing.T) {
 	for _, acked := range []bool{true, false} {
 		h := newCoreHarness(t, false)
 		wb := &waitingBuyer{short: !acked}
-		newEngine(h.k, wb)
+		newEngine(h.k, wb, wb)
 		c := h.client(true)
 		h.send(c, cmdsOf("BUY a u1", "BUY b u2"))
 		h.k.flushInputs()
@@ -139,7 +139,7 @@ func TestManyCallWaitsForItsWait(t *testing.T) {
 func TestOneSKUTurnNotMerged(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	for i := range 130 { // one each: a client's window lets 4 go at first
 		h.send(h.client(true), cmdsOf(fmt.Sprintf("BUY s u%d", i)))
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 
+	"seckill-proxy/guard"
 	"seckill-proxy/internal/resp"
 )
 
@@ -29,7 +30,7 @@ func (e *engine) callReply(call *buyCall, raw []byte) {
 // waitReply takes a WAIT's reply, and settles the calls it followed: as they said if the
 // replicas acknowledged, else as not known.
 func (e *engine) waitReply(w *buyWait, raw []byte) {
-	replicated := e.buyer.waitReply(raw, w.want)
+	replicated := e.nodes.WaitReply(raw, w.want)
 	for _, call := range w.calls {
 		if call.replied {
 			e.settleCall(call, call.reply, replicated)
@@ -46,7 +47,7 @@ func (e *engine) expireWait(w *buyWait) {
 		if call.replied && !call.answered {
 			call.answered = true
 			for _, b := range call.buys {
-				b.to.buyAnswered(e.k, b.seq, e.buyer.timedOut(b.a))
+				b.to.buyAnswered(e.k, b.seq, e.buyer.Fail(b.a, guard.ErrCallExpired))
 			}
 		}
 	}
@@ -63,36 +64,33 @@ func (e *engine) waitFailed(w *buyWait) {
 }
 
 // settleCall gives each buy of a call its answer, or sends it again. replicated: see
-// buyer.settle.
+// buyer.Settle.
 func (e *engine) settleCall(call *buyCall, raw []byte, replicated bool) {
 	as := attemptsOf(call)
 	if call.answered {
-		e.buyer.late(as, raw, replicated)
-		for _, b := range call.buys {
-			e.forget(b)
-		}
+		e.buyer.Late(as, raw, replicated)
+		e.forget(call)
 		return
 	}
-	for i, o := range e.buyer.settle(as, raw, call.buys[0].round, replicated) {
+	later := func(a *guard.Attempt, reply []byte) {
+		for _, b := range call.buys {
+			if b.a == a {
+				e.k.env.post(func() { e.buyDone(b, reply) })
+				return
+			}
+		}
+	}
+	for i, o := range e.buyer.Settle(as, raw, call.buys[0].round, replicated, later) {
 		b := call.buys[i]
 		switch {
-		case o.retry:
+		case o.Retry:
 			b.round++
-			b.addr, b.ask = o.addr, o.ask
+			b.addr, b.ask = o.Addr, o.Ask
 			e.buys = append(e.buys, b)
-		case o.donate:
-			e.buyer.donate(b.a, func(reply []byte) {
-				e.k.env.post(func() { e.buyDone(b, reply) })
-			})
-		case o.sold && e.buyer.afterKafka():
-			e.buyer.tee(b.a, func(err error) {
-				e.k.env.post(func() { e.buyDone(b, e.buyer.ackReply(b.a, err)) })
-			})
-		case o.sold:
-			e.sold = append(e.sold, b.a) // teed at the end of the turn, all together
-			e.buyDone(b, o.reply)
+		case o.Later:
 		default:
-			e.buyDone(b, o.reply)
+			e.sold = e.sold || o.Sold
+			e.buyDone(b, o.Reply)
 		}
 	}
 }
@@ -110,12 +108,13 @@ func (e *engine) failCall(call *buyCall, err error) {
 		e.settleCall(call, call.reply, false)
 		return
 	}
+	if call.answered {
+		e.buyer.Late(attemptsOf(call), nil, false)
+		e.forget(call)
+		return
+	}
 	for _, b := range call.buys {
-		if call.answered {
-			e.forget(b)
-			continue
-		}
-		e.buyDone(b, e.buyer.unreached(b.a, err))
+		e.buyDone(b, e.buyer.Fail(b.a, err))
 	}
 }
 
@@ -128,14 +127,15 @@ func (e *engine) expireCall(call *buyCall) {
 	}
 	call.answered = true
 	for _, b := range call.buys {
-		b.to.buyAnswered(e.k, b.seq, e.buyer.timedOut(b.a))
+		b.to.buyAnswered(e.k, b.seq, e.buyer.Fail(b.a, guard.ErrCallExpired))
 	}
 }
 
-// forget ends a buy whose buyer was answered already (its call's deadline passed): its
-// attempt ends, and nothing more is told.
-func (e *engine) forget(b *pendingBuy) {
-	e.buyer.finish(b.a)
-	b.to.buysOutAdd(-1)
-	e.k.track(-1)
+// forget ends the buys of a call whose buyers were answered already (its deadline passed),
+// once their attempts have ended (buyer.Late): nothing more is told.
+func (e *engine) forget(call *buyCall) {
+	for _, b := range call.buys {
+		b.to.buysOutAdd(-1)
+		e.k.track(-1)
+	}
 }

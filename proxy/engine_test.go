@@ -9,48 +9,35 @@ import (
 
 	"seckill-proxy/guard"
 	"seckill-proxy/internal/resp"
-	"seckill-proxy/router"
 )
 
 // The core's buys, with a fake buy engine: no sockets, no Redis.
 
 // fakeBuyer serves "BUY <sku> <uid>" for the core's buy tests: a call is written as
 // "BUYCALL <sku> <uid>...", and the fake node answers each uid with a bulk string (or
-// "-NOSCRIPT" for the whole call once, when noScript is set).
+// "-NOSCRIPT" for the whole call once, when noScript is set). It is the engine's buyer and
+// its nodes: one master, "a".
 type fakeBuyer struct {
 	noScript   bool
 	notHere    map[string]bool // SKUs whose group a BUYMANY answers NOTHERE
-	down       int             // nodeDown calls
-	sold       []string
+	down       int             // ReloadSlots calls
+	sold       []string        // teed by Flush
+	toTee      []string        // sold, for the next Flush
 	finished   int
-	unreachedN int // unreached calls
+	unreachedN int // Fail calls for calls that did not reach Redis
 }
 
-type fakeAttempt struct {
-	sku, uid string
-	eval     bool
-}
-
-func (a *fakeAttempt) group() guard.CallGroup { return guard.CallGroup{SKU: a.sku, Eval: a.eval} }
-func (a *fakeAttempt) tag() string            { return a.group().Tag() }
-
-func (b *fakeBuyer) parse(_ *router.Session, _ router.Class, args [][]byte) (guard.BuyRequest, []byte) {
-	if len(args) != 3 {
-		return guard.BuyRequest{}, []byte("-ERR wrong number of arguments for 'buy' command\r\n")
-	}
-	return guard.BuyRequest{SKU: string(args[1]), UID: string(args[2]), Qty: 1}, nil
-}
-func (b *fakeBuyer) start(req guard.BuyRequest, _ time.Time) (buyAttempt, []byte) {
+func (b *fakeBuyer) Admit(req guard.BuyRequest, _ time.Time) (*guard.Attempt, []byte) {
 	if req.SKU == "soldout" {
 		return nil, []byte("-SOLDOUT soldout\r\n")
 	}
-	return &fakeAttempt{sku: req.SKU, uid: req.UID}, nil
+	return guard.DetachedAttempt(req), nil
 }
-func (b *fakeBuyer) master(sku string) (string, error) { return "a", nil }
+func (b *fakeBuyer) MasterOfTag(string) (string, error) { return "a", nil }
 
-// appendCall writes BUYCALL sku uid..., or for many groups BUYMANY sku uid... , sku uid...
+// AppendCall writes BUYCALL sku uid..., or for many groups BUYMANY sku uid... , sku uid...
 // (BUYMANYEVAL after a NOSCRIPT).
-func (b *fakeBuyer) appendCall(dst []byte, groups [][]buyAttempt, eval bool) []byte {
+func (b *fakeBuyer) AppendCall(dst []byte, groups [][]*guard.Attempt, eval bool) []byte {
 	args := []string{"BUYCALL"}
 	if len(groups) > 1 || eval {
 		args[0] = "BUYMANY"
@@ -62,48 +49,44 @@ func (b *fakeBuyer) appendCall(dst []byte, groups [][]buyAttempt, eval bool) []b
 		if i > 0 {
 			args = append(args, ",")
 		}
-		args = append(args, as[0].(*fakeAttempt).sku)
+		args = append(args, as[0].SKU())
 		for _, a := range as {
-			args = append(args, a.(*fakeAttempt).uid)
+			args = append(args, a.Request().UID)
 		}
 	}
 	return append(dst, cmdsOf(strings.Join(args, " "))...)
 }
-func (b *fakeBuyer) settle(as []buyAttempt, raw []byte, _ int, _ bool) []buyOutcome {
-	out := make([]buyOutcome, len(as))
+func (b *fakeBuyer) Settle(as []*guard.Attempt, raw []byte, _ int, _ bool, _ func(*guard.Attempt, []byte)) []guard.Step {
+	out := make([]guard.Step, len(as))
 	if strings.HasPrefix(string(raw), "-NOSCRIPT") {
 		for i, a := range as {
-			a.(*fakeAttempt).eval = true
-			out[i].retry = true
+			a.NoScript()
+			out[i].Retry = true
 		}
 		return out
 	}
 	for i, a := range as {
-		id := "order-" + a.(*fakeAttempt).uid
-		out[i] = buyOutcome{reply: fmt.Appendf(nil, "$%d\r\n%s\r\n", len(id), id), sold: true}
+		id := "order-" + a.Request().UID
+		out[i] = guard.Step{Reply: fmt.Appendf(nil, "$%d\r\n%s\r\n", len(id), id), Sold: true}
+		b.toTee = append(b.toTee, a.Request().UID)
+		b.finished++
 	}
 	return out
 }
-func (b *fakeBuyer) timedOut(buyAttempt) []byte { return []byte("-UNAVAILABLE timed out\r\n") }
-func (b *fakeBuyer) unreached(_ buyAttempt, err error) []byte {
+func (b *fakeBuyer) Fail(a *guard.Attempt, err error) []byte {
+	if errors.Is(err, guard.ErrCallExpired) {
+		return []byte("-UNAVAILABLE timed out\r\n")
+	}
 	b.unreachedN++
+	b.finished++
 	return upstreamUnavailable(err)
 }
-func (b *fakeBuyer) late([]buyAttempt, []byte, bool) {}
-func (b *fakeBuyer) donate(buyAttempt, func([]byte)) {}
-func (b *fakeBuyer) tee(a buyAttempt, _ func(error)) { b.sold = append(b.sold, a.(*fakeAttempt).uid) }
-func (b *fakeBuyer) teeAll(as []buyAttempt) {
-	for _, a := range as {
-		b.tee(a, nil)
-	}
-}
-func (b *fakeBuyer) afterKafka() bool                  { return false }
-func (b *fakeBuyer) nodeDown(string)                   { b.down++ }
-func (b *fakeBuyer) ackReply(buyAttempt, error) []byte { return nil }
-func (b *fakeBuyer) finish(buyAttempt)                 { b.finished++ }
-func (b *fakeBuyer) wait(string) ([]byte, int)         { return nil, 0 }
-func (b *fakeBuyer) waitReply([]byte, int) bool        { return true }
-func (b *fakeBuyer) callTimeout() time.Duration        { return 500 * time.Millisecond }
+func (b *fakeBuyer) Late(as []*guard.Attempt, _ []byte, _ bool) { b.finished += len(as) }
+func (b *fakeBuyer) Flush()                                     { b.sold, b.toTee = append(b.sold, b.toTee...), nil }
+func (b *fakeBuyer) ReloadSlots()                               { b.down++ }
+func (b *fakeBuyer) WaitCommand(string) ([]byte, int)           { return nil, 0 }
+func (b *fakeBuyer) WaitReply([]byte, int) bool                 { return true }
+func (b *fakeBuyer) CallTimeout() time.Duration                 { return 500 * time.Millisecond }
 
 // buyNode answers the fake buyer's calls on the owner connection of node a.
 func (h *coreHarness) buyNode(b *fakeBuyer) {
@@ -139,7 +122,7 @@ func (h *coreHarness) buyNode(b *fakeBuyer) {
 func TestCoreBuys(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{noScript: true}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c1, c2 := h.client(true), h.client(true)
 	h.send(c1, cmdsOf("BUY s u1", "BUY soldout u1", "GET a1"))
 	h.send(c2, cmdsOf("BUY s u2"))
@@ -179,7 +162,7 @@ func TestCoreBuys(t *testing.T) {
 func TestCoreBuyTimeout(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1"))
 	h.k.flushInputs()
@@ -203,7 +186,7 @@ func TestCoreBuyTimeout(t *testing.T) {
 func TestCoreBuyConnectionLost(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1", "BUY s u2"))
 	h.k.flushInputs()
@@ -225,7 +208,7 @@ func TestCoreBuyConnectionLost(t *testing.T) {
 func TestCoreRetryIsPendingWork(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{noScript: true}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1"))
 	h.k.flushInputs()
@@ -251,7 +234,7 @@ func TestCoreRetryIsPendingWork(t *testing.T) {
 func TestCoreBuyEndsSlowBatch(t *testing.T) {
 	h := newCoreHarness(t, false)
 	fb := &fakeBuyer{}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	c := h.client(true)
 	h.send(c, cmdsOf("ECHO x", "BUY s u1", "ECHO y"))
 	h.k.flushInputs()
@@ -281,7 +264,7 @@ func TestCoreRunBuysBounded(t *testing.T) {
 	h := newCoreHarness(t, false)
 	h.k.lim.maxCallsOut = 1
 	fb := &fakeBuyer{}
-	newEngine(h.k, fb)
+	newEngine(h.k, fb, fb)
 	got := map[string]string{}
 	run := func(name string, uids ...string) {
 		reqs := make([]guard.BuyRequest, len(uids))
@@ -332,17 +315,18 @@ type waitingBuyer struct {
 	short bool
 }
 
-func (b *waitingBuyer) wait(string) ([]byte, int)  { return []byte(cmdsOf("WAIT 1 1000")), 1 }
-func (b *waitingBuyer) waitReply([]byte, int) bool { return !b.short }
-func (b *waitingBuyer) settle(as []buyAttempt, raw []byte, round int, replicated bool) []buyOutcome {
+func (b *waitingBuyer) WaitCommand(string) ([]byte, int) { return []byte(cmdsOf("WAIT 1 1000")), 1 }
+func (b *waitingBuyer) WaitReply([]byte, int) bool       { return !b.short }
+func (b *waitingBuyer) Settle(as []*guard.Attempt, raw []byte, round int, replicated bool, later func(*guard.Attempt, []byte)) []guard.Step {
 	if !replicated {
-		out := make([]buyOutcome, len(as))
+		out := make([]guard.Step, len(as))
 		for i := range out {
-			out[i].reply = []byte("-UNAVAILABLE not known\r\n")
+			out[i].Reply = []byte("-UNAVAILABLE not known\r\n")
+			b.finished++
 		}
 		return out
 	}
-	return b.fakeBuyer.settle(as, raw, round, replicated)
+	return b.fakeBuyer.Settle(as, raw, round, replicated, later)
 }
 
 // TestOwnerLanes: while a turn's WAIT is out on an owner connection (Redis holds whatever is
@@ -354,7 +338,7 @@ func TestOwnerLanes(t *testing.T) {
 	h := newCoreHarness(t, false)
 	h.k.lim.ownerLanes = ownerLanes
 	wb := &waitingBuyer{}
-	newEngine(h.k, wb)
+	newEngine(h.k, wb, wb)
 	lane := func(i uint8) *node { return h.k.ups[upKey{addr: "a", kind: upOwner, lane: i}] }
 	for turn := range ownerLanes {
 		c := h.client(true)
@@ -394,7 +378,7 @@ func TestRefusedCallNotHeldForWait(t *testing.T) {
 	h := newCoreHarness(t, false)
 	h.k.lim.ownerLanes = 2
 	wb := &waitingBuyer{}
-	newEngine(h.k, wb)
+	newEngine(h.k, wb, wb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1"))
 	h.k.flushInputs()
@@ -425,7 +409,7 @@ func TestCoreHoldsBuyOnlyOnAnsweringNode(t *testing.T) {
 	}{{100 * time.Millisecond, true}, {300 * time.Millisecond, false}} {
 		h := newCoreHarness(t, false)
 		fb := &fakeBuyer{} // call timeout 500 ms
-		newEngine(h.k, fb)
+		newEngine(h.k, fb, fb)
 		c := h.client(true)
 		h.send(c, cmdsOf("BUY s u1"))
 		h.k.flushInputs()
@@ -447,7 +431,7 @@ func TestCoreHoldsBuyOnlyOnAnsweringNode(t *testing.T) {
 func TestWaitPastDeadline(t *testing.T) {
 	h := newCoreHarness(t, false)
 	wb := &waitingBuyer{}
-	newEngine(h.k, wb)
+	newEngine(h.k, wb, wb)
 	c := h.client(true)
 	h.send(c, cmdsOf("BUY s u1"))
 	h.k.flushInputs()

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"seckill-proxy/guard"
 	"seckill-proxy/router"
 )
 
@@ -27,6 +28,10 @@ func (e loopEnv) immediate(out []byte, args [][]byte) []byte {
 	return e.l.s.router.AppendImmediate(out, args)
 }
 func (e loopEnv) counted(n int) { e.l.s.router.Counted(n) }
+func (e loopEnv) parseBuy(sess *router.Session, cl router.Class, args [][]byte) (guard.BuyRequest, []byte) {
+	e.l.s.router.Counted(1)
+	return e.l.s.router.ParseBuy(sess, cl, args)
+}
 func (e loopEnv) begin() bool   { return e.l.s.begin() }
 func (e loopEnv) post(f func()) { e.l.post(f) }
 func (e loopEnv) end()          { e.l.s.end() }

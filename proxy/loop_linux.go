@@ -111,7 +111,7 @@ func newLoop(s *Server) (*loop, error) {
 		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap, ownerLanes: s.upstream.OwnerLanes(),
 	}, s.upstream.Standalone() == "")
 	if g := s.router.Guard(); g != nil {
-		newGuardEngine(l.core, s.router, g)
+		newGuardEngine(l.core, g)
 		l.core.metrics = s.metrics
 	}
 	return l, nil

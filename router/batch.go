@@ -38,6 +38,7 @@ func (b *batch) addBuy(req guard.BuyRequest, err error) {
 	b.flushQueued()
 	b.flushWarms()
 	if err == nil {
+		req.Reply = b.r
 		b.buys = append(b.buys, req)
 	}
 	b.buyErrs = append(b.buyErrs, err)

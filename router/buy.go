@@ -14,25 +14,22 @@ import (
 
 // ParseBuy reads args, a KindBuy command of s's (Classify said so, cl). reply is set when the
 // command fails before the guard (NOAUTH, permission, a wrong argument count, a bad
-// argument), with the error to answer; else req is the buy. Count it with Counted.
+// argument), with the error to answer; else req is the buy, whose reply style (req.Reply) is
+// the router's: the guard makes its reply from then on. Count it with Counted.
 func (r *Router) ParseBuy(s *Session, cl Class, args [][]byte) (req guard.BuyRequest, reply []byte) {
+	var err error
 	if cl.cmd == nil || cl.cmd.flags&flagBuy == 0 { // a legacy script's call
-		req, err, ok := r.checkedLegacyBuy(s, args)
-		switch {
-		case !ok:
-			return req, errorReply(errors.New("ERR not a buy"))
-		case err != nil:
-			return req, errorReply(err)
+		var ok bool
+		if req, err, ok = r.checkedLegacyBuy(s, args); !ok {
+			err = errors.New("ERR not a buy")
 		}
-		return req, nil
+	} else if _, _, err = r.check(s, &cl, args); err == nil {
+		req, err = guard.ParseBuy(args[1:])
 	}
-	if _, _, err := r.check(s, &cl, args); err != nil {
-		return req, errorReply(err)
-	}
-	req, err := guard.ParseBuy(args[1:])
 	if err != nil {
 		return req, errorReply(err)
 	}
+	req.Reply = r
 	return req, nil
 }
 
