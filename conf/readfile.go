@@ -36,8 +36,10 @@ func readConfigFile(path string) ([]byte, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer reading.Store(false)
 		b, err := readRegular(path)
+		// Cleared before the result is handed over: a read that follows at once must not
+		// find this one still marked (it was, under -race on a busy machine, in CI).
+		reading.Store(false)
 		done <- result{b, err}
 	}()
 	select {
