@@ -73,6 +73,8 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/uudashr/gocognit v1.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
+	github.com/xdg-go/scram v1.4.0 // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect

@@ -61,6 +61,8 @@ type Proxy struct {
 	Server  *proxy.Server
 	// Addr is where the RESP server listens.
 	Addr string
+	// TLSAddr is the address of the TLS listener (tls_listen), empty without one.
+	TLSAddr string
 
 	done        chan struct{} // closed once the RESP server has stopped
 	serveErr    error         // why, set before done is closed
@@ -78,6 +80,9 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	log := opt.Log
 	if log == nil {
 		log = zap.NewNop()
+	}
+	if _, err := connect.RedisTLS(cfg.Redis); err != nil {
+		return nil, err
 	}
 	p := &Proxy{Config: cfg, Log: log, Redis: connect.Redis(cfg.Redis), done: make(chan struct{}),
 		unfit: make(chan error, 1), verified: make(chan struct{}), sweeperDone: make(chan struct{})}
@@ -168,17 +173,24 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	p.Router = router.New(p.Guard, log, ropt)
 	p.Metrics = proxy.NewMetrics(p.Router.InfoFields, p.Guard.SaleMetrics)
 
-	ln := opt.Listener
+	if err := p.serve(cfg, opt.Listener, log); err != nil {
+		p.stopSweeper()
+		<-p.sweeperDone
+		if p.Tee != nil {
+			_ = p.Tee.Close()
+		}
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// serve starts the RESP server on ln (nil: on listen's address), and on tls_listen if set.
+func (p *Proxy) serve(cfg conf.Config, ln net.Listener, log *zap.Logger) error {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-			p.stopSweeper()
-			<-p.sweeperDone
-			if p.Tee != nil {
-				_ = p.Tee.Close()
-			}
-			p.close()
-			return nil, err
+			return err
 		}
 	}
 	p.Addr = ln.Addr().String()
@@ -189,12 +201,16 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	}
 	p.Server = proxy.New(p.Router, p.Pass, log, cfg.Limits)
 	p.Server.UseMetrics(p.Metrics)
-	p.Server.UseEventLoops(cfg.Redis.EventLoops)
+	p.Server.UseEventLoops(eventLoops(cfg, log))
+	if err := p.serveTLS(cfg, log); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	go func() {
 		defer close(p.done)
 		p.serveErr = p.Server.Serve(ln)
 	}()
-	return p, nil
+	return nil
 }
 
 // Ready is the readiness probe: Redis answers the guard, and, with buy.reply_after: kafka,

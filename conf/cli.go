@@ -185,6 +185,7 @@ func Main(name string, run func(*CommandLine, *zap.Logger) error) {
 		os.Exit(2)
 	}
 	setMemoryLimit(log)
+	zap.ReplaceGlobals(log) // for what logs with no logger handed in: TLS files read again (internal/tlsfiles)
 	if err := run(cl, log); err != nil {
 		log.Error(name+" stopped", zap.Error(err))
 		_ = log.Sync()

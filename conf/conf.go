@@ -37,6 +37,11 @@ const (
 type Config struct {
 	// Listen is the RESP address the proxy serves.
 	Listen string `koanf:"listen"`
+	// TLSListen, when set, is a second RESP address, served over TLS with tls's certificate
+	// (beside listen, which a sidecar may keep on loopback for services that speak no TLS).
+	TLSListen string `koanf:"tls_listen"`
+	// TLS is tls_listen's certificate, and its clients' CAs for mutual TLS.
+	TLS ServerTLS `koanf:"tls"`
 	// Announce is the host:port that the cluster facade (CLUSTER SLOTS, SHARDS, NODES) gives
 	// cluster-mode clients for the proxy: where they reach it, such as the pod's address.
 	// Empty: the listen address (127.0.0.1 for an unspecified host).
@@ -47,6 +52,9 @@ type Config struct {
 	// the live sale page): "Authorization: Bearer <token>". Empty: those paths are served to
 	// loopback peers only. Probes and /metrics are open either way.
 	AdminToken string `koanf:"admin_token"`
+	// AdminTLS, when its certificate is set, serves the admin ports of both binaries
+	// (admin_listen, sink.admin_listen) over HTTPS: the token is a bearer secret.
+	AdminTLS ServerTLS `koanf:"admin_tls"`
 	// ProtectedMode, as Redis's protected-mode: with no password and no users, clients from
 	// outside loopback are refused with -DENIED. Off, such a proxy is open to its network.
 	ProtectedMode bool `koanf:"protected_mode"`

@@ -34,7 +34,7 @@ const EnvStackDir = EnvPrefix + "STACK_DIR"
 // secretKeys are settings that are never flags (a flag shows in ps) and are masked when
 // printed.
 var secretKeys = map[string]bool{"password": true, "users": true, "admin_token": true, "redis.password": true,
-	"redis.passthrough_password": true, "mysql.dsn": true}
+	"redis.passthrough_password": true, "mysql.dsn": true, "kafka.sasl.password": true}
 
 // Keys lists every setting's path, sorted.
 func Keys() []string {

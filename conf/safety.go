@@ -50,11 +50,19 @@ func dsnPassword(dsn string) string {
 	return cfg.Passwd
 }
 
+// CertificateWarnings, set by a binary (to internal/tlsfiles' Warnings), reads the TLS files
+// the configuration names for -check-config: one that cannot be read, or whose certificate
+// expires within 14 days. conf reads no certificate itself.
+var CertificateWarnings func(Config) []string
+
 // Warnings lists what a valid configuration leaves open: a proxy that serves every client as
 // an admin, admin ports reachable from the network without a token, and "bought" answered
 // before a replica holds the order.
 func (c Config) Warnings() []string {
 	var w []string
+	if CertificateWarnings != nil {
+		w = append(w, CertificateWarnings(c)...)
+	}
 	if c.Buy.WaitReplicas == 0 {
 		w = append(w, "buy.wait_replicas 0: a buy is answered before any replica holds it, so a master paused or cut off past the node timeout turns some \"bought\" answers into rejected orders; set 1 (the default)")
 	}

@@ -25,6 +25,9 @@ type Redis struct {
 	// Username, and the proxy refuses every script and function instead.
 	PassthroughUsername string `koanf:"passthrough_username"`
 	PassthroughPassword string `koanf:"passthrough_password"`
+	// TLS to every node (Redis's tls-port), the nodes a cluster announces and redirects to
+	// included.
+	TLS TLS `koanf:"tls"`
 
 	DialTimeout  time.Duration `koanf:"dial_timeout"`
 	ReadTimeout  time.Duration `koanf:"read_timeout"`
@@ -126,6 +129,9 @@ type Kafka struct {
 	// Production wants a replication factor of 3; the dev stack has one broker.
 	Partitions        int `koanf:"partitions"`
 	ReplicationFactor int `koanf:"replication_factor"`
+	// TLS to every broker (Kafka's SSL or SASL_SSL listeners), and SASL's login.
+	TLS  TLS  `koanf:"tls"`
+	SASL SASL `koanf:"sasl"`
 }
 
 // MySQL configures the database the sink writes and WARM reads.
@@ -135,6 +141,9 @@ type MySQL struct {
 	MaxOpenConns    int           `koanf:"max_open_conns"`
 	MaxIdleConns    int           `koanf:"max_idle_conns"`
 	ConnMaxLifetime time.Duration `koanf:"conn_max_lifetime"`
+	// TLS to the server, its certificate verified (RDS's and Aurora's
+	// require_secure_transport). The DSN's own tls= parameter is the other way; not both.
+	TLS TLS `koanf:"tls"`
 }
 
 // AddressMap returns the "announced=dialled" entries of pairs as a map, nil if there are

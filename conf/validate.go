@@ -27,6 +27,7 @@ func (c *Config) Validate() error {
 	v.checkLegacy(c)
 	v.checkOutbox(c)
 	v.checkSink(c)
+	v.checkTransport(c)
 	return errors.Join(v.errs...)
 }
 

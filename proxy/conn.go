@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -288,8 +289,8 @@ func (s *Server) acceptOne(ln net.Listener) (nc net.Conn, ok bool) {
 }
 
 // serveGoroutines accepts clients on ln and serves each from a goroutine of its own, until
-// the listener is closed.
-func (s *Server) serveGoroutines(ln net.Listener) error {
+// the listener is closed; with tc, over TLS (ServeTLS).
+func (s *Server) serveGoroutines(ln net.Listener, tc *tls.Config) error {
 	for {
 		nc, ok := s.acceptOne(ln)
 		if !ok {
@@ -299,8 +300,12 @@ func (s *Server) serveGoroutines(ln net.Listener) error {
 			continue
 		}
 		sess := s.router.NewSession(nc.RemoteAddr().String())
-		sess.SetConn(nc.LocalAddr().String(), -1, func() { _ = nc.Close() })
 		s.conns.Add(1)
+		if tc != nil {
+			go s.serveTLSConn(tls.Server(nc, tc), sess)
+			continue
+		}
+		sess.SetConn(nc.LocalAddr().String(), -1, func() { _ = nc.Close() })
 		go s.serveConn(nc, sess, nil)
 	}
 }

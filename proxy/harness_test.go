@@ -38,6 +38,7 @@ type stack struct {
 	g       *guard.Guard
 	tee     *outbox.Tee
 	addr    string
+	tlsAddr string               // tls_listen's, if set
 	admin   http.Handler         // the admin port's handler: /metrics, /readyz, ...
 	metrics *proxy.Metrics       // its metrics; the live sale page's sampler runs only if runSampler is called
 	fields  func() []guard.Field // INFO seckill's fields, from which the metrics are derived
@@ -120,7 +121,7 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{cfg: cfg, rc: p.Redis, db: db, g: p.Guard, tee: p.Tee, addr: p.Addr, admin: p.AdminHandler(),
+	s := &stack{cfg: cfg, rc: p.Redis, db: db, g: p.Guard, tee: p.Tee, addr: p.Addr, tlsAddr: p.TLSAddr, admin: p.AdminHandler(),
 		metrics: p.Metrics, fields: p.Router.InfoFields}
 	s.close = func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill-proxy/guard"
+	"seckill-proxy/internal/tlsfiles"
 	"seckill-proxy/sale"
 )
 
@@ -76,7 +77,7 @@ func NewMetrics(fields func() []guard.Field, sales func(ctx context.Context, mos
 			Help:    "Time from reading a SECKILL.BUY to its answer being ready, whatever the outcome.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		})}
-	m.reg.MustRegister(m.buyLatency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	m.reg.MustRegister(m.buyLatency, collectors.NewGoCollector(), tlsfiles.Collector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&fieldCollector{m: m})
 	m.pass = newPassMetrics(m.reg)
 	return m

@@ -55,6 +55,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
+	tlsLn    net.Listener          // tls_listen's (ServeTLS)
 	open     map[net.Conn]struct{} // clients served by a goroutine of their own
 	draining bool
 	stopping bool
@@ -95,7 +96,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return err
 	}
 	s.log.Info("serving RESP", zap.String("addr", ln.Addr().String()))
-	return s.serveGoroutines(ln)
+	return s.serveGoroutines(ln, nil)
 }
 
 // startBuys starts the core that runs the buys the router serves (once).
@@ -160,10 +161,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			close(s.drained)
 		}
 	}
-	loops, ln := s.loopGroup, s.ln
+	loops, ln, tlsLn := s.loopGroup, s.ln, s.tlsLn
 	s.mu.Unlock()
 	if ln != nil {
 		_ = ln.Close()
+	}
+	if tlsLn != nil {
+		_ = tlsLn.Close()
 	}
 	for _, l := range loops {
 		l.drain()

@@ -19,16 +19,31 @@ import (
 // SetAnnounce sets the address that CLUSTER SLOTS, SHARDS and NODES give for the proxy:
 // where its clients reach it (conf's announce, or its listen address).
 func (r *Router) SetAnnounce(addr string) {
+	if a := newAnnounce(addr); a != nil {
+		r.announce.Store(a)
+	}
+}
+
+// SetTLSAnnounce sets the address the facade gives clients that came in over TLS: the TLS
+// listener's, so that a cluster-mode client's next connection is a TLS one too.
+func (r *Router) SetTLSAnnounce(addr string) {
+	if a := newAnnounce(addr); a != nil {
+		r.tlsAnnounce.Store(a)
+	}
+}
+
+// newAnnounce is the facade's node at addr (nil: not host:port).
+func newAnnounce(addr string) *announce {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return
+		return nil
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
 	p, _ := strconv.Atoi(port)
 	sum := sha1.Sum([]byte(net.JoinHostPort(host, port)))
-	r.announce.Store(&announce{host: host, port: p, id: hex.EncodeToString(sum[:])})
+	return &announce{host: host, port: p, id: hex.EncodeToString(sum[:])}
 }
 
 // announce is the facade's one node.
@@ -38,7 +53,10 @@ type announce struct {
 	id   string // 40 hex characters, stable for the address
 }
 
-func (r *Router) self() *announce {
+func (r *Router) self(s *Session) *announce {
+	if a := r.tlsAnnounce.Load(); a != nil && s != nil && s.TLS {
+		return a
+	}
 	if a := r.announce.Load(); a != nil {
 		return a
 	}
@@ -55,10 +73,10 @@ func busPort(port int) int {
 
 func cmdOK(context.Context, *Session, [][]byte) (Reply, error) { return OK, nil }
 
-func (r *Router) cmdCluster(_ context.Context, _ *Session, args [][]byte) (Reply, error) {
+func (r *Router) cmdCluster(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 	sub := strings.ToLower(string(args[1]))
 	wrongArgs := respError("ERR wrong number of arguments for 'cluster|" + sub + "' command")
-	a := r.self()
+	a := r.self(s)
 	switch sub {
 	case "slots":
 		if len(args) != 2 {

@@ -55,6 +55,9 @@ type Session struct {
 	ID     int64
 	Name   string
 	Authed bool
+	// TLS: the client came in over TLS (tls_listen): the cluster facade gives it the TLS
+	// address (SetTLSAnnounce).
+	TLS bool
 	// User is the user logged in ("default" before AUTH); Admin says whether it has the
 	// admin role.
 	User    string
@@ -176,9 +179,11 @@ type Router struct {
 	sessions sync.Map
 	// legacy recognises the seeds' stock scripts; nil when buy.legacy_scripts is off.
 	legacy *legacyScripts
-	// announce is the cluster facade's node (SetAnnounce).
-	announce atomic.Pointer[announce]
-	commands atomic.Int64
+	// announce is the cluster facade's node (SetAnnounce); tlsAnnounce, its node for clients
+	// that came in over TLS (SetTLSAnnounce).
+	announce    atomic.Pointer[announce]
+	tlsAnnounce atomic.Pointer[announce]
+	commands    atomic.Int64
 	// lookups counts the commands looked up in the table (Identify): one per command served.
 	lookups atomic.Int64
 	started time.Time

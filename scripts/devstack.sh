@@ -24,6 +24,12 @@
 #                  cut by address while clients see one address
 #   MariaDB        a throwaway instance, 127.0.0.1:3306, database "seckill", root without password
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
+#   TLS            a throwaway CA and certificates for 127.0.0.1 in $STACK/tls (ca.pem, server.pem and
+#                  server.key, client.pem and client.key), made once, for the transport tests:
+#                  Redis's standalone server also on TLS port 7011 (tls-auth-clients optional),
+#                  MariaDB with TLS and a user seckill_tls (password tls-secret) that may log in
+#                  over TLS only, Kafka also on a SASL_SSL listener 127.0.0.1:9094 (PLAIN,
+#                  SCRAM-SHA-256 and SCRAM-SHA-512; user seckill, password seckill-secret)
 #   Prometheus     Debian's prometheus, 127.0.0.1:19090, scraping every second the targets listed in
 #                  $STACK/prometheus/targets/{proxy,sink}-*.json (file service discovery: a test
 #                  writes its own there); make run's proxy (127.0.0.1:6381) and sink (:6382) are
@@ -39,9 +45,15 @@ KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFK
 KAFKA_LIBS=$STACK/cache/kafka-$KAFKA_VERSION
 REDIS_PORTS=(7000 7001 7002 7003 7004 7005)
 STANDALONE_PORT=7010
+STANDALONE_TLS_PORT=7011
 MYSQL_PORT=3306
 KAFKA_PORT=9092
 KAFKA_CONTROLLER_PORT=9093
+KAFKA_SASL_SSL_PORT=9094
+KAFKA_SASL_USER=seckill
+KAFKA_SASL_PASSWORD=seckill-secret
+MYSQL_TLS_USER=seckill_tls
+MYSQL_TLS_PASSWORD=tls-secret
 PROM_PORT=19090
 HOST=127.0.0.1
 
@@ -127,6 +139,11 @@ redis_start() {
     local cluster=yes own=""
     if [[ $port == "$STANDALONE_PORT" ]]; then
       cluster=no
+      own="tls-port $STANDALONE_TLS_PORT
+tls-cert-file $TLS/server.pem
+tls-key-file $TLS/server.key
+tls-ca-cert-file $TLS/ca.pem
+tls-auth-clients optional"
     else
       own="bind-source-addr $(node_source "$port")
 cluster-announce-ip $HOST
@@ -222,6 +239,34 @@ redis_alive() {
   for port in "${REDIS_PORTS[@]}" "$STANDALONE_PORT"; do alive "$STACK/redis/$port/redis.pid" redis-server || return 1; done
 }
 
+# ---------- TLS ----------
+
+TLS=$STACK/tls
+
+# tls_certs makes a CA, a server certificate for 127.0.0.1 and localhost, and a client
+# certificate, once (PEM; the keys unencrypted PKCS#8, as Kafka's PEM key store reads them).
+tls_certs() {
+  [[ -s $TLS/client.key ]] && return 0
+  mkdir -p "$TLS"
+  log "making a throwaway CA and certificates in $TLS"
+  (
+    cd "$TLS"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -keyout ca.key -out ca.pem -subj "/CN=seckill dev stack CA" 2>/dev/null
+    local who
+    for who in server client; do
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$who.key" \
+        -out "$who.csr" -subj "/CN=seckill dev stack $who" 2>/dev/null
+      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$who.ext"
+      openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
+        -extfile "$who.ext" -out "$who.pem" 2>/dev/null
+      rm -f "$who.csr" "$who.ext"
+    done
+    cat server.key server.pem >server-bundle.pem
+    chmod 600 ./*.key server-bundle.pem
+  ) || die "could not make the certificates in $TLS"
+}
+
 # ---------- MariaDB ----------
 
 MYSQL_DIR() { echo "$STACK/mysql"; }
@@ -241,9 +286,12 @@ mysql_start() {
     --bind-address="$HOST" --port="$MYSQL_PORT" --socket="$dir/mysqld.sock" \
     --pid-file="$dir/mysqld.pid" --log-error="$dir/mysqld.log" \
     --innodb-buffer-pool-size=512M --innodb-flush-log-at-trx-commit=2 \
-    --max-connections=1000 --skip-log-bin </dev/null >/dev/null 2>&1 &
+    --max-connections=1000 --skip-log-bin \
+    --ssl-ca="$TLS/ca.pem" --ssl-cert="$TLS/server.pem" --ssl-key="$TLS/server.key" </dev/null >/dev/null 2>&1 &
   wait_for 60 "MariaDB on $MYSQL_PORT" mysql_root -e 'select 1'
-  mysql_root -e 'CREATE DATABASE IF NOT EXISTS seckill'
+  mysql_root -e "CREATE DATABASE IF NOT EXISTS seckill;
+    CREATE USER IF NOT EXISTS '$MYSQL_TLS_USER'@'%' IDENTIFIED BY '$MYSQL_TLS_PASSWORD' REQUIRE SSL;
+    GRANT ALL ON seckill.* TO '$MYSQL_TLS_USER'@'%'"
 }
 
 mysql_root() { mariadb --no-defaults -h "$HOST" -P "$MYSQL_PORT" -u root "$@"; }
@@ -270,11 +318,19 @@ kafka_start() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT
+listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT,SASL_SSL://$HOST:$KAFKA_SASL_SSL_PORT
+advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT,SASL_SSL://$HOST:$KAFKA_SASL_SSL_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$KAFKA_SASL_USER="$KAFKA_SASL_PASSWORD";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS/server-bundle.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
 log.dirs=$dir/data
 num.partitions=3
 auto.create.topics.enable=true
@@ -300,6 +356,13 @@ EOF
   wait_for 60 "Kafka on $KAFKA_PORT" port_open "$KAFKA_PORT"
   wait_for 60 "a Kafka metadata request" kafka_java org.apache.kafka.tools.TopicCommand \
     --bootstrap-server "$HOST:$KAFKA_PORT" --list
+  local mech
+  for mech in SCRAM-SHA-256 SCRAM-SHA-512; do # one credential per request
+    kafka_java kafka.admin.ConfigCommand --bootstrap-server "$HOST:$KAFKA_PORT" --alter \
+      --add-config "$mech=[password=$KAFKA_SASL_PASSWORD]" \
+      --entity-type users --entity-name "$KAFKA_SASL_USER" >"$dir/scram.log" 2>&1 ||
+      die "could not add Kafka's $mech user; see $dir/scram.log"
+  done
 }
 
 kafka_alive() { alive "$(KAFKA_DIR)/kafka.pid" kafka.Kafka && port_open "$KAFKA_PORT"; }
@@ -352,6 +415,7 @@ cmd_up() {
   install_missing
   mkdir -p "$STACK"
   flat_cpu_groups
+  tls_certs
   redis_start
   redis_acl
   mysql_start

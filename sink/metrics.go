@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"seckill-proxy/internal/tlsfiles"
 	"seckill-proxy/sale"
 )
 
@@ -65,7 +66,7 @@ func (s *Sink) Sales() map[string]int64 { return s.sales.snapshot() }
 // Metrics is the sink's registry, with a collector on s.
 func (s *Sink) Metrics() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	reg.MustRegister(collectors.NewGoCollector(), tlsfiles.Collector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		s.batchLatency, sinkCollector{s})
 	return reg
 }

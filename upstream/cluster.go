@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"slices"
 	"strconv"
@@ -34,6 +35,9 @@ type Options struct {
 	// AddressMap sends a node's announced address to the address to dial (see
 	// conf.Redis.AddressMap).
 	AddressMap map[string]string
+	// TLS makes every connection a TLS one (conf.Redis.TLS); TLSErr fails every dial.
+	TLS    *tls.Config
+	TLSErr error
 	// Username and Password log every pass-through connection in: a Redis ACL user that may
 	// not write the sales' keys (see VerifyACL).
 	Username string
@@ -144,10 +148,6 @@ func newCommandTable(info map[string]*redis.CommandInfo) *commandTable {
 	return t
 }
 
-func (o Options) dialer() connect.Dialer {
-	return connect.Dialer{Timeout: o.DialTimeout, Map: o.AddressMap}
-}
-
 // New returns a Cluster on rc's slot map.
 func New(rc *redis.ClusterClient, opt Options) *Cluster {
 	if opt.Log == nil {
@@ -163,6 +163,7 @@ func FromConf(rc *redis.ClusterClient, c conf.Redis, log *zap.Logger) *Cluster {
 	opt := Options{ConnsPerNode: c.PassthroughConns, SpareConns: c.SpareConns, OwnerLanes: c.OwnerLanes, Timeout: c.CommandTimeout, DialTimeout: c.DialTimeout,
 		Username: c.Username, Password: c.Password, OwnerUsername: c.Username, OwnerPassword: c.Password,
 		AddressMap: conf.AddressMap(c.AddressMap), Log: log, MaxOwn: c.MaxOwnConns, OwnShare: c.OwnConnsShare, KeysMax: c.KeysMax}
+	opt.TLS, opt.TLSErr = connect.RedisTLS(c)
 	if c.PassthroughUsername != "" {
 		opt.Username, opt.Password, opt.Restricted = c.PassthroughUsername, c.PassthroughPassword, true
 	}

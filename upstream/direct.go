@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"time"
+
+	"seckill-proxy/internal/connect"
 )
 
 // Standalone is the address of the plain Redis server everything goes to, or "" in front of
@@ -92,3 +94,8 @@ func (c *Cluster) OwnerLanes() int { return max(1, c.opt.OwnerLanes) }
 
 // DialTimeout bounds connecting (and logging in) to a node.
 func (c *Cluster) DialTimeout() time.Duration { return c.opt.DialTimeout }
+
+// dialer dials the nodes as o says: the address map, TLS.
+func (o Options) dialer() connect.Dialer {
+	return connect.Dialer{Timeout: o.DialTimeout, Map: o.AddressMap, TLS: o.TLS, Err: o.TLSErr}
+}

@@ -23,6 +23,7 @@ import (
 	"seckill-proxy/internal/adminhttp"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
+	"seckill-proxy/internal/tlsfiles"
 	"seckill-proxy/sale"
 )
 
@@ -32,7 +33,10 @@ const shutdownGrace = 10 * time.Second
 // teeCloseGrace bounds how long a SIGTERM then waits for Kafka to take the orders teed.
 const teeCloseGrace = 5 * time.Second
 
-func main() { conf.Main("seckill-proxy", run) }
+func main() {
+	conf.CertificateWarnings = func(c conf.Config) []string { return tlsfiles.Warnings(c, time.Now()) }
+	conf.Main("seckill-proxy", run)
+}
 
 func run(cl *conf.CommandLine, log *zap.Logger) error {
 	cfg := cl.Config
@@ -77,9 +81,13 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	}
 	reloader.OnSIGHUP(ctx)
 	if cfg.AdminListen != "" {
+		tc, err := tlsfiles.Server("admin_tls", cfg.AdminTLS, log)
+		if err != nil {
+			return err
+		}
 		admin := adminhttp.Server(cfg.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(p.AdminHandler())))
 		go func() {
-			if err := adminhttp.ListenAndServe(admin); err != nil {
+			if err := adminhttp.ListenAndServe(admin, tc); err != nil {
 				log.Error("admin HTTP server stopped", zap.Error(err))
 			}
 		}()

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -15,10 +16,14 @@ import (
 	"seckill-proxy/internal/adminhttp"
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/schema"
+	"seckill-proxy/internal/tlsfiles"
 	"seckill-proxy/sink"
 )
 
-func main() { conf.Main("seckill-sink", run) }
+func main() {
+	conf.CertificateWarnings = func(c conf.Config) []string { return tlsfiles.Warnings(c, time.Now()) }
+	conf.Main("seckill-sink", run)
+}
 
 func run(cl *conf.CommandLine, log *zap.Logger) error {
 	cfg := cl.Config
@@ -40,6 +45,9 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		return migrate(ctx) // a one-off job fails at once, for its runner to retry
 	}
 	redis.SetLogger(connect.RedisLogger(log))
+	if _, err := connect.RedisTLS(cfg.Redis); err != nil {
+		return err
+	}
 	rc := connect.Redis(cfg.Redis)
 	defer rc.Close()
 	snk := sink.NewSink(cfg, db, rc, log)
@@ -47,9 +55,13 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	reloader := cl.Reloader(log)
 	reloader.OnSIGHUP(ctx)
 	if cfg.Sink.AdminListen != "" {
+		tc, err := tlsfiles.Server("admin_tls", cfg.AdminTLS, log)
+		if err != nil {
+			return err
+		}
 		admin := adminhttp.Server(cfg.Sink.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(snk.AdminHandler())))
 		go func() {
-			if err := adminhttp.ListenAndServe(admin); err != nil {
+			if err := adminhttp.ListenAndServe(admin, tc); err != nil {
 				log.Error("admin HTTP server stopped", zap.Error(err))
 			}
 		}()

@@ -8,6 +8,7 @@ package adminhttp
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -135,11 +136,15 @@ func Server(addr string, h http.Handler) *http.Server {
 }
 
 // ListenAndServe serves srv on its address until srv is closed (then it returns nil); see
-// Serve.
-func ListenAndServe(srv *http.Server) error {
+// Serve. With tc, over HTTPS (admin_tls): the handshake is bounded by the server's
+// ReadHeaderTimeout, as the headers are.
+func ListenAndServe(srv *http.Server, tc *tls.Config) error {
 	ln, err := net.Listen("tcp", srv.Addr)
 	if err != nil {
 		return err
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
 	return Serve(srv, ln)
 }

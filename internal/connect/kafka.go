@@ -50,6 +50,9 @@ func Sarama(c conf.Kafka) (*sarama.Config, error) {
 	sc.Consumer.Return.Errors = true
 	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
+	if err := kafkaTransport(sc, c); err != nil {
+		return nil, err
+	}
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("sarama config: %w", err)
 	}

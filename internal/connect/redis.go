@@ -2,12 +2,14 @@ package connect
 
 import (
 	"context"
+	"crypto/tls"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/tlsfiles"
 )
 
 // Redis returns a go-redis ClusterClient set up to survive a failover: it reloads
@@ -34,8 +36,9 @@ func Redis(c conf.Redis) *redis.ClusterClient {
 		Protocol:        2,
 		DisableIdentity: true,
 	}
-	if m := conf.AddressMap(c.AddressMap); m != nil {
-		opt.Dialer = Dialer{Timeout: c.DialTimeout, Map: m}.DialContext
+	tc, err := RedisTLS(c)
+	if m := conf.AddressMap(c.AddressMap); m != nil || tc != nil || err != nil {
+		opt.Dialer = Dialer{Timeout: c.DialTimeout, Map: m, TLS: tc, Err: err}.DialContext
 	}
 	if c.Mode == conf.ModeStandalone {
 		addr := c.Addrs[0]
@@ -44,6 +47,14 @@ func Redis(c conf.Redis) *redis.ClusterClient {
 		}
 	}
 	return redis.NewClusterClient(opt)
+}
+
+// RedisTLS is the TLS configuration of every connection to Redis (nil: plaintext), from
+// redis.tls; the files are read again when they change. A binary calls it at start, to stop
+// on a file that cannot be read; a client made with files that cannot be read fails every
+// dial with that error.
+func RedisTLS(c conf.Redis) (*tls.Config, error) {
+	return tlsfiles.Client("redis.tls", c.TLS, nil)
 }
 
 // RedisLogger adapts log for go-redis's own messages (dial failures, pool trouble), which

@@ -9,6 +9,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"net"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/tlsfiles"
 )
 
 //go:embed migrations/*.sql
@@ -62,7 +64,9 @@ func Migrate(ctx context.Context, db *sql.DB, log *zap.Logger) (int64, error) {
 	return p.GetDBVersion(ctx)
 }
 
-// Open returns a pool on c.DSN with c's limits. It does not connect: the first use does.
+// Open returns a pool on c.DSN with c's limits, over TLS with mysql.tls (the server's
+// certificate verified against its CA file, for its name). It does not connect: the first
+// use does.
 //
 // Unless the DSN says otherwise, the driver puts a query's arguments into its text
 // (interpolateParams): a query with arguments is then one round trip, where a prepared one is
@@ -76,6 +80,18 @@ func Open(c conf.MySQL) (*sql.DB, error) {
 	}
 	if !strings.Contains(c.DSN, "interpolateParams=") {
 		cfg.InterpolateParams = true
+	}
+	tc, err := tlsfiles.Client("mysql.tls", c.TLS, nil)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		if tc.ServerName == "" {
+			if host, _, err := net.SplitHostPort(cfg.Addr); err == nil {
+				tc.ServerName = host // verify the host dialled, as the driver's tls=true does
+			}
+		}
+		cfg.TLS = tc
 	}
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {

@@ -137,13 +137,23 @@ func Prometheus(t testing.TB) string {
 	if err != nil {
 		missing(t, "Prometheus", err)
 	}
+	return filepath.Join(StackDir(t), "prometheus", "targets")
+}
+
+// StackDir is scripts/devstack.sh's directory: SECKILL_STACK_DIR, or .stack at the top of
+// the repository.
+func StackDir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(conf.EnvStackDir); dir != "" {
+		return dir
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, ".stack", "prometheus", "targets")
+			return filepath.Join(dir, ".stack")
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"net"
+
+	"go.uber.org/zap"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/tlsfiles"
+)
+
+// eventLoops is how many event loops serve the plaintext listener: none with TLS to Redis,
+// whose connections Go's TLS reads and writes (an event loop polls raw sockets).
+func eventLoops(cfg conf.Config, log *zap.Logger) int {
+	if cfg.Redis.TLS.Enabled && cfg.Redis.EventLoops > 0 {
+		log.Info("redis.tls is on: clients are served by a goroutine each, not by event loops (an event loop reads and writes raw sockets; TLS connections to Redis are Go's)",
+			zap.Int("redis.event_loops", cfg.Redis.EventLoops))
+		return 0
+	}
+	return cfg.Redis.EventLoops
+}
+
+// serveTLS opens tls_listen, if set, and serves it (proxy.Server.ServeTLS); the cluster
+// facade gives its clients the TLS address: announce's host, if set, with the TLS port.
+func (p *Proxy) serveTLS(cfg conf.Config, log *zap.Logger) error {
+	if cfg.TLSListen == "" {
+		return nil
+	}
+	tc, err := tlsfiles.Server("tls", cfg.TLS, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.TLSListen)
+	if err != nil {
+		return err
+	}
+	p.TLSAddr = ln.Addr().String()
+	announce := p.TLSAddr
+	if cfg.Announce != "" {
+		if host, _, err := net.SplitHostPort(cfg.Announce); err == nil {
+			_, port, _ := net.SplitHostPort(p.TLSAddr)
+			announce = net.JoinHostPort(host, port)
+		}
+	}
+	p.Router.SetTLSAnnounce(announce)
+	go func() {
+		if err := p.Server.ServeTLS(ln, tc); err != nil {
+			log.Error("the TLS listener stopped", zap.Error(err))
+		}
+	}()
+	return nil
+}

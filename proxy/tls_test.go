@@ -1,0 +1,137 @@
+package proxy_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"seckill-proxy/conf"
+	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/schema"
+	"seckill-proxy/internal/testenv"
+	"seckill-proxy/sink"
+)
+
+// TestTLSEverywhere: a proxy whose every hop is TLS, as on a cloud of managed services: Redis
+// over its TLS port with a client certificate, Kafka over SASL_SSL with SCRAM-SHA-512, a sink
+// writing MySQL as a user that may log in over TLS only, and clients on tls_listen. A buyer
+// over TLS buys, pass-through and a blocking read work, the cluster facade gives a TLS client
+// the TLS port and a plaintext one the plaintext port, redis-cli --tls gets in, and the order
+// reaches MySQL; a client that does not speak TLS to tls_listen gets nothing.
+func TestTLSEverywhere(t *testing.T) {
+	dir := testenv.TLS(t)
+	file := func(n string) string { return filepath.Join(dir, n) }
+	cfg := newConfig(t, nil) // its topics are deleted over the plaintext listener
+	cfg.Redis.Mode, cfg.Redis.Addrs = conf.ModeStandalone, []string{testenv.RedisTLSAddr}
+	cfg.Redis.TLS = conf.TLS{Enabled: true, CAFile: file("ca.pem"), CertFile: file("client.pem"), KeyFile: file("client.key")}
+	cfg.Kafka.Brokers = []string{testenv.KafkaSASLSSL}
+	cfg.Kafka.TLS = conf.TLS{Enabled: true, CAFile: file("ca.pem")}
+	cfg.Kafka.SASL = conf.SASL{Mechanism: conf.SASLSCRAM512, Username: testenv.KafkaSASLUser, Password: testenv.KafkaSASLPassword}
+	dsn, err := mysql.ParseDSN(cfg.MySQL.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn.User, dsn.Passwd = testenv.MySQLTLSUser, testenv.MySQLTLSPassword
+	cfg.MySQL.DSN, cfg.MySQL.TLS = dsn.FormatDSN(), conf.TLS{Enabled: true, CAFile: file("ca.pem")}
+	cfg.TLSListen, cfg.TLS = "127.0.0.1:0", conf.ServerTLS{CertFile: file("server.pem"), KeyFile: file("server.key")}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := startProxy(t, cfg, true)
+	if s.tlsAddr == "" {
+		t.Fatal("no TLS listener")
+	}
+
+	pool := x509.NewCertPool()
+	ca, _ := os.ReadFile(file("ca.pem"))
+	pool.AppendCertsFromPEM(ca)
+	ctx := context.Background()
+	tc := redis.NewClient(&redis.Options{Addr: s.tlsAddr, TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}, ReadTimeout: 5 * time.Second})
+	defer tc.Close()
+	plain := s.client(t, 2)
+	sku := newSKU("tls")
+	s.sale(t, plain, sku, 3)
+	id, err := tc.Do(ctx, "seckill.buy", sku, "tls-buyer").Text()
+	if err != nil || id == "" {
+		t.Fatalf("a buy over TLS: %q, %v", id, err)
+	}
+	key := "{" + sku + "}tls-k"
+	if err := tc.Set(ctx, key, "v", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := plain.Get(ctx, key).Result(); got != "v" || err != nil {
+		t.Fatalf("GET of what a TLS client set: %q, %v", got, err)
+	}
+	popped := make(chan []string, 1)
+	go func() { v, _ := tc.BLPop(ctx, 0, key+":q").Result(); popped <- v }()
+	direct := redis.NewClient(&redis.Options{Addr: testenv.Standalone(t)}) // the same server's plaintext port
+	defer direct.Close()
+	eventually(t, 5*time.Second, "the BLPOP blocks in Redis", func() bool {
+		return strings.Contains(direct.ClientList(ctx).Val(), "cmd=blpop")
+	})
+	plain.RPush(ctx, key+":q", "job")
+	select {
+	case v := <-popped:
+		if len(v) != 2 || v[1] != "job" {
+			t.Fatalf("BLPOP over TLS: %v", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("BLPOP over TLS was not woken")
+	}
+
+	_, tlsPort, _ := strings.Cut(s.tlsAddr, ":")
+	_, plainPort, _ := strings.Cut(s.addr, ":")
+	for _, tt := range []struct {
+		c    *redis.Client
+		port string
+	}{{tc, tlsPort}, {plain, plainPort}} {
+		shards, err := tt.c.ClusterShards(ctx).Result()
+		if err != nil || len(shards) != 1 || len(shards[0].Nodes) != 1 || strconv.FormatInt(shards[0].Nodes[0].Port, 10) != tt.port {
+			t.Fatalf("CLUSTER SHARDS: %+v, %v; want the port %s", shards, err, tt.port)
+		}
+	}
+
+	host, port, _ := strings.Cut(s.tlsAddr, ":")
+	out, err := exec.Command(testenv.Command(t, "redis-cli"), "--tls", "--cacert", file("ca.pem"), "-h", host, "-p", port, "PING").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "PONG" {
+		t.Fatalf("redis-cli --tls PING: %q, %v", out, err)
+	}
+	out, _ = exec.Command("redis-cli", "-h", host, "-p", port, "PING").CombinedOutput()
+	if strings.Contains(string(out), "PONG") {
+		t.Fatal("a plaintext client was answered on the TLS listener")
+	}
+
+	db, err := schema.Open(cfg.MySQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rc := connect.Redis(cfg.Redis)
+	defer rc.Close()
+	snk := sink.NewSink(cfg, db, rc, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- snk.Run(sctx, nil) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("sink: %v", err)
+		}
+	}()
+	eventually(t, 30*time.Second, "the order in MySQL, through Kafka's SASL_SSL and MySQL's TLS", func() bool {
+		var n int
+		return s.db.QueryRow(`SELECT COUNT(*) FROM seckill_orders WHERE order_id = ?`, id).Scan(&n) == nil && n == 1
+	})
+}
