@@ -27,9 +27,10 @@ import (
 // TestTLSEverywhere: a proxy whose every hop is TLS, as on a cloud of managed services: Redis
 // over its TLS port with a client certificate, Kafka over SASL_SSL with SCRAM-SHA-512, a sink
 // writing MySQL as a user that may log in over TLS only, and clients on tls_listen. A buyer
-// over TLS buys, pass-through and a blocking read work, the cluster facade gives a TLS client
-// the TLS port and a plaintext one the plaintext port, redis-cli --tls gets in, and the order
-// reaches MySQL; a client that does not speak TLS to tls_listen gets nothing.
+// over TLS buys, pass-through, a transaction, a subscriber and a blocking read work, the cluster facade gives a TLS client
+// the TLS port and a plaintext one the plaintext port, redis-cli --tls with its certificate
+// gets in (tls.client_ca_file: mutual TLS), and the order reaches MySQL; a client that does
+// not speak TLS to tls_listen, or shows no certificate, gets nothing.
 func TestTLSEverywhere(t *testing.T) {
 	dir := testenv.TLS(t)
 	file := func(n string) string { return filepath.Join(dir, n) }
@@ -45,7 +46,7 @@ func TestTLSEverywhere(t *testing.T) {
 	}
 	dsn.User, dsn.Passwd = testenv.MySQLTLSUser, testenv.MySQLTLSPassword
 	cfg.MySQL.DSN, cfg.MySQL.TLS = dsn.FormatDSN(), conf.TLS{Enabled: true, CAFile: file("ca.pem")}
-	cfg.TLSListen, cfg.TLS = "127.0.0.1:0", conf.ServerTLS{CertFile: file("server.pem"), KeyFile: file("server.key")}
+	cfg.TLSListen, cfg.TLS = "127.0.0.1:0", conf.ServerTLS{CertFile: file("server.pem"), KeyFile: file("server.key"), ClientCAFile: file("ca.pem")}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,11 @@ func TestTLSEverywhere(t *testing.T) {
 	ca, _ := os.ReadFile(file("ca.pem"))
 	pool.AppendCertsFromPEM(ca)
 	ctx := context.Background()
-	tc := redis.NewClient(&redis.Options{Addr: s.tlsAddr, TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}, ReadTimeout: 5 * time.Second})
+	mine, err := tls.LoadX509KeyPair(file("client.pem"), file("client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := redis.NewClient(&redis.Options{Addr: s.tlsAddr, TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{mine}}, ReadTimeout: 5 * time.Second})
 	defer tc.Close()
 	plain := s.client(t, 2)
 	sku := newSKU("tls")
@@ -91,6 +96,25 @@ func TestTLSEverywhere(t *testing.T) {
 		t.Fatal("BLPOP over TLS was not woken")
 	}
 
+	if _, err := tc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, key+":n")
+		p.Incr(ctx, key+":n")
+		return nil
+	}); err != nil || plain.Get(ctx, key+":n").Val() != "2" {
+		t.Fatalf("MULTI/EXEC over TLS: %v, counter %q", err, plain.Get(ctx, key+":n").Val())
+	}
+	sub := tc.Subscribe(ctx, key+":ch")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the subscriber is counted", func() bool {
+		return plain.Publish(ctx, key+":ch", "hello").Val() == 1
+	})
+	if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "hello" {
+		t.Fatalf("a message over TLS: %+v, %v", msg, err)
+	}
+
 	_, tlsPort, _ := strings.Cut(s.tlsAddr, ":")
 	_, plainPort, _ := strings.Cut(s.addr, ":")
 	for _, tt := range []struct {
@@ -104,9 +128,14 @@ func TestTLSEverywhere(t *testing.T) {
 	}
 
 	host, port, _ := strings.Cut(s.tlsAddr, ":")
-	out, err := exec.Command(testenv.Command(t, "redis-cli"), "--tls", "--cacert", file("ca.pem"), "-h", host, "-p", port, "PING").CombinedOutput()
+	out, err := exec.Command(testenv.Command(t, "redis-cli"), "--tls", "--cacert", file("ca.pem"), "--cert", file("client.pem"), "--key", file("client.key"),
+		"-h", host, "-p", port, "PING").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "PONG" {
 		t.Fatalf("redis-cli --tls PING: %q, %v", out, err)
+	}
+	out, _ = exec.Command("redis-cli", "--tls", "--cacert", file("ca.pem"), "-h", host, "-p", port, "PING").CombinedOutput()
+	if strings.Contains(string(out), "PONG") {
+		t.Fatal("a TLS client with no certificate was answered (tls.client_ca_file asks for one)")
 	}
 	out, _ = exec.Command("redis-cli", "-h", host, "-p", port, "PING").CombinedOutput()
 	if strings.Contains(string(out), "PONG") {

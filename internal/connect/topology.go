@@ -81,8 +81,9 @@ func (t *Topology) client(addr string) *redis.Client {
 	o := &redis.Options{Addr: addr, Username: t.c.Username, Password: t.c.Password, DialTimeout: t.c.DialTimeout,
 		ReadTimeout: t.c.DialTimeout, WriteTimeout: t.c.DialTimeout, PoolSize: 1, MaxRetries: -1,
 		Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true}
-	if m := conf.AddressMap(t.c.AddressMap); m != nil {
-		o.Dialer = Dialer{Timeout: t.c.DialTimeout, Map: m}.DialContext
+	tc, err := RedisTLS(t.c)
+	if m := conf.AddressMap(t.c.AddressMap); m != nil || tc != nil || err != nil {
+		o.Dialer = Dialer{Timeout: t.c.DialTimeout, Map: m, TLS: tc, Err: err}.DialContext
 	}
 	c := redis.NewClient(o)
 	nodeClients.m[key] = c
