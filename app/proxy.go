@@ -201,7 +201,7 @@ func (p *Proxy) serve(cfg conf.Config, ln net.Listener, log *zap.Logger) error {
 	}
 	p.Server = proxy.New(p.Router, p.Pass, log, cfg.Limits)
 	p.Server.UseMetrics(p.Metrics)
-	p.Server.UseEventLoops(eventLoops(cfg, log))
+	p.Server.UseEventLoops(cfg.Redis.EventLoops)
 	if err := p.serveTLS(cfg, log); err != nil {
 		_ = ln.Close()
 		return err

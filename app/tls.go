@@ -9,17 +9,6 @@ import (
 	"seckill-proxy/internal/tlsfiles"
 )
 
-// eventLoops is how many event loops serve the plaintext listener: none with TLS to Redis,
-// whose connections Go's TLS reads and writes (an event loop polls raw sockets).
-func eventLoops(cfg conf.Config, log *zap.Logger) int {
-	if cfg.Redis.TLS.Enabled && cfg.Redis.EventLoops > 0 {
-		log.Info("redis.tls is on: clients are served by a goroutine each, not by event loops (an event loop reads and writes raw sockets; TLS connections to Redis are Go's)",
-			zap.Int("redis.event_loops", cfg.Redis.EventLoops))
-		return 0
-	}
-	return cfg.Redis.EventLoops
-}
-
 // serveTLS opens tls_listen, if set, and serves it (proxy.Server.ServeTLS); the cluster
 // facade gives its clients the TLS address: announce's host, if set, with the TLS port.
 func (p *Proxy) serveTLS(cfg conf.Config, log *zap.Logger) error {

@@ -2,7 +2,9 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"strings"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,22 @@ func saleNodes(t *testing.T, s *stack, key string) (master *redis.Client, pid in
 	replica = redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + m[1]})
 	t.Cleanup(func() { _ = replica.Close() })
 	return master, pid, replica
+}
+
+// replicationState is what the master of key and every node say of replication, for a test
+// that failed on a WAIT to tell why.
+func replicationState(t *testing.T, s *stack, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	if m, err := s.rc.MasterForKey(ctx, key); err == nil {
+		fmt.Fprintf(&b, "master of %s: %s\n", key, m.Options().Addr)
+	}
+	_ = s.rc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+		fmt.Fprintf(&b, "%s: %s\n", n.Options().Addr, strings.ReplaceAll(n.Info(ctx, "replication").Val(), "\r\n", " "))
+		return nil
+	})
+	return b.String()
 }
 
 // pidOf is the process id of the Redis node c talks to.

@@ -3,9 +3,9 @@
 package proxy
 
 import (
-	"time"
-
 	"context"
+	"crypto/tls"
+	"time"
 
 	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
@@ -52,6 +52,12 @@ func (e loopEnv) dial(up *node) {
 			dial = l.s.upstream.DialOwner
 		}
 		nc, err := dial(ctx, up.addr)
+		if tc, ok := nc.(*tls.Conn); ok && err == nil { // redis.tls: Go reads and writes it
+			if !l.post(func() { l.dialedConn(up, tc) }) {
+				_ = tc.Close()
+			}
+			return
+		}
 		fd := -1
 		if err == nil {
 			fd, err = socketOf(nc)

@@ -36,6 +36,7 @@ type loop struct {
 	core     *core
 	clients  map[int]*client
 	upFDs    map[int]*node
+	upConns  map[*node]*loopConn // nodes whose connections are net.Conns (TLS): loop_conn_linux.go
 	stopping bool
 
 	mu     sync.Mutex // guards posted and shut
@@ -105,7 +106,7 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(wake)
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
-	l := &loop{s: s, ep: ep, wake: wake, clients: map[int]*client{}, upFDs: map[int]*node{}, done: make(chan struct{})}
+	l := &loop{s: s, ep: ep, wake: wake, clients: map[int]*client{}, upFDs: map[int]*node{}, upConns: map[*node]*loopConn{}, done: make(chan struct{})}
 	l.core = newCore(loopEnv{l}, coreLimits{
 		maxPipeline: s.limits.MaxPipeline, maxReq: s.limits.MaxArgBytes + 1<<20, maxArgBytes: s.limits.MaxArgBytes,
 		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap, ownerLanes: s.upstream.OwnerLanes(),
@@ -277,6 +278,9 @@ func (l *loop) upEvent(up *node, ev uint32) {
 
 // closeUp closes up's socket once the core has let go of the connection.
 func (l *loop) closeUp(up *node) {
+	if l.closeConn(up) {
+		return
+	}
 	if up.fd >= 0 {
 		delete(l.upFDs, up.fd)
 		unix.Close(up.fd)
@@ -285,6 +289,10 @@ func (l *loop) closeUp(up *node) {
 }
 
 func (l *loop) writeUp(up *node) {
+	if lc := l.upConns[up]; lc != nil {
+		l.sendConn(up, lc)
+		return
+	}
 	if up.fd < 0 {
 		return
 	}

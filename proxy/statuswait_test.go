@@ -624,7 +624,7 @@ func TestOutcomeChannel(t *testing.T) {
 	for _, uid := range []string{"r2", "r3"} {
 		id, err := c.Do(ctx, "seckill.buy", sku, uid).Text()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v\n%s", err, replicationState(t, s, sale.KeysFor(sku).Stock))
 		}
 		ids[uid] = id
 	}

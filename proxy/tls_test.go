@@ -72,6 +72,9 @@ func TestTLSEverywhere(t *testing.T) {
 	if err != nil || id == "" {
 		t.Fatalf("a buy over TLS: %q, %v", id, err)
 	}
+	if id2, err := plain.Do(ctx, "seckill.buy", sku, "plain-buyer").Text(); err != nil || id2 == "" || id2 == id {
+		t.Fatalf("a buy on the event loop, over its TLS connections to Redis: %q, %v", id2, err)
+	}
 	key := "{" + sku + "}tls-k"
 	if err := tc.Set(ctx, key, "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -96,12 +99,25 @@ func TestTLSEverywhere(t *testing.T) {
 		t.Fatal("BLPOP over TLS was not woken")
 	}
 
-	if _, err := tc.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Incr(ctx, key+":n")
-		p.Incr(ctx, key+":n")
-		return nil
-	}); err != nil || plain.Get(ctx, key+":n").Val() != "2" {
-		t.Fatalf("MULTI/EXEC over TLS: %v, counter %q", err, plain.Get(ctx, key+":n").Val())
+	// Redis drops every connection of the proxy's: each is dialled again, over TLS.
+	if err := direct.Do(ctx, "client", "kill", "type", "normal", "skipme", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "GET after Redis dropped the proxy's TLS connections", func() bool {
+		return plain.Get(ctx, key).Val() == "v"
+	})
+	// A transaction whose spare connection Redis dropped is refused (as a client of Redis
+	// whose connection dropped gets an error), and the next one goes through.
+	eventually(t, 10*time.Second, "MULTI/EXEC over TLS", func() bool {
+		_, err := tc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key+":n", "1", time.Minute)
+			p.Incr(ctx, key+":n")
+			return nil
+		})
+		return err == nil
+	})
+	if got := plain.Get(ctx, key+":n").Val(); got != "2" {
+		t.Fatalf("after MULTI/EXEC over TLS the counter is %q", got)
 	}
 	sub := tc.Subscribe(ctx, key+":ch")
 	defer sub.Close()

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # bench-tls.sh: what TLS costs, in front of the dev stack's standalone Redis: requests per
 # second and the proxy's CPU per request (from /proc/<pid>/stat) for a pass-through GET and a
-# successful SECKILL.BUY at -P 1 and -P 16 (redis-benchmark -c 50), for four proxies in turn:
-#   plain, event loop     plaintext to Redis (port 7010) and clients, redis.event_loops 1
-#   plain, goroutines     the same with redis.event_loops 0
-#   TLS to Redis          redis.tls to Redis's TLS port (7011): goroutines, as it must
-#   TLS both ways         and its clients on tls_listen (redis-benchmark --tls)
+# successful SECKILL.BUY at -P 1 and -P 16 (redis-benchmark -c 50), for five proxies in turn:
+#   plain, event loop        plaintext to Redis (port 7010) and clients, redis.event_loops 1
+#   plain, goroutines        the same with redis.event_loops 0
+#   TLS to Redis, loop       redis.tls to Redis's TLS port (7011), the event loop keeping its
+#                            TLS connections as net.Conns (proxy/loop_conn_linux.go)
+#   TLS to Redis, goroutines the same with redis.event_loops 0
+#   TLS both ways            and its clients on tls_listen (redis-benchmark --tls), a goroutine
+#                            each
 #
 #   scripts/bench-tls.sh [requests] [rounds]     (defaults: 100000, 3)
 #
@@ -74,6 +77,7 @@ TLS_ENV=(SECKILL_REDIS_ADDRS=127.0.0.1:7011 SECKILL_REDIS_TLS_ENABLED=true SECKI
 printf '| proxy | request | -P | CPU per request (µs) | requests/s |\n|---|---|---|---|---|\n'
 run "plain, event loop" 0 SECKILL_REDIS_ADDRS=127.0.0.1:7010 SECKILL_REDIS_EVENT_LOOPS=1
 run "plain, goroutines" 0 SECKILL_REDIS_ADDRS=127.0.0.1:7010 SECKILL_REDIS_EVENT_LOOPS=0
-run "TLS to Redis" 0 "${TLS_ENV[@]}"
+run "TLS to Redis, loop" 0 "${TLS_ENV[@]}" SECKILL_REDIS_EVENT_LOOPS=1
+run "TLS to Redis, goroutines" 0 "${TLS_ENV[@]}" SECKILL_REDIS_EVENT_LOOPS=0
 run "TLS both ways" 1 "${TLS_ENV[@]}" SECKILL_TLS_LISTEN=127.0.0.1:$TLS_PORT \
   SECKILL_TLS_CERT_FILE="$CERTS/server.pem" SECKILL_TLS_KEY_FILE="$CERTS/server.key"

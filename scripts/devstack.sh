@@ -213,6 +213,8 @@ redis_ready() {
     else
       grep -q '^slave0:.*state=online' <<<"$repl" || return 1
       ! grep -q '^slave[0-9]*:.*state=\(wait_bgsave\|send_bulk\)' <<<"$repl" || return 1
+      # and it acknowledges: what a buy's WAIT 1 asks
+      [[ $(redis_cli "$port" wait 1 1000 | tr -d '\r') -ge 1 ]] || return 1
     fi
   done
   local slots
