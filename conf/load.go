@@ -184,6 +184,9 @@ func (c Config) Masked() Config {
 	if c.Redis.PassthroughPassword != "" {
 		c.Redis.PassthroughPassword = "***"
 	}
+	if c.Kafka.SASL.Password != "" {
+		c.Kafka.SASL.Password = "***"
+	}
 	c.MySQL.DSN = MaskDSN(c.MySQL.DSN)
 	users := make([]User, len(c.Users))
 	for i, u := range c.Users {
