@@ -3,7 +3,9 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +20,21 @@ import (
 // MULTI on one slot, pub/sub (an ioredis subscription held past every Redis timeout) and the sale, with -DUPLICATE and -SOLDOUT surfaced as errors.
 // redis-py 8 and node-redis 6 must have spoken RESP3.
 func TestRealClients(t *testing.T) {
-	s := start(t, nil)
+	certs := testenv.TLS(t)
+	s := start(t, func(c *conf.Config) { // and a TLS listener, which redis-py tries too
+		c.TLSListen = "127.0.0.1:0"
+		c.TLS = conf.ServerTLS{CertFile: filepath.Join(certs, "server.pem"), KeyFile: filepath.Join(certs, "server.key")}
+	})
 	c := s.client(t, 1)
 	clients := []struct {
 		lang, tool string
 		skus       int
 		want       []string
 	}{
-		{"python", "python3", 2, []string{"redis-py 8.1.0 Redis: SET/GET, pipeline, MULTI, pub/sub, BUY, DUPLICATE, SOLDOUT ok (resp=3)", "redis-py 8.1.0 RedisCluster: SET/GET"}},
-		{"node", "node", 4, []string{"node-redis createClient: ok (resp=3)", "node-redis createCluster: ok", "ioredis Redis: ok", "ioredis Cluster: ok",
-			"ioredis subscriber held 12 s: 24 of 24 messages, 0 reconnections"}},
+		{"python", "python3", 4, []string{"redis-py 8.1.0 Redis: SET/GET, pipeline, MULTI, pub/sub, BUY, DUPLICATE, SOLDOUT ok (resp=3)", "redis-py 8.1.0 RedisCluster: SET/GET",
+			"redis-py 8.1.0 Redis over TLS: SET/GET, pipeline, MULTI, pub/sub, BUY, DUPLICATE, SOLDOUT ok (resp=3)", "redis-py 8.1.0 RedisCluster over TLS: SET/GET"}},
+		{"node", "node", 6, []string{"node-redis createClient: ok (resp=3)", "node-redis createCluster: ok", "ioredis Redis: ok", "ioredis Cluster: ok",
+			"ioredis subscriber held 12 s: 24 of 24 messages, 0 reconnections", "node-redis createClient over TLS: ok", "ioredis Cluster over TLS: ok"}},
 		{"java", "mvn", 2, []string{"Jedis RedisClient: SET/GET, pipeline, MULTI, pub/sub, BUY, DUPLICATE, SOLDOUT ok", "Jedis RedisClusterClient: SET/GET"}},
 	}
 	for _, cl := range clients {
@@ -46,7 +53,9 @@ func TestRealClients(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold install
 			defer cancel()
-			out, err := exec.CommandContext(ctx, "../scripts/clients/run.sh", args...).CombinedOutput()
+			cmd := exec.CommandContext(ctx, "../scripts/clients/run.sh", args...)
+			cmd.Env = append(os.Environ(), "CHECK_TLS_ADDR="+s.tlsAddr, "CHECK_TLS_CA="+filepath.Join(certs, "ca.pem"))
+			out, err := cmd.CombinedOutput()
 			t.Logf("%s", out)
 			if err != nil {
 				t.Fatalf("run.sh %s: %v", cl.lang, err)

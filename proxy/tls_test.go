@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,4 +180,59 @@ func TestTLSEverywhere(t *testing.T) {
 		var n int
 		return s.db.QueryRow(`SELECT COUNT(*) FROM seckill_orders WHERE order_id = ?`, id).Scan(&n) == nil && n == 1
 	})
+}
+
+// TestTLSCluster: in front of the cluster over TLS (each node's TLS port, reached through
+// redis.address_map from the plaintext addresses the cluster announces, as a NAT would), buys
+// on three masters are told after their WAIT, pass-through reaches every slot, a cross-slot
+// MGET is split, and every master's connections from the proxy are TLS ones.
+func TestTLSCluster(t *testing.T) {
+	dir := testenv.TLS(t)
+	file := func(n string) string { return filepath.Join(dir, n) }
+	s := start(t, func(c *conf.Config) {
+		c.Redis.TLS = conf.TLS{Enabled: true, CAFile: file("ca.pem"), CertFile: file("client.pem"), KeyFile: file("client.key")}
+		c.Redis.AddressMap = nil
+		for _, p := range []int{7000, 7001, 7002, 7003, 7004, 7005} {
+			c.Redis.AddressMap = append(c.Redis.AddressMap, "127.0.0.1:"+strconv.Itoa(p)+"=127.0.0.1:"+strconv.Itoa(p+100))
+		}
+	})
+	ctx := context.Background()
+	c := s.client(t, 4)
+	for i := range 3 {
+		sku := newSKU("tlsc" + strconv.Itoa(i))
+		s.sale(t, c, sku, 10)
+		for j := range 3 {
+			if id, err := c.Do(ctx, "seckill.buy", sku, "u"+strconv.Itoa(j)).Text(); err != nil || id == "" {
+				t.Fatalf("buy %d of %s over TLS: %q, %v", j, sku, id, err)
+			}
+		}
+	}
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = "tlsc:" + strconv.Itoa(i)
+		if err := c.Set(ctx, keys[i], i, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vals, err := c.MGet(ctx, keys...).Result()
+	if err != nil || len(vals) != len(keys) || vals[29] != "29" {
+		t.Fatalf("a cross-slot MGET over TLS: %v, %v", vals, err)
+	}
+	var masters atomic.Int32 // ForEachMaster calls it on a goroutine per master
+	_ = s.rc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		masters.Add(1)
+		return nil
+	})
+	for _, p := range []int{7000, 7001, 7002, 7003, 7004, 7005} {
+		direct := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p)})
+		role, _ := direct.Do(ctx, "role").Slice()
+		list := direct.ClientList(ctx).Val()
+		_ = direct.Close()
+		if len(role) > 0 && role[0] == "master" && !strings.Contains(list, "laddr=127.0.0.1:"+strconv.Itoa(p+100)) {
+			t.Errorf("master %d has no TLS connection:\n%s", p, list)
+		}
+	}
+	if masters.Load() != 3 {
+		t.Fatalf("%d masters through TLS, want 3", masters.Load())
+	}
 }

@@ -26,7 +26,8 @@
 #   Kafka          Apache Kafka in KRaft mode (broker+controller), 127.0.0.1:9092, from Maven Central
 #   TLS            a throwaway CA and certificates for 127.0.0.1 in $STACK/tls (ca.pem, server.pem and
 #                  server.key, client.pem and client.key), made once, for the transport tests:
-#                  Redis's standalone server also on TLS port 7011 (tls-auth-clients optional),
+#                  Redis's standalone server also on TLS port 7011 and each cluster node on its
+#                  port + 100 (7100-7105; tls-auth-clients optional),
 #                  MariaDB with TLS and a user seckill_tls (password tls-secret) that may log in
 #                  over TLS only, Kafka also on a SASL_SSL listener 127.0.0.1:9094 (PLAIN,
 #                  SCRAM-SHA-256 and SCRAM-SHA-512; user seckill, password seckill-secret)
@@ -46,6 +47,10 @@ KAFKA_LIBS=$STACK/cache/kafka-$KAFKA_VERSION
 REDIS_PORTS=(7000 7001 7002 7003 7004 7005)
 STANDALONE_PORT=7010
 STANDALONE_TLS_PORT=7011
+# Each cluster node also listens for TLS on its port + 100 (7100-7105). The cluster announces
+# its plaintext ports (tls-cluster no, so the plaintext tests see the cluster they know); a TLS
+# test reaches the nodes through redis.address_map, as a proxy behind a NAT would.
+TLS_PORT_OFFSET=100
 MYSQL_PORT=3306
 KAFKA_PORT=9092
 KAFKA_CONTROLLER_PORT=9093
@@ -136,19 +141,21 @@ redis_start() {
     claim_port "$port" "$dir/redis.pid" redis-server
     alive "$dir/redis.pid" redis-server && continue
     mkdir -p "$dir"
-    local cluster=yes own=""
+    local cluster=yes own="" tls_port=$((port + TLS_PORT_OFFSET))
     if [[ $port == "$STANDALONE_PORT" ]]; then
       cluster=no
-      own="tls-port $STANDALONE_TLS_PORT
-tls-cert-file $TLS/server.pem
-tls-key-file $TLS/server.key
-tls-ca-cert-file $TLS/ca.pem
-tls-auth-clients optional"
+      tls_port=$STANDALONE_TLS_PORT
     else
       own="bind-source-addr $(node_source "$port")
 cluster-announce-ip $HOST
 replica-announce-ip $HOST"
     fi
+    own="$own
+tls-port $tls_port
+tls-cert-file $TLS/server.pem
+tls-key-file $TLS/server.key
+tls-ca-cert-file $TLS/ca.pem
+tls-auth-clients optional"
     cat >"$dir/redis.conf" <<EOF
 bind $HOST
 port $port

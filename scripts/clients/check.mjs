@@ -1,6 +1,11 @@
 // check.mjs: ioredis and node-redis through seckill-proxy, with default settings.
 //
-//   node check.mjs <host:port> <sku> <sku> <sku> <sku>
+//   node check.mjs <host:port> <sku> <sku> <sku> <sku> [<sku> <sku>: over TLS]
+//
+// With CHECK_TLS_ADDR (the proxy's tls_listen, host:port) and CHECK_TLS_CA (the CA file that
+// signed its certificate) set, node-redis createClient (rediss://) and ioredis Cluster (tls,
+// following the facade's map, which gives a TLS client the TLS port) run once more over TLS,
+// with the last two SKUs.
 //
 // Each SKU is a warmed sale of one unit, for, in turn: node-redis createClient,
 // node-redis createCluster (through the proxy's cluster facade), ioredis Redis and ioredis
@@ -12,6 +17,7 @@
 import { createClient, createCluster } from "redis";
 import IORedis from "ioredis";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 
 const [hostPort, ...skus] = process.argv.slice(2);
 // node-redis reconnects for ever by default: a proxy that never answers fails the check.
@@ -137,5 +143,24 @@ const ioc = new IORedis.Cluster([{ host, port }]);
 await ioredis(ioc, skus[3], "ioredis Cluster");
 console.log("ioredis Cluster: ok");
 ioc.disconnect();
+
+const [tlsAddr, tlsCA] = [process.env.CHECK_TLS_ADDR, process.env.CHECK_TLS_CA];
+if (tlsAddr && tlsCA) {
+  const ca = readFileSync(tlsCA);
+  const [th, tp] = [tlsAddr.slice(0, tlsAddr.lastIndexOf(":")), Number(tlsAddr.slice(tlsAddr.lastIndexOf(":") + 1))];
+  const secure = createClient({ url: `rediss://${tlsAddr}`, socket: { tls: true, ca } });
+  secure.on("error", (e) => console.error("node-redis over TLS:", e.message));
+  await secure.connect();
+  const secureSub = secure.duplicate();
+  await secureSub.connect();
+  await nodeRedis(secure, secureSub, skus[4], "node-redis createClient over TLS", (args) => secure.sendCommand(args));
+  console.log("node-redis createClient over TLS: ok");
+  await secureSub.quit();
+  await secure.quit();
+  const tlsc = new IORedis.Cluster([{ host: th, port: tp }], { redisOptions: { tls: { ca } } });
+  await ioredis(tlsc, skus[5], "ioredis Cluster over TLS");
+  console.log("ioredis Cluster over TLS: ok");
+  tlsc.disconnect();
+}
 await long;
 process.exit(0);

@@ -1,12 +1,17 @@
 """check.py: redis-py through seckill-proxy, with default settings (RESP3 in redis-py 8).
 
-    python3 check.py <host:port> <sku for the plain client> <sku for the cluster client>
+    python3 check.py <host:port> <sku for the plain client> <sku for the cluster client> \
+        [<sku> <sku>: the same over TLS]
 
-Each SKU is a warmed sale of one unit. For redis.Redis and then redis.RedisCluster (through
+With CHECK_TLS_ADDR (the proxy's tls_listen, host:port) and CHECK_TLS_CA (the CA file that
+signed its certificate) set, both clients run once more over TLS (ssl=True, the CA verified),
+with the last two SKUs: RedisCluster then follows the facade's map, which gives a client that
+came in over TLS the TLS port. Each SKU is a warmed sale of one unit. For redis.Redis and then redis.RedisCluster (through
 the proxy's cluster facade): SET/GET, a pipeline, MULTI on one slot, pub/sub, and the sale
 (success, -DUPLICATE, -SOLDOUT surfaced as errors with their text). Exits non-zero on the
 first failure, saying what failed.
 """
+import os
 import sys
 import time
 import uuid
@@ -61,6 +66,13 @@ def main():
     check(plain, sys.argv[2], "Redis", plain)
     cluster = RedisCluster(host=host, port=int(port))
     check(cluster, sys.argv[3], "RedisCluster", cluster)
+    tls_addr, ca = os.environ.get("CHECK_TLS_ADDR"), os.environ.get("CHECK_TLS_CA")
+    if tls_addr and ca:
+        host, port = tls_addr.rsplit(":", 1)
+        tls = redis.Redis(host=host, port=int(port), ssl=True, ssl_ca_certs=ca)
+        check(tls, sys.argv[4], "Redis over TLS", tls)
+        tls_cluster = RedisCluster(host=host, port=int(port), ssl=True, ssl_ca_certs=ca)
+        check(tls_cluster, sys.argv[5], "RedisCluster over TLS", tls_cluster)
 
 
 if __name__ == "__main__":
