@@ -2,13 +2,21 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,5 +242,103 @@ func TestTLSCluster(t *testing.T) {
 	}
 	if masters.Load() != 3 {
 		t.Fatalf("%d masters through TLS, want 3", masters.Load())
+	}
+}
+
+// TestCertificateRotationUnderLoad: while buyers open new TLS connections and buy, the
+// listener's certificate is replaced on disk several times, once by garbage: no buy fails,
+// and the buyers see the new certificates.
+func TestCertificateRotationUnderLoad(t *testing.T) {
+	certs := testenv.TLS(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.pem"), filepath.Join(dir, "tls.key")
+	issue := func(serial int64) {
+		t.Helper()
+		caPEM, _ := os.ReadFile(filepath.Join(certs, "ca.pem"))
+		caKeyPEM, _ := os.ReadFile(filepath.Join(certs, "ca.key"))
+		pair, err := tls.X509KeyPair(caPEM, caKeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "rotated"},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, pair.Leaf, &key.PublicKey, pair.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := x509.MarshalECPrivateKey(key)
+		// As a secret mount changes: new files renamed over the old.
+		writeRenamed(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
+		writeRenamed(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	issue(1)
+	s := start(t, func(c *conf.Config) {
+		c.TLSListen, c.TLS = "127.0.0.1:0", conf.ServerTLS{CertFile: certFile, KeyFile: keyFile}
+	})
+	plain := s.client(t, 1)
+	sku := newSKU("rot")
+	s.sale(t, plain, sku, 1_000_000)
+	pool := x509.NewCertPool()
+	ca, _ := os.ReadFile(filepath.Join(certs, "ca.pem"))
+	pool.AppendCertsFromPEM(ca)
+
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var failed, bought atomic.Int64
+	var seen sync.Map // certificate serials the buyers were shown
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c := redis.NewClient(&redis.Options{Addr: s.tlsAddr, TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1",
+					VerifyConnection: func(cs tls.ConnectionState) error {
+						seen.Store(cs.PeerCertificates[0].SerialNumber.Int64(), true)
+						return nil
+					}}, MaxRetries: -1, PoolSize: 1})
+				err := c.Do(ctx, "seckill.buy", sku, "w"+strconv.Itoa(w)+"-"+strconv.Itoa(i)).Err()
+				_ = c.Close()
+				if err != nil {
+					failed.Add(1)
+					t.Logf("buy: %v", err)
+					continue
+				}
+				bought.Add(1)
+			}
+		})
+	}
+	for serial := int64(2); serial <= 4; serial++ {
+		time.Sleep(1500 * time.Millisecond) // the files are looked at once a second: let buys run on each
+		if serial == 3 {
+			writeRenamed(t, certFile, []byte("-----BEGIN CERTIFICATE-----\ngarbage\n"))
+			time.Sleep(1500 * time.Millisecond)
+		}
+		issue(serial)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	n := 0
+	seen.Range(func(any, any) bool { n++; return true })
+	if failed.Load() != 0 || bought.Load() == 0 || n < 3 {
+		t.Fatalf("bought %d, failed %d, certificates seen %d (want 0 failed and at least 3 certificates)", bought.Load(), failed.Load(), n)
+	}
+	t.Logf("bought %d over new TLS connections, %d certificates seen, 0 failed", bought.Load(), n)
+}
+
+// writeRenamed replaces path with b as a secret mount does: a new file renamed over it.
+func writeRenamed(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
 	}
 }
