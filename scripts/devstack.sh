@@ -107,6 +107,7 @@ install_missing() {
   command -v ss >/dev/null || pkgs+=(iproute2)
   command -v iptables >/dev/null || pkgs+=(iptables) # partitions (chaos's master-partition)
   command -v curl >/dev/null || pkgs+=(curl)
+  command -v openssl >/dev/null || pkgs+=(openssl) # the TLS tests' throwaway CA
   command -v prometheus >/dev/null && command -v promtool >/dev/null || pkgs+=(prometheus) # promtool lints the /metrics endpoints; prometheus scrapes them in a test
   command -v chromium >/dev/null || pkgs+=(chromium fonts-dejavu-core) # headless, for the live sale page's test
   command -v datefudge >/dev/null || pkgs+=(datefudge) # a redis-server with its clock off, for the clock test
