@@ -135,13 +135,30 @@ func TestKeyspaceIsTheApplications(t *testing.T) {
 	for time.Now().Before(deadline) {
 		_ = c.Do(ctx, "WAIT", "0", "10").Err()
 		_ = c.Do(ctx, "seckill.buy", sku, "u2").Err()
-		if n := rc.DBSize(ctx).Val(); n != 0 {
-			k, _ := rc.Keys(ctx, "*").Result()
-			t.Fatalf("%d keys in Redis with no sale and no application key: %v", n, k)
+		if k := leftKeys(ctx, rc); len(k) != 0 {
+			t.Fatalf("%d keys in Redis with no sale and no application key: %v", len(k), k)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if got := fmt.Sprint(c.DBSize(ctx).Val()); got != "0" {
 		t.Fatalf("DBSIZE through the proxy = %s after FLUSHALL", got)
+	}
+}
+
+// leftKeys are the keys in Redis, but a sweeper's lease taken in the instant of a FLUSHALL
+// (its check that sales exist made before it, the lease after) that is given up at once: one
+// that is still there 200 ms later is left.
+func leftKeys(ctx context.Context, rc *redis.Client) []string {
+	for deadline := time.Now().Add(200 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+		keys, _ := rc.Keys(ctx, "*").Result()
+		leases := 0
+		for _, k := range keys {
+			if strings.HasPrefix(k, "seckill:{!lead}:") {
+				leases++
+			}
+		}
+		if leases == 0 || leases < len(keys) || time.Now().After(deadline) {
+			return keys
+		}
 	}
 }

@@ -60,7 +60,16 @@ func LeadWhileSales(ctx context.Context, rc redis.Cmdable, key, instance string,
 		}
 		return false, nil
 	}
-	return Lead(ctx, rc, key, instance, ttl)
+	ok, err := Lead(ctx, rc, key, instance, ttl)
+	if !ok || err != nil {
+		return ok, err
+	}
+	// The set of sales may have gone between the two calls (a FLUSHALL): then the lease just
+	// taken is given up at once, rather than left in the keyspace until it expires.
+	if n, err = rc.Exists(ctx, sale.SalesKey).Result(); err == nil && n == 0 {
+		return false, Unlead(ctx, rc, key, instance)
+	}
+	return true, nil
 }
 
 // Unlead gives up the lease key if instance holds it (at shutdown: the next proxy takes over
