@@ -2,8 +2,6 @@ package connect
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -53,19 +51,11 @@ func kafkaTransport(sc *sarama.Config, c conf.Kafka) error {
 	return nil
 }
 
-// readSecret reads a secret file (at most 64 KiB), its trailing newline dropped.
+// readSecret reads a secret file (bounded as TLS files are), its trailing newline dropped.
 func readSecret(path string) (string, error) {
-	f, err := os.Open(path)
+	b, err := tlsfiles.ReadFile(path)
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<10+1))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > 64<<10 {
-		return "", fmt.Errorf("%s is larger than 64 KiB", path)
 	}
 	v := strings.TrimRight(string(b), "\r\n")
 	if v == "" {

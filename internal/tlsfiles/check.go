@@ -36,8 +36,8 @@ func Warnings(c conf.Config, now time.Time) []string {
 		add(field+".client_ca_file", t.ClientCAFile)
 	}
 	var w []string
-	for _, field := range sortedKeys(files) {
-		b, err := readPEM(files[field])
+	for _, field := range slices.Sorted(maps.Keys(files)) {
+		b, err := ReadFile(files[field])
 		if err != nil {
 			w = append(w, fmt.Sprintf("%s: %v", field, err))
 			continue
@@ -68,8 +68,6 @@ func Warnings(c conf.Config, now time.Time) []string {
 	}
 	return w
 }
-
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Collector gives every certificate read so far to Prometheus: when it expires
 // (seckill_tls_certificate_expiry_seconds, a Unix time, by setting) and how many reads of a

@@ -115,7 +115,8 @@ func (s *source) stampNow() (string, error) {
 	return b.String(), nil
 }
 
-func readPEM(path string) ([]byte, error) {
+// ReadFile reads a PEM or secret file of at most MaxFile bytes.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func readPEM(path string) ([]byte, error) {
 
 // load reads and parses the files; on success they replace what was held.
 func (s *source) load(stamp string) error {
-	certPEM, err := readPEM(s.certFile)
+	certPEM, err := ReadFile(s.certFile)
 	if err != nil {
 		return err
 	}
@@ -162,7 +163,7 @@ func (s *source) load(stamp string) error {
 		s.stamp = stamp
 		return nil
 	}
-	keyPEM, err := readPEM(s.keyFile)
+	keyPEM, err := ReadFile(s.keyFile)
 	if err != nil {
 		return err
 	}
