@@ -11,8 +11,9 @@ import (
 //   - /metrics: the metrics (see Metrics), when the server has them;
 //   - /sale and /sale.json: the live sale page and its data (see salepage.go), with them;
 //   - /livez: 200 while the process serves HTTP;
-//   - /readyz: 200 when ready (nil: always) answers nil within a second, and the server is not
-//     draining; 503 with the reason otherwise;
+//   - /readyz: 200 when every event loop runs a function posted to it, ready (nil: always)
+//     answers nil, both within a second, and the server is not draining; 503 with the reason
+//     otherwise;
 //   - /healthz: 200 until the server drains (kept for existing probes);
 //   - Go's profiler under /debug/pprof/.
 func (s *Server) AdminHandler(ready func(context.Context) error) http.Handler {
@@ -28,9 +29,13 @@ func (s *Server) AdminHandler(ready func(context.Context) error) http.Handler {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
 		}
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := s.loopsTurning(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if ready != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-			defer cancel()
 			if err := ready(ctx); err != nil {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				return
@@ -51,6 +56,19 @@ func (s *Server) AdminHandler(ready func(context.Context) error) http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// loopsTurning returns nil if every event loop turns before ctx ends (loop.turning).
+func (s *Server) loopsTurning(ctx context.Context) error {
+	s.mu.Lock()
+	loops := s.loopGroup
+	s.mu.Unlock()
+	for _, l := range loops {
+		if err := l.turning(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Server) isDraining() bool {

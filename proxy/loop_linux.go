@@ -135,6 +135,21 @@ func (l *loop) post(f func()) bool {
 	return true
 }
 
+// turning returns nil once the loop has run a function posted to it, or why not by ctx's end:
+// a loop that does not turn serves none of its clients, whatever else answers.
+func (l *loop) turning(ctx context.Context) error {
+	turned := make(chan struct{})
+	if !l.post(func() { close(turned) }) {
+		return errors.New("an event loop has ended")
+	}
+	select {
+	case <-turned:
+		return nil
+	case <-ctx.Done():
+		return errors.New("an event loop did not turn within the probe's time: its clients are not served")
+	}
+}
+
 func (l *loop) run() {
 	defer close(l.done)
 	events := make([]unix.EpollEvent, loopMaxEvents)

@@ -146,6 +146,9 @@ func (r *Router) isImmediate(s *Session, cl *Class, args [][]byte) bool {
 // classifyPass gives a pass-through command that the policy lets through as it is its
 // kind: KindDirect when it goes to one node as it is, KindBlocking when it may block.
 func (r *Router) classifyPass(s *Session, cl *Class, args [][]byte) {
+	if r.unjudged(s, args) {
+		return // Serve judges it, on a goroutine: an event loop never runs the script checker
+	}
 	_, d, err := r.check(s, cl, args)
 	if err != errPassThrough || s.rewrite != nil || r.isLegacyKeyCommand(args) {
 		return // Serve answers it: refused, rewritten, or from the sale (legacy.go)

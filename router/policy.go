@@ -153,7 +153,7 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 		if !s.Admin {
 			return r.appScript(s, name, args, 1)
 		}
-		r.judgeAdmin(name, args)
+		r.judgeAdmin(s, name, args)
 		return nil // what the code writes, Redis's ACL checks
 	case publishing[string(name)]:
 		if len(args) > 1 && sale.ProtectedChannel(args[1]) {
@@ -176,7 +176,7 @@ func (r *Router) passScript(s *Session, name []byte, args [][]byte) error {
 	}
 	switch {
 	case string(sub) == "load" && len(args) == 3 && s.Admin:
-		r.judgeAdmin([]byte("eval"), args[1:])
+		r.judgeAdmin(s, []byte("eval"), args[1:])
 	case string(sub) == "load" && len(args) == 3:
 		return r.scriptLoad(s, args)
 	case string(sub) == "exists" && !s.Admin:

@@ -106,6 +106,8 @@ type Session struct {
 	// rewrite is set by the check of a pass-through command that must go to Redis changed (an
 	// app user's script, fueled; scripts.go): such a command goes through Serve, never Direct.
 	rewrite *rewrite
+	// judging is the time spent judging this connection's new scripts (scripts.go).
+	judging judgeTime
 
 	// Buffers for a pipeline's buys, reused from one read to the next.
 	buys    []guard.BuyRequest

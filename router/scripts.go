@@ -1,9 +1,12 @@
 package router
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.uber.org/zap"
@@ -116,7 +119,7 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 		if r.appScripts[sha] || r.legacy != nil && r.legacy.byBody(args[1]) != nil {
 			return nil
 		}
-		d := r.judge(sha, args[1])
+		d := r.judge(s, sha, args[1])
 		if d.fueled != nil {
 			s.rewrite = &rewrite{arg: at, value: d.fueled}
 			return r.callAllowed(sha, d, args)
@@ -176,34 +179,107 @@ func (r *Router) scriptExists(s *Session, args [][]byte) {
 	}
 }
 
-// judge is the verdict on body, whose SHA1 is sha: the one kept, or luabound's, kept.
-func (r *Router) judge(sha string, body []byte) verdict {
+// judge is the verdict on body, whose SHA1 is sha: the one kept, or luabound's, kept (but for
+// a judgement that ran out of time, which the next call tries again). s, if not nil, is the
+// connection that asks: one that has spent its share of judging time is refused
+// (judgeTime), so that no client keeps the judge, which is one for the whole proxy, to itself.
+func (r *Router) judge(s *Session, sha string, body []byte) verdict {
 	d, ok := r.verdicts.get(sha)
 	if ok {
 		return d
+	}
+	if s != nil {
+		if err := s.judging.allowed(time.Now()); err != nil {
+			return verdict{why: err}
+		}
 	}
 	r.verdicts.judging.Lock()
 	defer r.verdicts.judging.Unlock()
 	if d, ok := r.verdicts.get(sha); ok { // judged while this one waited
 		return d
 	}
+	start := time.Now()
 	d.bound, d.why = luabound.Analyse(string(body))
-	if d.why != nil && r.opt.AppScriptFuel > 0 {
+	if d.why != nil && r.opt.AppScriptFuel > 0 && !errors.Is(d.why, luabound.ErrOutOfTime) {
 		if f, b, err := luabound.Fuel(string(body), r.opt.AppScriptFuel); err == nil {
 			d.fueled, d.fueledSHA, d.bound = []byte(f), []byte(sha1Hex(f)), b
 		} else {
 			d.why = err // what even fuel cannot bound
 		}
 	}
-	r.verdicts.put(sha, d)
+	if s != nil {
+		s.judging.spent(start, time.Since(start))
+	}
+	if !errors.Is(d.why, luabound.ErrOutOfTime) {
+		r.verdicts.put(sha, d)
+	}
 	return d
+}
+
+// unjudged says whether args is an app user's script whose text this proxy has not judged
+// yet (EVAL, EVAL_RO, SCRIPT LOAD): an event loop leaves it to Serve, which judges it on a
+// goroutine of its own.
+func (r *Router) unjudged(s *Session, args [][]byte) bool {
+	if len(args) < 2 || r.appScripts["*"] || r.opt.Upstream == nil || !r.opt.Upstream.Restricted() {
+		return false // nothing is judged: every script runs, or none
+	}
+	body := args[1]
+	switch {
+	case len(args[0]) == 4 && strings.EqualFold(string(args[0]), "eval"),
+		len(args[0]) == 7 && strings.EqualFold(string(args[0]), "eval_ro"):
+	case len(args) == 3 && strings.EqualFold(string(args[0]), "script") && strings.EqualFold(string(args[1]), "load"):
+		body = args[2]
+	default:
+		return false
+	}
+	if len(body) > luabound.MaxSource {
+		return false // refused unread
+	}
+	_, ok := r.verdicts.get(sha1Hex(string(body)))
+	return !ok
+}
+
+// judgeShare is the judging time a connection may spend in any judgeWindow: a client that sends
+// new script after new script waits for its share to come back, as no other client does.
+const (
+	judgeShare  = time.Second
+	judgeWindow = 10 * time.Second
+)
+
+// judgeTime is a connection's judging time in the current window.
+type judgeTime struct {
+	from time.Time
+	used time.Duration
+}
+
+// allowed returns nil if the connection may have a script judged now, or the error to answer.
+func (j *judgeTime) allowed(now time.Time) error {
+	if now.Sub(j.from) >= judgeWindow {
+		j.from, j.used = now, 0
+	}
+	if j.used < judgeShare {
+		return nil
+	}
+	wait := j.from.Add(judgeWindow).Sub(now)
+	return fmt.Errorf("%w: this connection spent %v judging new scripts in %v, its share: send the script again in %d ms (a script judged once is not judged again)",
+		errJudgeShare, j.used.Round(time.Millisecond), judgeWindow, wait.Milliseconds())
+}
+
+// errJudgeShare is in the answer to a connection past its share of judging time.
+var errJudgeShare = errors.New("not judged now")
+
+func (j *judgeTime) spent(at time.Time, d time.Duration) {
+	if at.Sub(j.from) >= judgeWindow {
+		j.from, j.used = at, 0
+	}
+	j.used += d
 }
 
 // judgeAdmin keeps the verdict on the text of an admin's EVAL or SCRIPT LOAD (which runs
 // whatever it is), so that an app user's EVALSHA of it gets an answer, not NOSCRIPT.
-func (r *Router) judgeAdmin(name []byte, args [][]byte) {
+func (r *Router) judgeAdmin(s *Session, name []byte, args [][]byte) {
 	if len(args) >= 2 && (string(name) == "eval" || string(name) == "eval_ro") && !r.appScripts["*"] && len(args[1]) <= luabound.MaxSource {
-		r.judge(sha1Hex(string(args[1])), args[1])
+		r.judge(s, sha1Hex(string(args[1])), args[1]) // past its share, nothing is kept: the script runs all the same
 	}
 }
 
@@ -230,6 +306,9 @@ func (r *Router) callAllowed(sha string, d verdict, args [][]byte) error {
 func (r *Router) refuseScript(sha string, why error) error {
 	if why == nil {
 		return nil
+	}
+	if errors.Is(why, errJudgeShare) || errors.Is(why, luabound.ErrOutOfTime) {
+		return respError("TRYAGAIN script " + sha + " was not judged: " + oneLine(why.Error()))
 	}
 	r.scriptLog.Do(func() {
 		r.log.Warn("an app user's script was refused: its cost model finds no bound within the budget; an admin may list its SHA1 in redis.app_scripts",

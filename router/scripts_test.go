@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -81,5 +82,34 @@ func TestSeedScriptsWithinBudget(t *testing.T) {
 		if err := b.Allows(keys, [][]byte{[]byte("user-1"), []byte("1")}); err != nil {
 			t.Errorf("the seeds' %s: a call refused: %v", name, err)
 		}
+	}
+}
+
+// TestJudgeShare: a connection that has spent its share of judging time is told when to send
+// its script again, and is judged again once the window has passed; nothing is kept of a
+// script refused that way.
+func TestJudgeShare(t *testing.T) {
+	var j judgeTime
+	now := time.Now()
+	if err := j.allowed(now); err != nil {
+		t.Fatalf("a new connection: %v", err)
+	}
+	j.spent(now, judgeShare)
+	err := j.allowed(now.Add(time.Second))
+	if err == nil || !strings.Contains(err.Error(), "9000 ms") {
+		t.Fatalf("a connection past its share: %v, want the wait named", err)
+	}
+	if err := j.allowed(now.Add(judgeWindow)); err != nil {
+		t.Fatalf("the next window: %v", err)
+	}
+	r := New(nil, zap.NewNop(), Options{AppScriptFuel: 1 << 22})
+	s := r.NewSession("127.0.0.1:1")
+	s.judging.spent(time.Now(), judgeShare)
+	src := []byte("for i = 1, tonumber(ARGV[1]) do end")
+	if err := r.appScript(s, []byte("eval"), [][]byte{[]byte("EVAL"), src, []byte("0"), []byte("1")}, 1); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") || !strings.Contains(err.Error(), "its share") {
+		t.Fatalf("a new script past the share: %v", err)
+	}
+	if _, ok := r.verdicts.get(sha1Hex(string(src))); ok {
+		t.Fatal("a script refused for the share was kept as judged")
 	}
 }

@@ -33,6 +33,10 @@ const shutdownGrace = 10 * time.Second
 // teeCloseGrace bounds how long a SIGTERM then waits for Kafka to take the orders teed.
 const teeCloseGrace = 5 * time.Second
 
+// shutdownSlack is what a shutdown may take beyond both graces before the process exits
+// regardless.
+const shutdownSlack = 5 * time.Second
+
 func main() {
 	conf.CertificateWarnings = func(c conf.Config) []string { return tlsfiles.Warnings(c, time.Now()) }
 	conf.Main("seckill-proxy", run)
@@ -102,6 +106,16 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	case <-ctx.Done():
 		log.Info("shutting down: draining calls in flight")
 	}
+	// A second signal stops the process at once (the default action, restored), and so does
+	// a shutdown that overruns its own bounds: a SIGTERM always ends it. The outbox holds every
+	// order told, so the sweepers of the other proxies, or this one's restart, publish it.
+	stop()
+	watchdog := time.AfterFunc(shutdownGrace+teeCloseGrace+shutdownSlack, func() {
+		log.Error("shutdown overran its bounds; exiting now", zap.Duration("after", shutdownGrace+teeCloseGrace+shutdownSlack))
+		_ = log.Sync()
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	// The buys in flight are answered, then the tee hands Kafka what it holds.

@@ -12,6 +12,7 @@ func (w *walker) settle(fr *frame) {
 	if fr.ready {
 		return
 	}
+	w.step(1)
 	fr.ready, fr.kind, fr.factor = true, kindCounted, poly{} // a loop that reaches itself: no length
 	var z size
 	switch s := fr.node.(type) {
@@ -86,7 +87,7 @@ func (w *walker) mult() poly { return w.multAt(w.stack) }
 
 func (w *walker) multAt(stack []*frame) poly {
 	m := lit(1)
-	for i := len(stack) - 1; i >= 0 && stack[i].fn == nil; i-- {
+	for i := len(stack) - 1; i >= 0 && stack[i].fn == nil && w.step(1+len(m)); i-- {
 		w.settle(stack[i])
 		if stack[i].kind != kindReply {
 			m = m.mul(stack[i].factor)
@@ -100,6 +101,9 @@ func (w *walker) multAt(stack []*frame) poly {
 // bounds, more than maxRewalks times, or as often as the input says.
 func (w *walker) rewalk(n ast.PositionHolder, replies [][]*frame, at []*frame, what string) {
 	for _, from := range replies {
+		if !w.step(len(from) + len(at)) {
+			return
+		}
 		k := 0
 		for k < len(from) && k < len(at) && from[k] == at[k] {
 			k++

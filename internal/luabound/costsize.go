@@ -21,7 +21,33 @@ type size struct {
 func sized(p poly) size { return size{p: p} }
 
 func (z size) add(o size) size {
-	return size{p: z.p.add(o.p), replies: append(append([][]*frame(nil), z.replies...), o.replies...), unknown: z.unknown || o.unknown}
+	return size{p: z.p.add(o.p), replies: readsOf(z.replies, o.replies), unknown: z.unknown || o.unknown}
+}
+
+// readsOf is the places of a and b, each once: a value read from Redis at one place and named
+// twice (local b = a .. a) is still one read, and a chain of such names doubles nothing.
+// Two places are the same if they end in the same body: a body's frames around it are always
+// the same ones (the text's nesting).
+func readsOf(a, b [][]*frame) [][]*frame {
+	if len(b) == 0 {
+		return a
+	}
+	out := append([][]*frame(nil), a...)
+	for _, r := range b {
+		if !hasRead(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func hasRead(in [][]*frame, r []*frame) bool {
+	for _, x := range in {
+		if len(x) == len(r) && (len(r) == 0 || x[len(x)-1] == r[len(r)-1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // numberSize is what a number costs as a string.
@@ -29,6 +55,9 @@ const numberSize = 24
 
 // sizeOf is e's length, e evaluated with the frames at around it.
 func (w *walker) sizeOf(e ast.Expr, at []*frame) size {
+	if !w.step(1 + len(at)) {
+		return size{unknown: true}
+	}
 	switch e := e.(type) {
 	case nil, *ast.NilExpr, *ast.TrueExpr, *ast.FalseExpr, *ast.FunctionExpr:
 		return sized(poly{})
@@ -148,6 +177,9 @@ func (w *walker) nameSize(name string) size {
 	if z, ok := w.sizes[name]; ok {
 		return z
 	}
+	if !w.step(1) {
+		return size{unknown: true}
+	}
 	if w.sizing[name] {
 		return size{unknown: true}
 	}
@@ -157,6 +189,9 @@ func (w *walker) nameSize(name string) size {
 		z = z.add(w.givenSize(name, g))
 	}
 	delete(w.sizing, name)
+	if !w.step(len(z.replies) + len(z.p)) { // what it holds is work to every reader of it
+		z = size{unknown: true}
+	}
 	w.sizes[name] = z
 	return z
 }
@@ -173,8 +208,8 @@ func (w *walker) givenSize(name string, g given) size {
 		if g.str { // a match is part of the string
 			z = w.sizeOf(g.e, g.stack)
 		}
-		for i := range z.replies { // an element is read on its own step
-			z.replies[i] = g.stack
+		if len(z.replies) > 0 { // an element is read on its own step
+			z.replies = [][]*frame{g.stack}
 		}
 		return z
 	case g.e == nil: // a parameter, or a call's later value: as if read where it is given
@@ -200,6 +235,9 @@ func (w *walker) givenSize(name string, g given) size {
 
 // numBound is how large a number e may be (in magnitude), for a loop's bounds.
 func (w *walker) numBound(e ast.Expr, at []*frame) size {
+	if !w.step(1 + len(at)) {
+		return size{unknown: true}
+	}
 	switch e := e.(type) {
 	case *ast.NumberExpr:
 		v, _ := literal(e)
@@ -229,18 +267,29 @@ func (w *walker) numBound(e ast.Expr, at []*frame) size {
 	return size{unknown: true}
 }
 
+// nameBound is the largest number a name is ever given (kept, once computed: a name given
+// names given names would otherwise be worked out once per path to it); a name whose bound
+// depends on itself has none.
 func (w *walker) nameBound(name string) size {
+	if z, ok := w.bounds[name]; ok {
+		return z
+	}
 	key := "#" + name
 	if w.sizing[key] {
 		return size{unknown: true}
 	}
 	w.sizing[key] = true
-	defer delete(w.sizing, key)
-	z := sized(poly{})
-	gs := w.givens[name]
+	z := w.givenBounds(w.givens[name])
+	delete(w.sizing, key)
+	w.bounds[name] = z
+	return z
+}
+
+func (w *walker) givenBounds(gs []given) size {
 	if len(gs) == 0 {
 		return size{unknown: true}
 	}
+	z := sized(poly{})
 	for _, g := range gs {
 		switch {
 		case g.counter != nil:

@@ -58,21 +58,37 @@ type walker struct {
 	busy   map[*ast.FunctionExpr]bool
 	anyFn  poly
 	sizes  map[string]size
+	bounds map[string]size // nameBound's answers, kept
 	sizing map[string]bool
 	cost   poly
+	budget budget
 	at     ast.PositionHolder // the statement being charged
 	err    error
 }
 
-func newWalker(f *facts, fuel int) *walker {
+func newWalker(f *facts, fuel, tokens int) *walker {
 	return &walker{f: f, fuel: fuel, frames: map[ast.PositionHolder]*frame{}, givens: map[string][]given{},
 		stores: map[string][][]*frame{}, defs: map[*ast.FunctionExpr][]*frame{}, fnCost: map[*ast.FunctionExpr]poly{},
-		busy: map[*ast.FunctionExpr]bool{}, sizes: map[string]size{}, sizing: map[string]bool{}, cost: poly{}}
+		busy: map[*ast.FunctionExpr]bool{}, sizes: map[string]size{}, bounds: map[string]size{}, sizing: map[string]bool{},
+		cost: poly{}, budget: newBudget(tokens)}
 }
 
-// costOf runs the model over chunk: the script's bound, or why it has none.
-func costOf(chunk []ast.Stmt, f *facts, fuel int) (*walker, Bound, error) {
-	w := newWalker(f, fuel)
+// step counts n steps of the model's own work (budget.go); false: it is over, and the script
+// refused.
+func (w *walker) step(n int) bool {
+	if w.budget.spend(n) {
+		return true
+	}
+	if w.err == nil {
+		w.err = w.budget.over
+	}
+	return false
+}
+
+// costOf runs the model over chunk, a script of tokens tokens: the script's bound, or why it
+// has none.
+func costOf(chunk []ast.Stmt, f *facts, fuel, tokens int) (*walker, Bound, error) {
+	w := newWalker(f, fuel, tokens)
 	w.pass = 1
 	w.stmts(chunk)
 	w.pass = 2
@@ -108,7 +124,7 @@ func (w *walker) fail(n ast.PositionHolder, format string, args ...any) {
 // charge adds what one operation here costs: times the loops around it, or, with fuel, to
 // its body's weight (what depends on the input: for each step the fuel allows).
 func (w *walker) charge(p poly) {
-	if w.pass != 2 || len(p) == 0 {
+	if w.pass != 2 || len(p) == 0 || !w.step(len(p)+len(w.stack)) {
 		return
 	}
 	if w.fuel == 0 {
@@ -175,6 +191,9 @@ func (w *walker) stmts(ss []ast.Stmt) {
 }
 
 func (w *walker) stmt(s ast.Stmt) {
+	if !w.step(1) {
+		return
+	}
 	w.at = s
 	w.charge(lit(1))
 	switch s := s.(type) {
@@ -295,6 +314,9 @@ func (w *walker) function(fn *ast.FunctionExpr) {
 func (w *walker) functionCost(fn *ast.FunctionExpr) poly {
 	if c, ok := w.fnCost[fn]; ok {
 		return c
+	}
+	if !w.step(1) {
+		return lit(1)
 	}
 	if w.busy[fn] {
 		w.fail(fn, "a function reaches itself through a callback: recursion cannot be ruled out")

@@ -53,11 +53,11 @@ func Fuel(src string, units int) (string, Bound, error) {
 	if units <= 0 {
 		return "", Bound{}, fmt.Errorf("loop fuel is off")
 	}
-	chunk, f, err := check(src, true)
+	chunk, f, tokens, err := check(src, true)
 	if err != nil {
 		return "", Bound{}, err
 	}
-	w, bound, err := costOf(chunk, f, units)
+	w, bound, err := costOf(chunk, f, units, tokens)
 	if err != nil {
 		return "", Bound{}, err
 	}

@@ -75,7 +75,7 @@ func FuzzFuel(f *testing.F) {
 		} else if w.stmts(chunk); w.err != nil {
 			t.Fatalf("fueled %q to %q: %v", src, out, w.err)
 		}
-		if _, _, err := check(out, true); Check(src) == nil && err != nil {
+		if _, _, _, err := check(out, true); Check(src) == nil && err != nil {
 			t.Fatalf("a bounded script %q fueled to %q that the check refuses", src, out)
 		}
 	})

@@ -51,8 +51,8 @@ const (
 	MaxDepth  = 100
 )
 
-// shape refuses a script over MaxTokens or MaxDepth.
-func shape(src string) error {
+// shape refuses a script over MaxTokens or MaxDepth; its tokens, for the judge's own budget.
+func shape(src string) (int, error) {
 	body := strings.TrimPrefix(src, "\uFEFF")
 	if strings.HasPrefix(body, "#!") {
 		body = body[min(len(body), strings.IndexByte(body+"\n", '\n')):]
@@ -60,13 +60,13 @@ func shape(src string) error {
 	tokens, _, err := luacanon.Shape(body, MaxTokens, MaxDepth)
 	switch {
 	case err == luacanon.ErrTooBig && tokens > MaxTokens:
-		return fmt.Errorf("the script has over %d tokens", MaxTokens)
+		return 0, fmt.Errorf("the script has over %d tokens", MaxTokens)
 	case err == luacanon.ErrTooBig:
-		return fmt.Errorf("the script nests blocks and brackets over %d deep", MaxDepth)
+		return 0, fmt.Errorf("the script nests blocks and brackets over %d deep", MaxDepth)
 	case err != nil:
-		return fmt.Errorf("the script does not parse: %v", err)
+		return 0, fmt.Errorf("the script does not parse: %v", err)
 	}
-	return nil
+	return tokens, nil
 }
 
 // Check returns nil if src has a cost bound within the budget (Analyse), or why it has not.
@@ -79,35 +79,37 @@ func Check(src string) error {
 // fuel, or why it may not. A call of it may still cost more than its input allows: Bound.Allows
 // says, for each call.
 func Analyse(src string) (Bound, error) {
-	chunk, f, err := check(src, false)
+	chunk, f, tokens, err := check(src, false)
 	if err != nil {
 		return Bound{}, err
 	}
-	_, b, err := costOf(chunk, f, 0)
+	_, b, err := costOf(chunk, f, 0, tokens)
 	return b, err
 }
 
 // check parses src and checks its shape: with fuel, loops and calls of function values pass
-// (Fuel counts them).
-func check(src string, fuel bool) ([]ast.Stmt, *facts, error) {
+// (Fuel counts them). tokens is the script's count of tokens, which the cost model's own work
+// is bounded by.
+func check(src string, fuel bool) ([]ast.Stmt, *facts, int, error) {
 	if len(src) > MaxSource {
-		return nil, nil, fmt.Errorf("the script is over %d bytes", MaxSource)
+		return nil, nil, 0, fmt.Errorf("the script is over %d bytes", MaxSource)
 	}
-	if err := shape(src); err != nil {
-		return nil, nil, err
+	tokens, err := shape(src)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	if err := shebangFlags(src); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	chunk, err := parseScript(src, "the script")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	c := &checker{f: learn(chunk), fuel: fuel}
 	if err := c.stmts(chunk, false); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	return chunk, c.f, nil
+	return chunk, c.f, tokens, nil
 }
 
 // shebangFlags refuses a Redis 7 shebang line (#!lua flags=...) whose flags lift a master's

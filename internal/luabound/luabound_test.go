@@ -1,6 +1,7 @@
 package luabound
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -75,17 +76,26 @@ return redis.call('pttl', KEYS[1]);`,
 	}
 }
 
-// FuzzCheck: any text is judged without a panic, and a verdict once given is given again.
+// FuzzCheck: any text is judged without a panic, a verdict once given is given again, and no
+// judgement runs out of its steps (they grow with the script's size: budget.go).
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{"while true do end", "for i = 1, #ARGV do end", "local function f() return f() end",
 		"for _, v in ipairs(redis.call('keys', '*')) do end", "return string.rep('x', 1e9)", "#!lua\nreturn 1", "::a:: goto a",
-		"local t = {} t[1] = t", "return (((((", "for i=1,1e6,1e-9 do end"} {
+		"local t = {} t[1] = t", "return (((((", "for i=1,1e6,1e-9 do end",
+		"local a0 = 1 local a1 = a0 + a0 local a2 = a1 + a1 for i = 1, a2 do end",
+		"local a0 = redis.call('get', KEYS[1]) local a1 = a0 .. a0 local a2 = a1 or a1 return #a2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		a, b := Check(src), Check(src)
 		if (a == nil) != (b == nil) {
 			t.Fatalf("two verdicts on %q: %v, %v", src, a, b)
+		}
+		if errors.Is(a, ErrTooComplex) {
+			t.Fatalf("%q: %v", src, a)
+		}
+		if _, _, err := Fuel(src, 1<<20); errors.Is(err, ErrTooComplex) {
+			t.Fatalf("fueled, %q: %v", src, err)
 		}
 	})
 }
