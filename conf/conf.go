@@ -187,6 +187,11 @@ type Limits struct {
 	MaxPipeline int `koanf:"max_pipeline"`
 	// MaxArgBytes is the largest single argument accepted.
 	MaxArgBytes int `koanf:"max_arg_bytes"`
+	// MaxAllocBytes is the most one command may make Redis allocate by its arguments, beyond
+	// the arguments themselves: SETRANGE and SETBIT offsets, BITFIELD's, and the negative
+	// counts of SRANDMEMBER, ZRANDMEMBER and HRANDFIELD (64 bytes an element). Past it the
+	// command is refused.
+	MaxAllocBytes int `koanf:"max_alloc_bytes"`
 	// MaxInflight is the most SECKILL calls in flight to Redis at once.
 	MaxInflight int `koanf:"max_inflight"`
 	// OutcomeChannelsPerConn is the most outcome channels (seckill:outcome:<sku>/<uid>) one
@@ -315,6 +320,8 @@ func Default() Config {
 			AdminAllow:          []string{},
 			AppScripts:          []string{},
 			AppScriptFuel:       1 << 22,
+			AppScriptBytes:      32 << 20,
+			AppScriptTime:       500 * time.Millisecond,
 			EventLoops:          1,
 			CommandTimeout:      5 * time.Second,
 			AddressMap:          []string{},
@@ -340,11 +347,12 @@ func Default() Config {
 			ConnMaxLifetime: 5 * time.Minute,
 		},
 		Limits: Limits{
-			MaxClients:   10000,
-			MaxPipeline:  1024,
-			MaxArgBytes:  512 << 20,
-			ReplyBuffers: 32 << 20,
-			MaxInflight:  4096,
+			MaxClients:    10000,
+			MaxPipeline:   1024,
+			MaxArgBytes:   512 << 20,
+			MaxAllocBytes: 32 << 20,
+			ReplyBuffers:  32 << 20,
+			MaxInflight:   4096,
 			// An outcome channel costs about 300 bytes held, and a waiter while its order
 			// is pending (status.max_waiters bounds those): 100,000 stay within tens of
 			// MiB of a 256 MiB sidecar.

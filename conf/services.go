@@ -85,6 +85,15 @@ type Redis struct {
 	// the proxy sends it rewritten to pay for each step and stop with an error once this is
 	// spent. 0 refuses such scripts instead.
 	AppScriptFuel int `koanf:"app_script_fuel"`
+	// AppScriptBytes bounds what one run of an app user's script may ask Redis to keep or
+	// allocate (its calls' arguments, SETRANGE and SETBIT offsets, the counts of SRANDMEMBER
+	// and the like), and how far it may grow its Lua heap; past it the script stops with an
+	// error. The meter checks it on every Redis call, loop step and function call.
+	AppScriptBytes int `koanf:"app_script_bytes"`
+	// AppScriptTime bounds how long one run of an app user's script may take, read from
+	// Redis's clock at least every few thousand units of its work; past it the script stops
+	// with an error, well before Redis's own busy threshold.
+	AppScriptTime time.Duration `koanf:"app_script_time"`
 	// EventLoops is how many epoll event loops serve the clients on Linux, each on a goroutine
 	// (and so, with the cores to run them, a core) of its own and with one connection per Redis
 	// node, as twemproxy does. 0 serves each client from a goroutine of its own (as off Linux).

@@ -138,6 +138,9 @@ func (v *validator) checkLimits(c *Config) {
 	v.atLeast("limits.max_clients", c.Limits.MaxClients, 1)
 	v.atLeast("limits.max_pipeline", c.Limits.MaxPipeline, 1)
 	v.atLeast("limits.max_arg_bytes", c.Limits.MaxArgBytes, 64)
+	if n := c.Limits.MaxAllocBytes; n < 1<<20 || n > 1<<30 {
+		v.fail("limits.max_alloc_bytes", n, "must be from 1 MiB to 1 GiB: what one command may make its master allocate")
+	}
 	v.atLeast("limits.max_inflight", c.Limits.MaxInflight, 1)
 	if n := c.Limits.ReplyBuffers; n != 0 && n < 4*ReplyBufferFloor {
 		v.fail("limits.reply_buffers", n, "must be 0 (no bound) or at least 1MiB")
@@ -194,6 +197,10 @@ func (v *validator) checkBuy(c *Config) {
 	if c.Redis.AppScriptFuel > MaxAppScriptFuel {
 		v.fail("redis.app_script_fuel", c.Redis.AppScriptFuel, "must be at most "+strconv.Itoa(MaxAppScriptFuel)+" units, the scripts' cost budget: a master running a script answers BUSY to every other client")
 	}
+	if n := c.Redis.AppScriptBytes; n < 1<<20 || n > 1<<30 {
+		v.fail("redis.app_script_bytes", n, "must be from 1 MiB to 1 GiB: what one app user's script may ask its master to keep, and grow its Lua heap by")
+	}
+	v.between("redis.app_script_time", c.Redis.AppScriptTime, 10*time.Millisecond, 5*time.Second)
 	for i, s := range c.Redis.AppScripts {
 		switch {
 		case s == "*" && !c.Redis.AppScriptsAnyUnsafe:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,89 @@ func TestScriptCheckerBounded(t *testing.T) {
 				t.Fatal("the chain script had no answer in 30 s")
 			}
 		})
+	}
+}
+
+// TestScriptsChargedForWhatTheyCopy: an app user's script pays at run time for what Redis
+// hands it and what it asks Redis to allocate, and a plain command for what its arguments
+// make Redis allocate. On a private redis-server under maxmemory 64mb: 249 GETs of a 16 MiB
+// value (which held a master 16 s) stop by redis.app_script_time, and meanwhile the master
+// answers PING within a second; a loop-free doubling chain over a 1 KiB value is refused;
+// SRANDMEMBER with a count of -5,000,000 and SETRANGE at a 256 MiB offset stop in a script and
+// are refused as plain commands; the master's memory stays under maxmemory + 64 MiB, and it
+// still answers a GET through the proxy.
+func TestScriptsChargedForWhatTheyCopy(t *testing.T) {
+	addr, startRedis := ownRedis(t)
+	startRedis()
+	ctx := context.Background()
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	if err := direct.ConfigSet(ctx, "maxmemory", "64mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.SetRange(ctx, "hostile:big", 16<<20-1, "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	direct.Set(ctx, "hostile:small", strings.Repeat("y", 1024), 0)
+	direct.SAdd(ctx, "hostile:set", "a", "b", "c")
+	s := startOn(t, addr, func(c *conf.Config) {
+		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}}
+	})
+	shop := redis.NewClient(&redis.Options{Addr: s.addr, Username: "shop", Password: "shop-pw", PoolSize: 2, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { _ = shop.Close() })
+	stopped := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "script stopped by seckill-proxy") {
+			t.Errorf("%s: %v, want the meter to stop it", what, err)
+		}
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		done <- shop.Eval(ctx, "for i = 1, 249 do redis.call('GET', KEYS[1]) end return 1", []string{"hostile:big"}).Err()
+	}()
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := direct.Ping(pctx).Err()
+		cancel()
+		if took := time.Since(start); err != nil || took > time.Second {
+			t.Fatalf("the master's PING while 249 GETs of 16 MiB run: %v after %v", err, took)
+		}
+	}
+	stopped("249 GETs of a 16 MiB value", <-done)
+
+	var chain strings.Builder
+	chain.WriteString("local a0 = redis.call('GET', KEYS[1])\n")
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&chain, "local a%d = a%d .. a%[2]d\n", i, i-1)
+	}
+	chain.WriteString("return #a20")
+	if err := shop.Eval(ctx, chain.String(), []string{"hostile:small"}).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "copies") {
+		t.Errorf("a doubling chain over 1 KiB: %v, want NOPERM naming the copies", err)
+	}
+	stopped("SRANDMEMBER -5000000 in a script", shop.Eval(ctx, "return redis.call('SRANDMEMBER', KEYS[1], -5000000)", []string{"hostile:set"}).Err())
+	stopped("SETRANGE at 256 MiB in a script", shop.Eval(ctx, "return redis.call('SETRANGE', KEYS[1], 268435455, 'x')", []string{"hostile:range"}).Err())
+	for _, cmd := range [][]any{{"SRANDMEMBER", "hostile:set", -5000000}, {"SETRANGE", "hostile:range", 268435455, "x"}, {"SETBIT", "hostile:range", 4294967295, 1}} {
+		if err := shop.Do(ctx, cmd...).Err(); err == nil || !strings.Contains(err.Error(), "limits.max_alloc_bytes") {
+			t.Errorf("%v as a plain command: %v, want a refusal naming limits.max_alloc_bytes", cmd, err)
+		}
+	}
+	mem, err := direct.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(mem, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "used_memory_peak:"); ok {
+			if n, _ := strconv.ParseInt(v, 10, 64); n > (64+64)<<20 {
+				t.Errorf("the master's memory peaked at %d bytes, over maxmemory + 64 MiB", n)
+			}
+		}
+	}
+	if n, err := direct.Exists(ctx, "hostile:range").Result(); err != nil || n != 0 {
+		t.Errorf("hostile:range exists (%d, %v): an allocation got through", n, err)
+	}
+	if got, err := shop.StrLen(ctx, "hostile:small").Result(); err != nil || got != 1024 {
+		t.Errorf("a GET through the proxy afterwards: %d, %v", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,11 +109,32 @@ func testSaleKeysCannotBeWritten(t *testing.T, open, locked *stack) {
 		t.Fatal(err)
 	}
 	targets := []string{k.Stock, k.Meta, k.Buyers, k.Outbox, k.Result, sale.SalesKey}
+	// snapshot is every target's value and expiry. A read that fails (a node an earlier test
+	// restarted, not yet reached again) is tried again for a while, then fails the test by
+	// name: a failed read must never look like a change, nor hide one.
 	snapshot := func() string {
+		t.Helper()
 		var b strings.Builder
 		for _, key := range targets {
-			d, _ := rc.Dump(ctx, key).Result()
-			ttl, _ := rc.PTTL(ctx, key).Result()
+			var d string
+			var ttl time.Duration
+			var err error
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				if d, err = rc.Dump(ctx, key).Result(); err == redis.Nil {
+					d, err = "", nil
+				}
+				if err == nil {
+					ttl, err = rc.PTTL(ctx, key).Result()
+				}
+				if err == nil || time.Now().After(deadline) {
+					break
+				}
+				rc.ReloadState(ctx) // go-redis does not reload its slot map on "connection refused"
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("reading %s for the sale's snapshot: %v", key, err)
+			}
 			b.WriteString(key + "=" + d + "/" + ttl.String() + ";")
 		}
 		return b.String()
@@ -188,7 +210,7 @@ func testSaleKeysCannotBeWritten(t *testing.T, open, locked *stack) {
 					transcript = append(transcript, reply)
 				}
 				if got := snapshot(); got != want {
-					t.Errorf("%s, %s on %s changed the sale's keys (replies %q)", role.name, name, target, transcript)
+					t.Errorf("%s, %s on %s changed the sale's keys (replies %q): %s", role.name, name, target, transcript, changedKeys(want, got))
 					return
 				}
 				if all := strings.Join(transcript, " "); !refusal(all) {
@@ -197,6 +219,25 @@ func testSaleKeysCannotBeWritten(t *testing.T, open, locked *stack) {
 			}
 		}
 	}
+}
+
+// changedKeys names the keys whose part of two snapshots differs, with both.
+func changedKeys(want, got string) string {
+	w, g := strings.Split(want, ";"), strings.Split(got, ";")
+	var out []string
+	for i := range max(len(w), len(g)) {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			out = append(out, fmt.Sprintf("was %q, now %q", a, b))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // TestForgedEventsChangeNothing: close, soldout and release events published on Redis

@@ -81,6 +81,9 @@ var policyNames = func() map[string]bool {
 	for k := range refused {
 		m[k] = true
 	}
+	for k := range allocating {
+		m[k] = true
+	}
 	return m
 }()
 
@@ -155,6 +158,11 @@ func (r *Router) passSpecial(s *Session, name []byte, args [][]byte) error {
 		}
 		r.judgeAdmin(s, name, args)
 		return nil // what the code writes, Redis's ACL checks
+	case allocating[string(name)]:
+		if n := allocOf(string(name), args); r.opt.MaxAllocBytes > 0 && n > int64(r.opt.MaxAllocBytes) {
+			return allocError(string(name), n, r.opt.MaxAllocBytes)
+		}
+		return errNotSpecial
 	case publishing[string(name)]:
 		if len(args) > 1 && sale.ProtectedChannel(args[1]) {
 			return respError(ProtectedChannelError)

@@ -104,7 +104,7 @@ type Session struct {
 	// (stale, Direct), which drops their replies one command at a time.
 	replyOff, skipNext bool
 	// rewrite is set by the check of a pass-through command that must go to Redis changed (an
-	// app user's script, fueled; scripts.go): such a command goes through Serve, never Direct.
+	// app user's script, rewritten; scripts.go): such a command goes through Serve, never Direct.
 	rewrite *rewrite
 	// judging is the time spent judging this connection's new scripts (scripts.go).
 	judging judgeTime
@@ -145,14 +145,21 @@ type Options struct {
 	LegacyUIDLessPerConn int64
 	// MaxArgBytes is the largest argument accepted; 0 means no bound.
 	MaxArgBytes int
+	// MaxAllocBytes is the most one command may make Redis allocate by its arguments
+	// (alloc.go); 0 means no bound.
+	MaxAllocBytes int
 	// AdminAllow names refused commands that an admin user may run all the same.
 	AdminAllow []string
 	// AppScripts are the SHA1s of the scripts an app user may run; "*": any (conf's
 	// redis.app_scripts).
 	AppScripts []string
-	// AppScriptFuel is the cost units an app user's script that loops on a value may spend,
-	// rewritten to count them (conf's redis.app_script_fuel); 0 refuses such a script.
-	AppScriptFuel int
+	// AppScriptFuel, AppScriptBytes and AppScriptTime are what an app user's script may spend
+	// at run time (redis.app_script_fuel, redis.app_script_bytes, redis.app_script_time):
+	// internal/luabound's meter. A fuel of 0 refuses a script that loops on a value; bytes of 0
+	// send the scripts unmetered (fueled only where they must be).
+	AppScriptFuel  int
+	AppScriptBytes int
+	AppScriptTime  time.Duration
 	// ProtectedMode refuses clients from outside loopback while there are no credentials.
 	ProtectedMode bool
 	// MaxStatusWait bounds SECKILL.STATUS ... WAIT (status.max_wait; 0: conf's default).

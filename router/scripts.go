@@ -22,10 +22,12 @@ import (
 // call's own keys and arguments), or if an admin listed its SHA1 in redis.app_scripts ("*":
 // any), or if it is one of the seeds' stock scripts (run as a buy). A script refused only for
 // how it loops (a while, a for to a value, recursion) runs fueled, when redis.app_script_fuel is
-// above 0: rewritten by luabound.Fuel to stop after that many units, each body charged what
-// it costs. The client never sees the rewrite: its
-// EVAL sends the fueled text, its EVALSHA the fueled SHA1, its SCRIPT LOAD loads the fueled
-// text and answers the client's SHA1, its SCRIPT EXISTS asks for the fueled SHA1. EVALSHA
+// above 0: rewritten to stop after that many units, each body charged what it costs. Every
+// script an app user runs is metered as it runs (luabound.Prepare, meter.go): what it asks
+// Redis to keep and to allocate, its Lua heap and its time, within redis.app_script_bytes and
+// redis.app_script_time. The client never sees the rewrite: its
+// EVAL sends the rewritten text, its EVALSHA the rewritten SHA1, its SCRIPT LOAD loads the
+// rewritten text and answers the client's SHA1, its SCRIPT EXISTS asks for the rewritten SHA1. EVALSHA
 // names no text: a SHA1 whose script this proxy judged (by EVAL or SCRIPT LOAD) gets that
 // verdict, and one it never saw gets NOSCRIPT, on which clients send the text with EVAL.
 // Functions run only with "*".
@@ -33,23 +35,23 @@ import (
 // noScriptReply makes a client send a script's text (EVAL) in place of its SHA1.
 const noScriptReply = "NOSCRIPT No matching script. Please use EVAL."
 
-// maxVerdicts bounds the verdicts kept by SHA1, and maxFueledBytes the fueled texts they keep;
+// maxVerdicts bounds the verdicts kept by SHA1, and maxTextBytes the rewritten texts they keep;
 // past either the least recently used are forgotten, one at a time (a client's next EVALSHA
 // of one then gets NOSCRIPT and sends the text again), so that a flood of new scripts does not
 // wipe out the ones in use.
 const (
-	maxVerdicts    = 4096
-	maxFueledBytes = 64 << 20
+	maxVerdicts  = 4096
+	maxTextBytes = 64 << 20
 )
 
 // verdict is what this proxy decided of a script: why it may not run as it is (nil: it may),
-// and, for one that may run fueled, its fueled text and that text's SHA1; what a call of it may
+// and, for one sent rewritten, the text sent and that text's SHA1; what a call of it may
 // cost (each call's input is checked against it).
 type verdict struct {
-	why       error
-	fueled    []byte
-	fueledSHA []byte
-	bound     luabound.Bound
+	why     error
+	text    []byte
+	textSHA []byte
+	bound   luabound.Bound
 }
 
 // verdicts are the scripts this proxy judged, by SHA1, least recently used first out; judging
@@ -58,7 +60,7 @@ type verdict struct {
 type verdicts struct {
 	mu      sync.Mutex
 	lru     *simplelru.LRU[string, verdict]
-	bytes   int // of the fueled texts kept
+	bytes   int // of the rewritten texts kept
 	judging sync.Mutex
 }
 
@@ -75,11 +77,11 @@ func (v *verdicts) put(sha string, d verdict) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.lru == nil {
-		v.lru, _ = simplelru.NewLRU(maxVerdicts, func(_ string, old verdict) { v.bytes -= len(old.fueled) })
+		v.lru, _ = simplelru.NewLRU(maxVerdicts, func(_ string, old verdict) { v.bytes -= len(old.text) })
 	}
 	v.lru.Add(sha, d)
-	v.bytes += len(d.fueled)
-	for v.bytes > maxFueledBytes && v.lru.Len() > 1 {
+	v.bytes += len(d.text)
+	for v.bytes > maxTextBytes && v.lru.Len() > 1 {
 		v.lru.RemoveOldest()
 	}
 }
@@ -103,7 +105,7 @@ func (w *rewrite) apply(args [][]byte) [][]byte {
 
 // appScript says whether an app user may run the script or function that args calls (name
 // lower-cased: EVAL[_RO] and SCRIPT LOAD, as "eval", of a text; EVALSHA[_RO] of a SHA1; FCALL):
-// nil, or the error to answer. A script that runs fueled sets s.rewrite, argument 1 of args
+// nil, or the error to answer. A script that runs rewritten sets s.rewrite, argument 1 of args
 // (of SCRIPT LOAD: first the argument after LOAD) to be replaced; at is where args[1] is in
 // the command.
 func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error {
@@ -120,8 +122,8 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 			return nil
 		}
 		d := r.judge(s, sha, args[1])
-		if d.fueled != nil {
-			s.rewrite = &rewrite{arg: at, value: d.fueled}
+		if d.text != nil {
+			s.rewrite = &rewrite{arg: at, value: d.text}
 			return r.callAllowed(sha, d, args)
 		}
 		if err := r.refuseScript(sha, d.why); err != nil {
@@ -142,8 +144,8 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 		switch {
 		case !ok:
 			return respError(noScriptReply)
-		case d.fueled != nil:
-			s.rewrite = &rewrite{arg: at, value: d.fueledSHA}
+		case d.text != nil:
+			s.rewrite = &rewrite{arg: at, value: d.textSHA}
 			return r.callAllowed(sha, d, args)
 		}
 		if err := r.refuseScript(sha, d.why); err != nil {
@@ -154,8 +156,8 @@ func (r *Router) appScript(s *Session, name []byte, args [][]byte, at int) error
 	return respError("NOPERM functions are not ones app users may run: an admin may allow them all with redis.app_scripts: [\"*\"]")
 }
 
-// scriptLoad says whether an app user may SCRIPT LOAD args[2]: a fueled one loads the fueled
-// text, and its answer is the client's SHA1.
+// scriptLoad says whether an app user may SCRIPT LOAD args[2]: a rewritten one loads the
+// rewritten text, and its answer is the client's SHA1.
 func (r *Router) scriptLoad(s *Session, args [][]byte) error {
 	err := r.appScript(s, []byte("eval"), args[1:], 2)
 	if err == nil && s.rewrite != nil {
@@ -164,16 +166,16 @@ func (r *Router) scriptLoad(s *Session, args [][]byte) error {
 	return err
 }
 
-// scriptExists asks, for an app user, of the fueled script in place of each SHA1 that runs
-// fueled (SCRIPT EXISTS is answered per argument, so only one may be rewritten this way: the
+// scriptExists asks, for an app user, of the rewritten script in place of each SHA1 that runs
+// rewritten (SCRIPT EXISTS is answered per argument, so only one may be rewritten this way: the
 // first; a client asks of one script at a time, as Redisson and go-redis do).
 func (r *Router) scriptExists(s *Session, args [][]byte) {
 	if r.appScripts["*"] {
 		return
 	}
 	for i := 2; i < len(args); i++ {
-		if d, ok := r.verdicts.get(strings.ToLower(string(args[i]))); ok && d.fueled != nil {
-			s.rewrite = &rewrite{arg: i, value: d.fueledSHA}
+		if d, ok := r.verdicts.get(strings.ToLower(string(args[i]))); ok && d.text != nil {
+			s.rewrite = &rewrite{arg: i, value: d.textSHA}
 			return
 		}
 	}
@@ -199,13 +201,10 @@ func (r *Router) judge(s *Session, sha string, body []byte) verdict {
 		return d
 	}
 	start := time.Now()
-	d.bound, d.why = luabound.Analyse(string(body))
-	if d.why != nil && r.opt.AppScriptFuel > 0 && !errors.Is(d.why, luabound.ErrOutOfTime) {
-		if f, b, err := luabound.Fuel(string(body), r.opt.AppScriptFuel); err == nil {
-			d.fueled, d.fueledSHA, d.bound = []byte(f), []byte(sha1Hex(f)), b
-		} else {
-			d.why = err // what even fuel cannot bound
-		}
+	p, err := luabound.Prepare(string(body), luabound.Limits{Fuel: r.opt.AppScriptFuel, Bytes: r.opt.AppScriptBytes, TimeMillis: int(r.opt.AppScriptTime / time.Millisecond)})
+	d.bound, d.why = p.Bound, err
+	if err == nil && p.Rewritten {
+		d.text, d.textSHA = []byte(p.Text), []byte(sha1Hex(p.Text))
 	}
 	if s != nil {
 		s.judging.spent(start, time.Since(start))

@@ -26,12 +26,12 @@ func TestVerdictsKeepTheScriptsInUse(t *testing.T) {
 	if _, ok := v.get("flood-0"); ok {
 		t.Error("the oldest of the flood is still kept: nothing is forgotten")
 	}
-	big := make([]byte, maxFueledBytes/3)
+	big := make([]byte, maxTextBytes/3)
 	for i := range 4 {
-		v.put(fmt.Sprintf("fueled-%d", i), verdict{fueled: big})
+		v.put(fmt.Sprintf("fueled-%d", i), verdict{text: big})
 	}
-	if v.bytes > maxFueledBytes {
-		t.Errorf("%d bytes of fueled texts kept, over %d", v.bytes, maxFueledBytes)
+	if v.bytes > maxTextBytes {
+		t.Errorf("%d bytes of fueled texts kept, over %d", v.bytes, maxTextBytes)
 	}
 	if _, ok := v.get("fueled-3"); !ok {
 		t.Error("the newest fueled text was forgotten")

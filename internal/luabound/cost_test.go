@@ -187,16 +187,16 @@ func FuzzCostBound(f *testing.F) {
 
 // countedScript is src with a step counted first thing in every loop and function body.
 func countedScript(t *testing.T, src string) string {
-	at, err := stepPlaces(src)
+	edits, err := editsOf(src, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
 	last := 0
-	for _, off := range at {
-		out.WriteString(src[last:off])
+	for _, e := range edits {
+		out.WriteString(src[last:e.at])
 		out.WriteString(" steps_ = steps_ + 1 ")
-		last = off
+		last = e.at
 	}
 	out.WriteString(src[last:])
 	return out.String()

@@ -99,33 +99,41 @@ func (w *walker) multAt(stack []*frame) poly {
 // rewalk refuses a value read from Redis (where each of replies says) and read again at:
 // within a function it was not read in, within a walk of a reply or a loop only the fuel
 // bounds, more than maxRewalks times, or as often as the input says.
-func (w *walker) rewalk(n ast.PositionHolder, replies [][]*frame, at []*frame, what string) {
-	for _, from := range replies {
-		if !w.step(len(from) + len(at)) {
-			return
-		}
-		k := 0
-		for k < len(from) && k < len(at) && from[k] == at[k] {
-			k++
-		}
-		m := 1.0
-		for _, fr := range at[k:] {
-			w.settle(fr)
-			switch {
-			case fr.fn != nil:
-				w.fail(n, "%s reads again, on each call of a function, a value read from Redis outside it, whose size has no bound", what)
-			case fr.kind == kindReply || fr.kind == kindFueled:
-				w.fail(n, "%s reads again, on each step of a loop whose length has no bound, a value read from Redis outside it", what)
-			case !fr.factor.literal():
-				w.fail(n, "%s reads again, as many times as the input is long, a value read from Redis outside its loop", what)
-			default:
-				m *= fr.factor.constant()
-			}
-		}
-		if m > maxRewalks {
+func (w *walker) rewalk(n ast.PositionHolder, replies []read, at []*frame, what string) {
+	for _, r := range replies {
+		if m := w.rereads(n, r, at, what); m > maxRewalks {
 			w.fail(n, "%s reads a value read from Redis outside its loop %.0f times (more than %d): its size has no bound", what, m, maxRewalks)
 		}
 	}
+}
+
+// rereads is how many times what is at reads r's value again for each time it was read: the
+// counted loops between the two; a function, a walk of a reply or a loop only the fuel bounds
+// between them, or a loop as long as the input, fails.
+func (w *walker) rereads(n ast.PositionHolder, r read, at []*frame, what string) float64 {
+	from := r.at
+	if !w.step(len(from) + len(at)) {
+		return 1
+	}
+	k := 0
+	for k < len(from) && k < len(at) && from[k] == at[k] {
+		k++
+	}
+	m := 1.0
+	for _, fr := range at[k:] {
+		w.settle(fr)
+		switch {
+		case fr.fn != nil:
+			w.fail(n, "%s reads again, on each call of a function, a value read from Redis outside it, whose size has no bound", what)
+		case fr.kind == kindReply || fr.kind == kindFueled:
+			w.fail(n, "%s reads again, on each step of a loop whose length has no bound, a value read from Redis outside it", what)
+		case !fr.factor.literal():
+			w.fail(n, "%s reads again, as many times as the input is long, a value read from Redis outside its loop", what)
+		default:
+			m *= fr.factor.constant()
+		}
+	}
+	return m
 }
 
 // grow charges x = x .. y in a loop: each step copies what was built, so n steps cost n^2/2
@@ -258,7 +266,7 @@ func (w *walker) callee(e *ast.FuncCallExpr, fn ast.Expr, name string, subject a
 		if name == "table.sort" {
 			per = per.scale(sortUnits)
 		}
-		w.charge(z.p.add(lit(float64(len(z.replies)))).mul(per))
+		w.charge(z.p.add(lit(z.reads())).mul(per))
 	default:
 		if _, lib := libFunc(fn); lib || fn == nil || knownFunc(fn) {
 			return
@@ -332,7 +340,7 @@ func (w *walker) match(e *ast.FuncCallExpr, name string, subject ast.Expr, args 
 		return
 	}
 	w.rewalk(e, z.replies, w.stack, name)
-	cost := z.p.add(lit(1)).pow(pc.degree).scale(pc.coef).add(lit(pc.coef * float64(len(z.replies))))
+	cost := z.p.add(lit(1)).pow(pc.degree).scale(pc.coef).add(lit(pc.coef * z.reads()))
 	if c := w.mult().mul(cost).constant(); (w.fuel == 0 || len(w.stack) == 0) && c > Budget {
 		w.fail(e, "%s with the pattern %q costs up to %.3g units here, over the budget of %d", name, pat.Value, c, Budget)
 	}
@@ -342,7 +350,7 @@ func (w *walker) match(e *ast.FuncCallExpr, name string, subject ast.Expr, args 
 	}
 	switch {
 	case w.functionValue(args[1]):
-		w.charge(z.p.add(lit(float64(1 + len(z.replies)))).mul(w.fnCostOf(args[1])))
+		w.charge(z.p.add(lit(1 + z.reads())).mul(w.fnCostOf(args[1])))
 	case isTable(args[1]):
 	default:
 		out := w.callSize(e, w.stack)

@@ -14,8 +14,34 @@ import (
 // Redis (each where it was read); unknown when the model cannot bound it.
 type size struct {
 	p       poly
-	replies [][]*frame
+	replies []read
 	unknown bool
+}
+
+// read is a value read from Redis at one place (the frames around the call that read it), n
+// times over: local b = a .. a holds a's read twice, and a chain of such names 2^k times,
+// which the model counts as a number, not as a list.
+type read struct {
+	at []*frame
+	n  float64
+}
+
+// reads is how many times z holds values read from Redis, in all.
+func (z size) reads() float64 {
+	n := 0.0
+	for _, r := range z.replies {
+		n += r.n
+	}
+	return n
+}
+
+// scaled is z with every read held f times as often.
+func (z size) scaled(f float64) size {
+	out := size{p: z.p.scale(f), unknown: z.unknown}
+	for _, r := range z.replies {
+		out.replies = append(out.replies, read{at: r.at, n: r.n * f})
+	}
+	return out
 }
 
 func sized(p poly) size { return size{p: p} }
@@ -24,30 +50,32 @@ func (z size) add(o size) size {
 	return size{p: z.p.add(o.p), replies: readsOf(z.replies, o.replies), unknown: z.unknown || o.unknown}
 }
 
-// readsOf is the places of a and b, each once: a value read from Redis at one place and named
-// twice (local b = a .. a) is still one read, and a chain of such names doubles nothing.
-// Two places are the same if they end in the same body: a body's frames around it are always
-// the same ones (the text's nesting).
-func readsOf(a, b [][]*frame) [][]*frame {
+// readsOf is the reads of a and b, one entry a place: a value read at one place and named
+// twice (local b = a .. a) is one entry held twice, so that a chain of such names makes no
+// longer a list, only a larger count. Two places are the same if they end in the same body: a
+// body's frames around it are always the same ones (the text's nesting).
+func readsOf(a, b []read) []read {
 	if len(b) == 0 {
 		return a
 	}
-	out := append([][]*frame(nil), a...)
+	out := append([]read(nil), a...)
 	for _, r := range b {
-		if !hasRead(out, r) {
+		if i := readAt(out, r.at); i >= 0 {
+			out[i].n += r.n
+		} else {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-func hasRead(in [][]*frame, r []*frame) bool {
-	for _, x := range in {
-		if len(x) == len(r) && (len(r) == 0 || x[len(x)-1] == r[len(r)-1]) {
-			return true
+func readAt(in []read, at []*frame) int {
+	for i, x := range in {
+		if len(x.at) == len(at) && (len(at) == 0 || x.at[len(x.at)-1] == at[len(at)-1]) {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // numberSize is what a number costs as a string.
@@ -102,7 +130,7 @@ func (w *walker) callSize(e *ast.FuncCallExpr, at []*frame) size {
 	}
 	switch name {
 	case "redis.call", "redis.pcall":
-		return size{p: poly{}, replies: [][]*frame{at}}
+		return size{p: poly{}, replies: []read{{at: at, n: 1}}}
 	case "cjson.decode", "cmsgpack.unpack", "string.sub", "string.upper", "string.lower", "string.reverse":
 		return w.sizeOf(subject, at)
 	case "string.rep":
@@ -118,11 +146,10 @@ func (w *walker) callSize(e *ast.FuncCallExpr, at []*frame) size {
 			return sized(poly{})
 		}
 		repl := w.sizeOf(args[1], at)
-		if w.functionValue(args[1]) || isTable(args[1]) || repl.unknown || len(repl.replies) > 0 {
+		if w.functionValue(args[1]) || isTable(args[1]) || repl.unknown || len(repl.replies) > 0 || !repl.p.literal() {
 			return size{unknown: true}
 		}
-		z := w.sizeOf(subject, at)
-		return size{p: z.p.mul(repl.p.add(lit(1))), replies: z.replies, unknown: z.unknown}
+		return w.sizeOf(subject, at).scaled(repl.p.constant() + 1)
 	case "tostring", "tonumber", "string.len", "string.byte", "string.char", "type", "string.find", "string.match",
 		"rawequal", "select", "unpack":
 		return sized(lit(numberSize))
@@ -209,11 +236,11 @@ func (w *walker) givenSize(name string, g given) size {
 			z = w.sizeOf(g.e, g.stack)
 		}
 		if len(z.replies) > 0 { // an element is read on its own step
-			z.replies = [][]*frame{g.stack}
+			z.replies = []read{{at: g.stack, n: 1}}
 		}
 		return z
 	case g.e == nil: // a parameter, or a call's later value: as if read where it is given
-		return size{p: poly{}, replies: [][]*frame{g.stack}}
+		return size{p: poly{}, replies: []read{{at: g.stack, n: 1}}}
 	case g.self:
 		rest := sized(poly{})
 		for _, p := range concatParts(g.e, nil) {

@@ -58,7 +58,8 @@ type walker struct {
 	busy   map[*ast.FunctionExpr]bool
 	anyFn  poly
 	sizes  map[string]size
-	bounds map[string]size // nameBound's answers, kept
+	bounds map[string]size    // nameBound's answers, kept
+	copies map[*frame]float64 // copies.go
 	sizing map[string]bool
 	cost   poly
 	budget budget
@@ -69,7 +70,7 @@ type walker struct {
 func newWalker(f *facts, fuel, tokens int) *walker {
 	return &walker{f: f, fuel: fuel, frames: map[ast.PositionHolder]*frame{}, givens: map[string][]given{},
 		stores: map[string][][]*frame{}, defs: map[*ast.FunctionExpr][]*frame{}, fnCost: map[*ast.FunctionExpr]poly{},
-		busy: map[*ast.FunctionExpr]bool{}, sizes: map[string]size{}, bounds: map[string]size{}, sizing: map[string]bool{},
+		busy: map[*ast.FunctionExpr]bool{}, sizes: map[string]size{}, bounds: map[string]size{}, copies: map[*frame]float64{}, sizing: map[string]bool{},
 		cost: poly{}, budget: newBudget(tokens)}
 }
 
@@ -252,6 +253,11 @@ func (w *walker) stmt(s ast.Stmt) {
 		w.function(s.Func)
 	case *ast.ReturnStmt:
 		w.exprs(s.Exprs...)
+		for _, e := range s.Exprs { // the reply is a copy
+			if w.pass == 2 && len(w.stack) == 0 {
+				w.copied(s, w.sizeOf(e, w.stack), "the script's reply")
+			}
+		}
 	}
 }
 
@@ -378,6 +384,7 @@ func (w *walker) concat(e *ast.StringConcatOpExpr) {
 		w.fail(e, "a concatenation builds a string of %.0f bytes, over %d", c, MaxString)
 	}
 	w.charge(lit(1).add(z.p.scale(1.0 / bytesPerUnit)))
+	w.copied(e, z, "a concatenation")
 }
 
 // concatParts are the operands of a chain a .. b .. c, in order.

@@ -2,13 +2,8 @@ package luabound
 
 import (
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
-
-	"seckill-proxy/internal/luacanon"
 )
 
 // Loop fuel: a script that Check refuses only for how it loops or calls (a while, a for
@@ -47,120 +42,11 @@ const MaxFueled = 2 << 20
 // FuelError is the start of the error a fueled script raises when its steps run out.
 const FuelError = "ERR script stopped by seckill-proxy after"
 
-// Fuel returns src rewritten to stop once its bodies have cost units, with what the script
-// may cost in all, or why it cannot be: it does not parse, or does something no fuel bounds.
-func Fuel(src string, units int) (string, Bound, error) {
-	if units <= 0 {
-		return "", Bound{}, fmt.Errorf("loop fuel is off")
-	}
-	chunk, f, tokens, err := check(src, true)
-	if err != nil {
-		return "", Bound{}, err
-	}
-	w, bound, err := costOf(chunk, f, units, tokens)
-	if err != nil {
-		return "", Bound{}, err
-	}
-	header, body := "", src
-	if strings.HasPrefix(src, "#!") { // the shebang line stays the first
-		i := strings.IndexByte(src, '\n')
-		if i < 0 {
-			return src, bound, nil // flags and no code
-		}
-		header, body = src[:i+1], src[i+1:]
-	}
-	at, err := stepPlaces(body)
-	if err != nil {
-		return "", Bound{}, err
-	}
-	if len(at) != len(w.order) {
-		return "", Bound{}, fmt.Errorf("the fuel found %d loop and function bodies in the text and %d in the tree", len(at), len(w.order))
-	}
-	weights := make([]int, len(at))
-	steps := make([]string, len(at))
-	size := len(src) + 256
-	for i, fr := range w.order {
-		weights[i] = int(math.Ceil(max(1, fr.weight.constant())))
-		steps[i] = " " + fuelCounter + "=" + fuelCounter + "-" + strconv.Itoa(weights[i]) + " if " + fuelCounter + "<0 then " + fuelError + "(" + fuelStop + ") end "
-		size += len(steps[i])
-	}
-	if size > MaxFueled {
-		return "", Bound{}, fmt.Errorf("the script has %d loops and functions: fueled, it would be over %d bytes", len(at), MaxFueled)
-	}
-	limit := strconv.Itoa(units)
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteString(header)
-	b.WriteString("local " + fuelCounter + "," + fuelError + "," + fuelStop + "=" + limit + ",error,{err='" +
-		FuelError + " " + limit + " units (redis.app_script_fuel): it loops on a value, which could hold its master'} ")
-	last := 0
-	for i, off := range at {
-		b.WriteString(body[last:off])
-		b.WriteString(steps[i])
-		last = off
-	}
-	b.WriteString(body[last:])
-	out := b.String()
-	if err := counted(out, weights); err != nil {
-		return "", Bound{}, err
-	}
-	return out, bound, nil
-}
-
-// stepPlaces are the offsets in body just past which a step is taken: after each do and
-// repeat, and after a function's parameter list.
-func stepPlaces(body string) ([]int, error) {
-	toks, err := luacanon.Tokens(body)
-	if err != nil {
-		return nil, fmt.Errorf("the script does not parse: %v", err)
-	}
-	var at []int
-	for i, t := range toks {
-		switch {
-		case !t.Keyword && strings.HasPrefix(t.Text, FuelPrefix):
-			return nil, fmt.Errorf("the script names %s, a name the proxy's loop fuel uses", t.Text)
-		case t.Keyword && (t.Text == "do" || t.Text == "repeat"):
-			at = append(at, t.End)
-		case t.Keyword && t.Text == "function":
-			for j := i + 1; j < len(toks); j++ {
-				if !toks[j].Keyword && toks[j].Text == ")" {
-					at = append(at, toks[j].End)
-					break
-				}
-			}
-		}
-	}
-	return at, nil
-}
-
-// counted checks a fueled script's tree, whatever the lexer that placed the steps got wrong:
-// every loop body and function body must start by taking from the counter, in the text's
-// order, at least the weight the cost model gave it.
-func counted(src string, weights []int) error {
-	chunk, err := parseScript(src, "the fueled script")
-	if err != nil {
-		return err
-	}
-	w := &stepWalk{}
-	w.stmts(chunk)
-	if w.err != nil {
-		return w.err
-	}
-	if len(w.taken) != len(weights) {
-		return fmt.Errorf("the fueled script takes steps in %d bodies, not %d", len(w.taken), len(weights))
-	}
-	for i, n := range w.taken {
-		if n < weights[i] {
-			return fmt.Errorf("the fueled script's body %d takes %d units for a weight of %d", i+1, n, weights[i])
-		}
-	}
-	return nil
-}
-
 // stepWalk finds a loop or function body that does not take a step, and what each takes.
 type stepWalk struct {
 	err   error
 	taken []int
+	meter bool // metered: redis.call and redis.pcall may not be named
 }
 
 func (w *stepWalk) body(n ast.PositionHolder, ss []ast.Stmt) {
@@ -236,6 +122,9 @@ func (w *stepWalk) expr(e ast.Expr) {
 	case *ast.FunctionExpr:
 		w.body(e, e.Stmts)
 	case *ast.AttrGetExpr:
+		if w.meter && redisFunction(e) && w.err == nil {
+			w.err = fmt.Errorf("%s: redis.%s is named past the meter", at(e), e.Key.(*ast.StringExpr).Value)
+		}
 		w.exprs(e.Object, e.Key)
 	case *ast.TableExpr:
 		for _, f := range e.Fields {
