@@ -34,6 +34,8 @@ type coreLimits struct {
 	maxCallsOut int
 	// ownerLanes is how many owner connections to each master it may open (0: 1; ownerNodeOf).
 	ownerLanes int
+	// askBytes bounds the replies asked of Redis and not read yet (core_askwin.go); 0: none.
+	askBytes int64
 }
 
 // client is one client connection's state in a core.
@@ -80,6 +82,7 @@ type client struct {
 	blocked        bool // the last write did not take everything: wait until writable
 	dirty          bool // in core.dirty
 	stalled        bool // rd holds commands that wait until the client can be served
+	askWaits       bool // in core.asked.waiting
 	remote         string
 }
 
@@ -112,11 +115,13 @@ type core struct {
 	metrics   *Metrics
 	passNames map[string]*passStat
 	passLat   *passLatency
+	// asked bounds, in bytes, the replies asked of Redis and not read (core_askwin.go).
+	asked askWindow
 }
 
 // newCore makes a core for a shell with clients (an event loop's, or a test's).
 func newCore(env coreEnv, lim coreLimits, cluster bool) *core {
-	return &core{env: env, cl: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}}
+	return &core{env: env, cl: env, lim: lim, cluster: cluster, ups: map[upKey]*node{}, asked: askWindow{limit: lim.askBytes}}
 }
 
 // newBuyCore makes a core with no clients of its own, for the buys others hand its engine (run).
@@ -140,7 +145,7 @@ func (k *core) markDirty(c *client) {
 
 // canServe: the client's next command may be served now.
 func (k *core) canServe(c *client) bool {
-	return !c.closed && !c.busy && !c.closing && !c.handoff && !c.paused && len(c.out) < k.lim.maxOut &&
+	return !c.closed && !c.busy && !c.closing && !c.handoff && !c.paused && !c.askWaits && len(c.out) < k.lim.maxOut &&
 		c.owed() < min(k.lim.maxPipeline, c.win.size())
 }
 
@@ -228,8 +233,14 @@ func (k *core) serveOne(c *client, cmd resp.Command) bool {
 			c.rd.Unread()
 			return false
 		}
+		h := askKey(cmd.Args)
+		if !k.asked.may(h) { // Redis holds its window of replies for this core already
+			c.rd.Unread()
+			k.asked.wait(c)
+			return false
+		}
 		k.cl.monitored(c.sess, cmd.Args)
-		k.forward(c, cl.Addr, cl.Slot, cmd)
+		k.forward(c, cl.Addr, cl.Slot, cmd, h)
 		return true
 	}
 	if c.owed() > 0 { // the proxy's commands wait for the replies before them

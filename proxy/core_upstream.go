@@ -63,6 +63,11 @@ type inflight struct {
 	// stat counts it in /metrics (nil: no metrics), sent when it went.
 	stat *passStat
 	sent time.Time
+	// ask is its hash in the core's askWindow, charge what it was charged there, and
+	// askUnknown whether its reply's size was unknown (0 charge: not in the window).
+	ask        uint64
+	charge     int64
+	askUnknown bool
 }
 
 // redirectJob is a command whose reply was MOVED or ASK, to be sent where it says.
@@ -145,8 +150,9 @@ func (up *node) waitOut() bool {
 	return false
 }
 
-// forward queues one command for the Redis node at addr; slot is its keys'.
-func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
+// forward queues one command for the Redis node at addr; slot is its keys', and h its hash
+// in the core's askWindow.
+func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command, h uint64) {
 	up := k.nodeOf(addr, c.sess.Proto)
 	seq := c.seqNext
 	c.seqNext++
@@ -183,7 +189,8 @@ func (k *core) forward(c *client, addr string, slot uint16, cmd resp.Command) {
 			up.out = redcon.AppendBulk(up.out, a)
 		}
 	}
-	in := inflight{c: c, seq: seq, deadline: k.now.Add(k.lim.timeout)}
+	in := inflight{c: c, seq: seq, deadline: k.now.Add(k.lim.timeout), ask: h}
+	in.charge, in.askUnknown, _ = k.asked.ask(h)
 	if k.metrics != nil {
 		in.stat, in.sent = k.passStat(cmd.Args[0]), k.now
 	}
@@ -333,6 +340,15 @@ func (k *core) done(in inflight, reply []byte, owned bool) {
 		in.stat.done(k.passLat, reply, k.now.Sub(in.sent))
 	}
 	in.c.passOut--
+	if in.charge > 0 {
+		learn := len(reply)
+		if in.answered {
+			learn = 0 // the reply stands for a timeout
+		}
+		if k.asked.release(in.ask, in.charge, in.askUnknown, learn) {
+			k.wakeAsked()
+		}
+	}
 	if !in.answered {
 		k.complete(in.c, in.seq, reply, owned)
 	} else if in.c.passOut == 0 && in.c.rd.HasInput() {
@@ -398,6 +414,12 @@ func (k *core) upFailed(up *node, err error, reason string) {
 		case !in.discard:
 			if k.metrics != nil && !in.answered {
 				k.metrics.pass.unavailable.WithLabelValues(reason).Inc()
+			}
+			if in.charge > 0 { // nothing to learn of the reply size from a lost connection
+				if k.asked.release(in.ask, in.charge, in.askUnknown, 0) {
+					k.wakeAsked()
+				}
+				in.charge = 0
 			}
 			k.done(in, reply, false)
 		}

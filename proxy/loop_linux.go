@@ -110,6 +110,7 @@ func newLoop(s *Server) (*loop, error) {
 	l.core = newCore(loopEnv{l}, coreLimits{
 		maxPipeline: s.limits.MaxPipeline, maxReq: s.limits.MaxArgBytes + 1<<20, maxArgBytes: s.limits.MaxArgBytes,
 		maxOut: loopMaxOut, timeout: s.upstream.Timeout(), redialGap: loopRedialGap, ownerLanes: s.upstream.OwnerLanes(),
+		askBytes: int64(s.limits.ReplyBuffers) / int64(max(s.loops, 1)),
 	}, s.upstream.Standalone() == "")
 	if g := s.router.Guard(); g != nil {
 		newGuardEngine(l.core, g)
@@ -350,6 +351,9 @@ func (l *loop) flush() {
 					zap.String("client", c.remote), zap.String("user", c.sess.User), zap.Int("unread_bytes", len(c.out)),
 					zap.Int64("disconnects_so_far", l.s.replies.closed.Load()))
 			})
+			// A reset, not a close: the replies in its socket are dropped at once, rather than
+			// kept by the kernel for a peer that does not read.
+			_ = unix.SetsockoptLinger(c.id, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 			l.closeClient(c)
 			return
 		}

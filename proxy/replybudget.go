@@ -91,6 +91,9 @@ func (w *replyWriter) Write(p []byte) (int, error) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		w.b.closed.Add(1)
 		err = errNotReading
+		if tc, ok := w.nc.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // its socket's replies dropped at once on close, not kept for it
+		}
 	}
 	return n, err
 }

@@ -64,6 +64,9 @@ type Server struct {
 
 	metrics *Metrics // nil: none
 	mem     *memReleaser
+	// asks bounds the replies that goroutine-served clients' batches asked for and have not
+	// written yet (askshared.go).
+	asks *sharedAsk
 }
 
 // UseMetrics has the server record into m; call it before Serve.
@@ -75,7 +78,8 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
 		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser(),
 		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels))),
-		replies:       replyBudget{limit: int64(limits.ReplyBuffers), log: rate.Sometimes{Interval: time.Second}}}
+		replies:       replyBudget{limit: int64(limits.ReplyBuffers), log: rate.Sometimes{Interval: time.Second}},
+		asks:          newSharedAsk(int64(limits.ReplyBuffers))}
 }
 
 // UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with
@@ -163,6 +167,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	loops, ln, tlsLn := s.loopGroup, s.ln, s.tlsLn
 	s.mu.Unlock()
+	s.asks.stop() // a batch that waits for room is not in flight: it goes no more
 	if ln != nil {
 		_ = ln.Close()
 	}

@@ -20,6 +20,9 @@ func AppendReply(r *bufio.Reader, out []byte) ([]byte, error) {
 	return s.Append(r, out)
 }
 
+// preGrow is the most Append grows its buffer by at once for a length a reply announces.
+const preGrow = 64 << 20
+
 // Append is AppendReply with s, which a connection keeps from one reply to the next so that
 // reading costs no allocation.
 func (s *ReplyScanner) Append(r *bufio.Reader, out []byte) ([]byte, error) {
@@ -45,6 +48,13 @@ func (s *ReplyScanner) Append(r *bufio.Reader, out []byte) ([]byte, error) {
 			return out[:start+n], nil
 		}
 		_, _ = r.Discard(len(chunk))
+		// A bulk string whose length came: room for all of it at once, up to preGrow (what
+		// a length claims beyond it is taken as it comes).
+		if need := s.Need(); need > cap(out)-start && need-len(out)+start <= preGrow {
+			grown := make([]byte, len(out), start+need)
+			copy(grown, out)
+			out = grown
+		}
 	}
 }
 
