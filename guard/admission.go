@@ -140,6 +140,40 @@ func (g *Guard) countLimited(sku string, which func(*skuCounters) *atomic.Int64)
 	}
 }
 
+// saleLimit is a sale's per-user limit, for one version of the sale.
+type saleLimit struct {
+	version string
+	limit   int64
+}
+
+// learnLimit keeps sku's per-user limit for version (a re-warmed sale has another version, and
+// the limit learnt of the old one no longer answers for it).
+func (g *Guard) learnLimit(sku, version string, limit int64) {
+	if version == "" || limit <= 0 {
+		return
+	}
+	if c, ok := g.counters(sku); ok {
+		c.userLimit.Store(&saleLimit{version: version, limit: limit})
+	}
+}
+
+// overLimit is the refusal of r, a buy of more units than its sale's per-user limit as this
+// proxy knows it for the sale version it knows; nil when it does not know, or r is within it.
+// It comes before the rate: a buy that cannot succeed spends no token of the sale's rate.
+func (g *Guard) overLimit(r *BuyRequest, c *skuCounters) error {
+	if c == nil || r.Qty <= 1 {
+		return nil
+	}
+	l := c.userLimit.Load()
+	if l == nil || r.Qty <= l.limit {
+		return nil
+	}
+	if v, _ := g.versions.Load(r.SKU); v != l.version {
+		return nil
+	}
+	return badArgs("qty %d is above the per-user limit %d", r.Qty, l.limit)
+}
+
 // admitRate is check 4, for a SKU with counters c (nil: none yet, and so no rate).
 func (g *Guard) admitRate(sku string, c *skuCounters, now time.Time) error {
 	if c == nil {

@@ -102,6 +102,9 @@ type skuCounters struct {
 	limitedRate, limitedBuyer, limitedDenied atomic.Int64
 	lastLimited                              atomic.Pointer[LimitedError] // the last LIMITED rate answer
 	lease                                    atomic.Pointer[admit.Lease]  // the sale's rate here; nil: none
+	// userLimit is the sale's per-user limit as last read (its meta, or a LIMIT answer), with
+	// the sale version it holds for: a buy of more is refused before it spends a rate token.
+	userLimit atomic.Pointer[saleLimit]
 	known                                    knownBuyers
 	active                                   atomic.Int64 // Unix second of the last buy (touch)
 }

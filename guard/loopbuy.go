@@ -59,6 +59,9 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 				return BuyResult{Err: err}, true
 			}
 		}
+		if err := g.overLimit(r, c); err != nil {
+			return BuyResult{Err: err}, true
+		}
 		if err := g.admitRate(r.SKU, c, now); err != nil {
 			return BuyResult{Err: err}, true
 		}

@@ -139,7 +139,8 @@ func (g *Guard) activeRates(now time.Time) []string {
 	return g.recentSince(now.Add(-rateActiveFor), now.Add(-shownFor))
 }
 
-// readRates reads skus' rates and bursts in one pipeline, and puts them in force.
+// readRates reads skus' rates, bursts and per-user limits in one pipeline, and puts them in
+// force.
 func (g *Guard) readRates(ctx context.Context, skus []string) error {
 	if len(skus) == 0 {
 		return nil
@@ -148,7 +149,7 @@ func (g *Guard) readRates(ctx context.Context, skus []string) error {
 	cmds := make([]*redis.SliceCmd, len(skus))
 	_, err := g.lc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sku := range skus {
-			cmds[i] = p.HMGet(ctx, sale.KeysFor(sku).Meta, "rate", "burst")
+			cmds[i] = p.HMGet(ctx, sale.KeysFor(sku).Meta, "rate", "burst", "limit", "version")
 		}
 		return nil
 	})
@@ -160,6 +161,8 @@ func (g *Guard) readRates(ctx context.Context, skus []string) error {
 		rate, _ := strconv.ParseInt(str(v, 0), 10, 64)
 		burst, _ := strconv.ParseInt(str(v, 1), 10, 64)
 		g.setRate(sku, rate, burst)
+		limit, _ := strconv.ParseInt(str(v, 2), 10, 64)
+		g.learnLimit(sku, str(v, 3), limit)
 	}
 	return nil
 }

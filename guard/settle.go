@@ -108,6 +108,9 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		res.Err = reservedErr(a.req.SKU, arg)
 	case "LIMIT":
 		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
+		if n, err := strconv.ParseInt(arg, 10, 64); err == nil {
+			g.learnLimit(a.req.SKU, a.version, n)
+		}
 	case "DRIFT":
 		res.Err = g.drifted(a.req.SKU, arg)
 	case "STALE":

@@ -112,6 +112,7 @@ func (g *Guard) Warm(ctx context.Context, sku string, opt WarmOptions) (Warmed, 
 	g.clearFlag(sku)
 	g.countersFor(sku) // a sale now: its buys need not spend admission.unknown_sku_rate
 	g.setRate(sku, opt.Rate, opt.Burst)
+	g.learnLimit(sku, ver, max(opt.Limit, 1))
 	g.signal(eventWarm, sku)
 	g.log.Info("sale warmed", zap.String("sku", sku), zap.Int64("version", next), zap.Int64("stock", redisStock),
 		zap.Int64("mysql_stock", stock), zap.Int64("units_in_flight", inflight), zap.Ints("buckets", lay.Tags),

@@ -349,3 +349,34 @@ func TestAdmissionSaleLosesNothing(t *testing.T) {
 		t.Errorf("a buy after the sale: %v", err)
 	}
 }
+
+// TestOverLimitSpendsNoRate: buys of more units than the sale's per-user limit are refused
+// before they spend a token of its RATE, so a flood of them takes nothing from other buyers
+// (before, the victim got 10 orders and 263 LIMITED in 8 s beside such a flood): 200 of them
+// are all answered that they are over the limit, none LIMITED, and a buyer of one unit is
+// then served.
+func TestOverLimitSpendsNoRate(t *testing.T) {
+	s := start(t, nil)
+	c := s.client(t, 4)
+	ctx := context.Background()
+	sku := newSKU("overlimit")
+	s.sale(t, c, sku, 100, "LIMIT", 1, "RATE", 1, "BURST", 3)
+	over := 0
+	for i := range 200 {
+		err := c.Do(ctx, "seckill.buy", sku, fmt.Sprintf("greedy-%d", i), 2).Err()
+		switch {
+		case err != nil && strings.Contains(err.Error(), "above the per-user limit"):
+			over++
+		case code(err) == "LIMITED":
+			t.Fatalf("over-limit buy %d was LIMITED: it spent a token of the sale's rate", i+1)
+		default:
+			t.Fatalf("over-limit buy %d: %v", i+1, err)
+		}
+	}
+	eventually(t, 5*time.Second, "a buyer of one unit served after the flood", func() bool {
+		return c.Do(ctx, "seckill.buy", sku, "fair").Err() == nil
+	})
+	if over != 200 {
+		t.Fatalf("%d of 200 over-limit buys told so", over)
+	}
+}

@@ -284,23 +284,31 @@ func (s *Server) track(nc net.Conn, add bool) bool {
 	return true
 }
 
-// acceptOne accepts the next client on ln and admits it under the client bound: nc nil when
+// acceptOne accepts the next client on ln and admits it under the client bound (tlsFirst:
+// under the handshakes' bound, the client bound once its handshake is done): nc nil when
 // none was taken this time (an accept error, or a client refused, who was told why); ok false
 // once ln is closed.
-func (s *Server) acceptOne(ln net.Listener) (nc net.Conn, ok bool) {
+func (s *Server) acceptOne(ln net.Listener, tlsFirst bool) (nc net.Conn, ok bool) {
 	nc, err := ln.Accept()
 	if err != nil {
 		if errors.Is(err, net.ErrClosed) {
 			return nil, false
 		}
-		s.log.Warn("accept failed", zap.Error(err))
+		s.acceptLog.Do(func() { s.log.Warn("accept failed (logged at most once a second)", zap.Error(err)) })
 		time.Sleep(5 * time.Millisecond) // out of file descriptors, say: do not spin
 		return nil, true
 	}
-	if err := s.admit(); err != nil {
-		_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
+	switch {
+	case tlsFirst && !s.admitHandshake(): // a client slot is taken once the handshake is done
 		nc.Close()
 		return nil, true
+	case tlsFirst:
+	default:
+		if err := s.admit(); err != nil {
+			_, _ = nc.Write(redcon.AppendError(nil, err.Error()))
+			nc.Close()
+			return nil, true
+		}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetWriteBuffer(clientSendBuffer)
@@ -320,7 +328,7 @@ const clientSendBuffer = 128 << 10
 // the listener is closed; with tc, over TLS (ServeTLS).
 func (s *Server) serveGoroutines(ln net.Listener, tc *tls.Config) error {
 	for {
-		nc, ok := s.acceptOne(ln)
+		nc, ok := s.acceptOne(ln, tc != nil)
 		if !ok {
 			return nil
 		}

@@ -2,10 +2,15 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill-proxy/conf"
+	"seckill-proxy/internal/testenv"
+	"seckill-proxy/proxy"
 )
 
 // Hostile clients (issue 72): what one request can make the proxy, or the Redis behind it,
@@ -263,4 +270,61 @@ func outputBuffers(t *testing.T, c *redis.Client) int64 {
 		}
 	}
 	return total
+}
+
+// TestHandshakesHoldNoSlots: connections to tls_listen that never begin their handshake take
+// no client slot, and are closed within the handshake's bound: with limits.max_clients at 50
+// and 300 such connections open, plaintext clients and a TLS client are served, and every
+// idle one is closed by the proxy within a few seconds (before, 10,000 of them held every
+// slot for 10 s).
+func TestHandshakesHoldNoSlots(t *testing.T) {
+	certs := testenv.TLS(t)
+	s := startStandalone(t, func(c *conf.Config) {
+		c.TLSListen = "127.0.0.1:0"
+		c.TLS = conf.ServerTLS{CertFile: filepath.Join(certs, "server.pem"), KeyFile: filepath.Join(certs, "server.key")}
+		c.Limits.MaxClients = 50
+	})
+	var idle []net.Conn
+	t.Cleanup(func() {
+		for _, c := range idle {
+			_ = c.Close()
+		}
+	})
+	for range 300 {
+		c, err := net.Dial("tcp", s.tlsAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	ctx := context.Background()
+	for i := range 20 {
+		c := redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: 1, MaxRetries: -1})
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("plaintext client %d with 300 idle TLS connections open: %v", i, err)
+		}
+		_ = c.Close()
+	}
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(ca)
+	start := time.Now()
+	closed := 0
+	for _, c := range idle {
+		_ = c.SetReadDeadline(start.Add(proxy.HandshakeTimeout + 3*time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed++
+		}
+	}
+	if closed != len(idle) {
+		t.Fatalf("%d of %d idle TLS connections closed by the proxy within %v", closed, len(idle), time.Since(start))
+	}
+	tc := redis.NewClient(&redis.Options{Addr: s.tlsAddr, TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}, PoolSize: 1})
+	defer tc.Close()
+	if err := tc.Ping(ctx).Err(); err != nil {
+		t.Fatalf("a TLS client once the idle ones are gone: %v", err)
+	}
 }

@@ -15,7 +15,7 @@ import (
 // the listener is closed.
 func (s *Server) acceptInto(ln net.Listener, loops []*loop) {
 	for next := 0; ; next++ {
-		nc, ok := s.acceptOne(ln)
+		nc, ok := s.acceptOne(ln, false)
 		if !ok {
 			return
 		}

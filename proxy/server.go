@@ -67,6 +67,9 @@ type Server struct {
 	// asks bounds the replies that goroutine-served clients' batches asked for and have not
 	// written yet (askshared.go).
 	asks *sharedAsk
+	// handshakes counts the TLS connections whose handshake is under way (MaxHandshakes).
+	handshakes atomic.Int64
+	acceptLog  rate.Sometimes
 }
 
 // UseMetrics has the server record into m; call it before Serve.
@@ -79,7 +82,7 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser(),
 		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels))),
 		replies:       replyBudget{limit: int64(limits.ReplyBuffers), log: rate.Sometimes{Interval: time.Second}},
-		asks:          newSharedAsk(int64(limits.ReplyBuffers))}
+		asks:          newSharedAsk(int64(limits.ReplyBuffers)), acceptLog: rate.Sometimes{Interval: time.Second}}
 }
 
 // UseEventLoops says how many event loops serve the clients (on Linux; 1 by default), or, with

@@ -6,14 +6,22 @@ import (
 	"net"
 	"time"
 
+	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 
 	"seckill-proxy/router"
 )
 
 // HandshakeTimeout bounds a TLS client's handshake: a client that opens a connection and
-// sends nothing holds a goroutine for no longer.
-const HandshakeTimeout = 10 * time.Second
+// sends nothing holds a goroutine for no longer. A handshake takes a few milliseconds on a
+// pod's network; 10 s let 10,000 idle connections hold every client slot.
+const HandshakeTimeout = 2 * time.Second
+
+// MaxHandshakes bounds the TLS connections whose handshake has not ended, apart from
+// limits.max_clients: a connection takes a client slot only once its handshake is done, so
+// that connections that never finish one (no certificate needed for that) cannot lock out
+// the clients of the plaintext listener, nor TLS clients past this many at once.
+const MaxHandshakes = 256
 
 // ServeTLS serves clients on ln over TLS (tls_listen, beside the plaintext listener Serve
 // serves), until the listener is closed. Each TLS client is served by a goroutine of its own
@@ -41,13 +49,29 @@ func (s *Server) serveTLSConn(tc *tls.Conn, sess *router.Session) {
 	ctx, cancel := context.WithTimeout(s.ctx, HandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
+	s.handshakes.Add(-1)
+	if err == nil {
+		err = s.admit()
+		if err != nil {
+			_, _ = tc.Write(redcon.AppendError(nil, err.Error()))
+		}
+	}
 	if err != nil {
-		s.log.Debug("TLS handshake failed", zap.String("remote", tc.RemoteAddr().String()), zap.Error(err))
+		s.log.Debug("TLS client not served", zap.String("remote", tc.RemoteAddr().String()), zap.Error(err))
 		_ = tc.Close()
 		s.router.CloseSession(sess)
-		s.clients.Add(-1)
 		s.conns.Done()
 		return
 	}
 	s.serveConn(tc, sess, nil)
+}
+
+// admitHandshake counts a TLS connection whose handshake begins; false: MaxHandshakes are
+// under way, and it is closed.
+func (s *Server) admitHandshake() bool {
+	if s.handshakes.Add(1) > MaxHandshakes {
+		s.handshakes.Add(-1)
+		return false
+	}
+	return true
 }

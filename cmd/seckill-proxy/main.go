@@ -89,7 +89,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		if err != nil {
 			return err
 		}
-		admin := adminhttp.Server(cfg.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(p.AdminHandler())))
+		admin := adminhttp.Server(cfg.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(p.AdminHandler())), log)
 		go func() {
 			if err := adminhttp.ListenAndServe(admin, tc); err != nil {
 				log.Error("admin HTTP server stopped", zap.Error(err))

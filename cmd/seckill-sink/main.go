@@ -59,7 +59,7 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 		if err != nil {
 			return err
 		}
-		admin := adminhttp.Server(cfg.Sink.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(snk.AdminHandler())))
+		admin := adminhttp.Server(cfg.Sink.AdminListen, adminhttp.Guard(cfg.AdminToken, reloader.Admin(snk.AdminHandler())), log)
 		go func() {
 			if err := adminhttp.ListenAndServe(admin, tc); err != nil {
 				log.Error("admin HTTP server stopped", zap.Error(err))

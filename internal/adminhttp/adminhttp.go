@@ -10,10 +10,15 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
+	stdlog "log"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 )
 
 // MaxConns bounds the admin port's open connections, so that idle or slow ones never take
@@ -130,9 +135,32 @@ func loopbackHost(hostport string) bool {
 // Server is an http.Server for the admin port at addr: headers within 5 s, a request within
 // 10 s, a reply within 2 min (a CPU profile takes 30 s), idle connections closed after
 // IdleTimeout, headers of at most 64 KiB.
-func Server(addr string, h http.Handler) *http.Server {
+// The server's own error lines (a TLS handshake that failed, one for each connection a
+// scanner opens and drops) go to log at most once a second, with how many were left out.
+func Server(addr string, h http.Handler, log *zap.Logger) *http.Server {
+	w := &rareLines{log: log, s: rate.Sometimes{Interval: time.Second}}
 	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 2 * time.Minute, IdleTimeout: IdleTimeout, MaxHeaderBytes: 64 << 10}
+		WriteTimeout: 2 * time.Minute, IdleTimeout: IdleTimeout, MaxHeaderBytes: 64 << 10,
+		ErrorLog: stdlog.New(w, "", 0)}
+}
+
+// rareLines writes what the server logs to log, a line a second at most.
+type rareLines struct {
+	log     *zap.Logger
+	s       rate.Sometimes
+	dropped atomic.Int64
+}
+
+func (w *rareLines) Write(p []byte) (int, error) {
+	logged := false
+	w.s.Do(func() {
+		logged = true
+		w.log.Warn("admin port: "+strings.TrimSpace(string(p))+" (logged at most once a second)", zap.Int64("lines_left_out", w.dropped.Swap(0)))
+	})
+	if !logged {
+		w.dropped.Add(1)
+	}
+	return len(p), nil
 }
 
 // ListenAndServe serves srv on its address until srv is closed (then it returns nil); see
@@ -143,17 +171,15 @@ func ListenAndServe(srv *http.Server, tc *tls.Config) error {
 	if err != nil {
 		return err
 	}
-	if tc != nil {
-		ln = tls.NewListener(ln, tc)
-	}
-	return Serve(srv, ln)
+	return Serve(srv, ln, tc)
 }
 
-// Serve serves srv on ln with at most MaxConns connections open at once, and ProbeConns more
-// for the probes (see MaxConns), until srv is closed (then it returns nil). An open path's
-// reply must be written within OpenWriteTimeout, and a peer may have MaxPeerInFlight of them
-// in flight. It sets srv's ConnState and ConnContext, and wraps its Handler.
-func Serve(srv *http.Server, ln net.Listener) error {
+// Serve serves srv on ln (with tc, over TLS) with at most MaxConns connections open at once,
+// and ProbeConns more for the probes (see MaxConns), until srv is closed (then it returns
+// nil). An open path's reply must be written within OpenWriteTimeout, and a peer may have
+// MaxPeerInFlight of them in flight. It sets srv's ConnState and ConnContext, and wraps its
+// Handler.
+func Serve(srv *http.Server, ln net.Listener, tc *tls.Config) error {
 	t := &connTable{max: MaxConns, reserve: ProbeConns, conns: map[net.Conn]*connEntry{}}
 	p := &peers{inFlight: map[string]int{}}
 	next := srv.Handler
@@ -190,7 +216,7 @@ func Serve(srv *http.Server, ln net.Listener) error {
 		return context.WithValue(ctx, connKey{}, e)
 	}
 	srv.ConnState = t.state
-	err := srv.Serve(&evictingListener{Listener: ln, t: t})
+	err := srv.Serve(&evictingListener{Listener: ln, t: t, tc: tc})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -1,12 +1,18 @@
 package adminhttp
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 func TestGuard(t *testing.T) {
@@ -55,7 +61,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestServerTimeouts(t *testing.T) {
-	s := Server("127.0.0.1:0", http.NotFoundHandler())
+	s := Server("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop())
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
 		t.Fatalf("a timeout or bound is unset: %+v", s)
 	}
@@ -72,9 +78,9 @@ func TestProbesOutliveAFlood(t *testing.T) {
 	}
 	srv := Server(ln.Addr().String(), Guard("", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
-	})))
+	})), zap.NewNop())
 	done := make(chan error, 1)
-	go func() { done <- Serve(srv, ln) }()
+	go func() { done <- Serve(srv, ln, nil) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		if err := <-done; err != nil {
@@ -199,9 +205,9 @@ func TestProbesOutliveNonReaders(t *testing.T) {
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
-	})))
+	})), zap.NewNop())
 	done := make(chan error, 1)
-	go func() { done <- Serve(srv, ln) }()
+	go func() { done <- Serve(srv, ln, nil) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		if err := <-done; err != nil {
@@ -242,3 +248,97 @@ func TestProbesOutliveNonReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesOutliveChurn: under a churn of empty connections (opened, then left or closed,
+// by 8 goroutines, some 8,000 a second), over HTTP and over HTTPS, every probe is answered; and
+// the server's error log (a TLS handshake error for each connection) says so at most once a
+// second. Before, HTTPS /livez answered 11 of 31 under 131,000 such connections in 20 s, and
+// the log had a line for each.
+func TestProbesOutliveChurn(t *testing.T) {
+	for _, withTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[withTLS], func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lines atomic.Int64
+			srv := Server(ln.Addr().String(), Guard("", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte("ok"))
+			})), zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(countingWriter{&lines}), zap.DebugLevel)))
+			client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+			scheme := "http"
+			var tc *tls.Config
+			if withTLS {
+				cert := httptest.NewTLSServer(http.NotFoundHandler())
+				tc = &tls.Config{Certificates: cert.TLS.Certificates}
+				client.Transport = &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a test's own certificate
+				cert.Close()
+				scheme = "https"
+			}
+			done := make(chan error, 1)
+			go func() { done <- Serve(srv, ln, tc) }()
+			t.Cleanup(func() {
+				_ = srv.Close()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
+			addr := ln.Addr().String()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					var held []net.Conn
+					defer func() {
+						for _, c := range held {
+							_ = c.Close()
+						}
+					}()
+					tick := time.NewTicker(time.Millisecond)
+					defer tick.Stop()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+						}
+						c, err := net.Dial("tcp", addr)
+						if err != nil {
+							continue
+						}
+						if (i+g)%2 == 0 && len(held) < 200 {
+							held = append(held, c) // left open, saying nothing
+						} else {
+							_ = c.Close()
+						}
+					}
+				})
+			}
+			answered := 0
+			for range 20 {
+				time.Sleep(50 * time.Millisecond)
+				res, err := client.Get(scheme + "://" + addr + "/livez")
+				if err == nil {
+					_ = res.Body.Close()
+					if res.StatusCode == http.StatusOK {
+						answered++
+					}
+				} else {
+					t.Log(err)
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if answered != 20 {
+				t.Errorf("%d of 20 probes answered under the churn", answered)
+			}
+			if n := lines.Load(); n > 5 {
+				t.Errorf("the error log has %d lines for 1 s of churn", n)
+			}
+		})
+	}
+}
+
+type countingWriter struct{ n *atomic.Int64 }
+
+func (w countingWriter) Write(p []byte) (int, error) { w.n.Add(1); return len(p), nil }

@@ -1,9 +1,12 @@
 package adminhttp
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -22,28 +25,51 @@ type connTable struct {
 // A reserved connection serves only the probes.
 type connEntry struct {
 	conn     net.Conn
+	raw      *spokeConn
 	since    time.Time
 	serving  bool
 	open     bool
 	reserved bool
 }
 
+// spokeConn is an accepted connection that notes whether its peer has sent anything yet (a
+// TLS hello, a request line): of those that wait, one that has said nothing is closed first.
+type spokeConn struct {
+	net.Conn
+	spoke atomic.Bool
+}
+
+func (c *spokeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.spoke.Store(true)
+	}
+	return n, err
+}
+
 // connKey is the context key of a request's *connEntry.
 type connKey struct{}
 
-// evictingListener accepts every connection, making room for it first (connTable.admit).
+// evictingListener accepts every connection, making room for it first (connTable.admit);
+// with tc, it serves TLS over it.
 type evictingListener struct {
 	net.Listener
-	t *connTable
+	t  *connTable
+	tc *tls.Config
 }
 
 func (l *evictingListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		raw, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		if l.t.admit(c, time.Now()) {
+		sc := &spokeConn{Conn: raw}
+		c := net.Conn(sc)
+		if l.tc != nil {
+			c = tls.Server(sc, l.tc)
+		}
+		if l.t.admitSpoke(c, sc, time.Now()) {
 			return c, nil
 		}
 		_ = c.Close()
@@ -51,12 +77,15 @@ func (l *evictingListener) Accept() (net.Conn, error) {
 }
 
 // admit records c when the table is full by closing first the connection that has waited
-// longest without being served, else the one that has been serving an open path (metrics, a
+// longest without being served (of those, one whose peer has said nothing yet first), else the one that has been serving an open path (metrics, a
 // probe: each takes milliseconds) for longest, past SlowServe (its reader does not read).
 // Past that, c is admitted as a reserved connection that serves only the probes, up to
 // reserve of them (the reserved one that has waited longest is closed for it when they are
 // all taken); false: every connection is busy, and c is refused.
-func (t *connTable) admit(c net.Conn, now time.Time) bool {
+func (t *connTable) admit(c net.Conn, now time.Time) bool { return t.admitSpoke(c, nil, now) }
+
+// admitSpoke is admit for a connection whose first bytes raw notes (nil: taken as spoken).
+func (t *connTable) admitSpoke(c net.Conn, raw *spokeConn, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	reserved := false
@@ -77,18 +106,46 @@ func (t *connTable) admit(c net.Conn, now time.Time) bool {
 	if reserved {
 		t.held++
 	}
-	t.conns[c] = &connEntry{conn: c, since: now, reserved: reserved}
+	t.conns[c] = &connEntry{conn: c, raw: raw, since: now, reserved: reserved}
+	return true
+}
+
+// silent: e's peer has sent nothing yet, as far as its reads tell.
+func (e *connEntry) silent() bool { return e.raw != nil && !e.raw.spoke.Load() }
+
+// quiet: e's peer has sent nothing, its socket holding nothing unread either (asked of the
+// kernel: the server goroutine of a connection that has spoken may not have read yet).
+func (e *connEntry) quiet() bool {
+	if !e.silent() {
+		return false
+	}
+	if sc, ok := e.raw.Conn.(syscall.Conn); ok && pending(sc) {
+		e.raw.spoke.Store(true)
+		return false
+	}
 	return true
 }
 
 // victim is the connection to close to make room (among the reserved ones, or the others), or
 // nil.
 func (t *connTable) victim(now time.Time, reserved bool) *connEntry {
+	for {
+		v := t.oldestWaiting(now, reserved)
+		if v == nil || !v.silent() || v.quiet() {
+			return v
+		}
+		// It had spoken after all: quiet marked it so, and the next look passes it over.
+	}
+}
+
+// oldestWaiting is victim's pick, by what the connections' reads tell.
+func (t *connTable) oldestWaiting(now time.Time, reserved bool) *connEntry {
 	var idle, slow *connEntry
 	for _, e := range t.conns {
 		switch {
 		case e.reserved != reserved:
-		case !e.serving && (idle == nil || e.since.Before(idle.since)):
+		case !e.serving && (idle == nil || e.silent() && !idle.silent() ||
+			e.silent() == idle.silent() && e.since.Before(idle.since)):
 			idle = e
 		case e.serving && e.open && now.Sub(e.since) > SlowServe && (slow == nil || e.since.Before(slow.since)):
 			slow = e
