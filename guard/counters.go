@@ -105,8 +105,8 @@ type skuCounters struct {
 	// userLimit is the sale's per-user limit as last read (its meta, or a LIMIT answer), with
 	// the sale version it holds for: a buy of more is refused before it spends a rate token.
 	userLimit atomic.Pointer[saleLimit]
-	known                                    knownBuyers
-	active                                   atomic.Int64 // Unix second of the last buy (touch)
+	known     knownBuyers
+	active    atomic.Int64 // Unix second of the last buy (touch)
 }
 
 // counters returns sku's counters if this proxy has served its sale.
