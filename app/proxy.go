@@ -155,7 +155,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 	ropt := router.Options{Upstream: p.Pass, Password: cfg.Password, Users: cfg.Users,
 		CompatReplies: cfg.Buy.CompatReplies, Legacy: cfg.Buy.LegacyScripts, LegacyScripts: cfg.Buy.Legacy,
 		LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
-		MaxArgBytes: cfg.Limits.MaxArgBytes, MaxAllocBytes: cfg.Limits.MaxAllocBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, AppScriptFuel: cfg.Redis.AppScriptFuel, AppScriptBytes: cfg.Redis.AppScriptBytes, AppScriptTime: cfg.Redis.AppScriptTime,
+		MaxArgBytes: cfg.Limits.MaxArgBytes, MaxAllocBytes: cfg.Limits.MaxAllocBytes, MaxChannelBytes: cfg.Limits.MaxChannelBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, AppScriptFuel: cfg.Redis.AppScriptFuel, AppScriptBytes: cfg.Redis.AppScriptBytes, AppScriptTime: cfg.Redis.AppScriptTime,
 		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
 		WaitShare:   int(cfg.Limits.ClientShare * float64(cfg.Status.MaxWaiters)),
 		Clients:     func() int64 { return p.Server.Clients() },

@@ -192,6 +192,9 @@ type Limits struct {
 	// counts of SRANDMEMBER, ZRANDMEMBER and HRANDFIELD (64 bytes an element). Past it the
 	// command is refused.
 	MaxAllocBytes int `koanf:"max_alloc_bytes"`
+	// MaxChannelBytes bounds the bytes of the channel and pattern names one connection may
+	// hold subscribed at once (and name in one command): past it the SUBSCRIBE is refused.
+	MaxChannelBytes int `koanf:"max_channel_bytes"`
 	// MaxInflight is the most SECKILL calls in flight to Redis at once.
 	MaxInflight int `koanf:"max_inflight"`
 	// OutcomeChannelsPerConn is the most outcome channels (seckill:outcome:<sku>/<uid>) one
@@ -347,12 +350,13 @@ func Default() Config {
 			ConnMaxLifetime: 5 * time.Minute,
 		},
 		Limits: Limits{
-			MaxClients:    10000,
-			MaxPipeline:   1024,
-			MaxArgBytes:   512 << 20,
-			MaxAllocBytes: 32 << 20,
-			ReplyBuffers:  32 << 20,
-			MaxInflight:   4096,
+			MaxClients:      10000,
+			MaxPipeline:     1024,
+			MaxArgBytes:     512 << 20,
+			MaxAllocBytes:   32 << 20,
+			MaxChannelBytes: 1 << 20,
+			ReplyBuffers:    32 << 20,
+			MaxInflight:     4096,
 			// An outcome channel costs about 300 bytes held, and a waiter while its order
 			// is pending (status.max_waiters bounds those): 100,000 stay within tens of
 			// MiB of a 256 MiB sidecar.

@@ -138,6 +138,9 @@ func (v *validator) checkLimits(c *Config) {
 	v.atLeast("limits.max_clients", c.Limits.MaxClients, 1)
 	v.atLeast("limits.max_pipeline", c.Limits.MaxPipeline, 1)
 	v.atLeast("limits.max_arg_bytes", c.Limits.MaxArgBytes, 64)
+	if n := c.Limits.MaxChannelBytes; n < 1<<10 || n > 64<<20 {
+		v.fail("limits.max_channel_bytes", n, "must be from 1 KiB to 64 MiB: the channel names one connection may hold subscribed")
+	}
 	if n := c.Limits.MaxAllocBytes; n < 1<<20 || n > 1<<30 {
 		v.fail("limits.max_alloc_bytes", n, "must be from 1 MiB to 1 GiB: what one command may make its master allocate")
 	}

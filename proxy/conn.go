@@ -50,6 +50,8 @@ type clientConn struct {
 	ids     []router.Class
 	hashes  []uint64
 	charges []askCharge
+	// mem is told when a big command's buffer is let go (nil: not told).
+	mem *memReleaser
 }
 
 // connReadSize and connReadBuffers: what one client read ahead may hold.
@@ -136,7 +138,11 @@ func (c *clientConn) batch(max int) ([][][]byte, error) {
 		if c.rd.Buffered() > c.maxReq {
 			return nil, &closingError{tooLargeReply(int64(c.maxReq))}
 		}
+		held := c.rd.Cap()
 		c.rd.Release()
+		if held >= bigBuffer && c.rd.Cap() < held && c.mem != nil {
+			c.mem.freed() // a big command, served: its memory may go back (memrelease.go)
+		}
 		chunk, ok := <-c.chunks
 		if !ok {
 			return nil, c.readErr
@@ -174,6 +180,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 		}
 	}()
 	c := newClientConn(s.ctx, nc, sess, s.limits.MaxArgBytes, &s.replies)
+	c.mem = s.mem
 	defer c.cancel()
 	go c.reading() // ends once nc is closed
 	_, _ = c.rd.Write(pending)

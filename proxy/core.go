@@ -372,6 +372,7 @@ func (k *core) slowDone(c *client, out []byte, quit bool) {
 	}
 	k.reply(c, out)
 	c.closing = c.closing || quit
+	c.rd.Release() // a big command the router served leaves no buffer behind
 }
 
 // flushInputs serves what dirty clients can go on with (clients whose input waits until

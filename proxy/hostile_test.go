@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -326,5 +327,77 @@ func TestHandshakesHoldNoSlots(t *testing.T) {
 	defer tc.Close()
 	if err := tc.Ping(ctx).Err(); err != nil {
 		t.Fatalf("a TLS client once the idle ones are gone: %v", err)
+	}
+}
+
+// TestChannelNamesBounded: the channel names one connection holds subscribed are bounded
+// (limits.max_channel_bytes, 1 MiB by default): one SUBSCRIBE of 1,000 names of 64 KiB is
+// refused whole, naming the setting, and what reading it took is let go while the connection
+// stays open (before, 4 such connections held 747 MiB to 1.3 GB of the proxy's memory);
+// channels subscribed one at a time are refused past the bound, an UNSUBSCRIBE gives its
+// names back, and the connection goes on.
+func TestChannelNamesBounded(t *testing.T) {
+	s := startStandalone(t, nil)
+	name := func(prefix string, i int) string {
+		n := fmt.Sprintf("%s-%d-", prefix, i)
+		return n + strings.Repeat("x", 64<<10-len(n))
+	}
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	for c := range 4 {
+		conn, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+		args := []string{"SUBSCRIBE"}
+		for i := range 1000 {
+			args = append(args, name(fmt.Sprintf("big%d", c), i))
+		}
+		if _, err := conn.Write([]byte(respCmd(args...))); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		reply, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || !strings.HasPrefix(reply, "-ERR") || !strings.Contains(reply, "limits.max_channel_bytes") {
+			t.Fatalf("SUBSCRIBE of 1,000 names of 64 KiB: %q, %v", reply, err)
+		}
+	}
+	eventually(t, 10*time.Second, "the memory of the refused SUBSCRIBEs let go", func() bool {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse < 128<<20
+	})
+
+	sub := dialRaw(t, s.addr)
+	subscribe := func(what string, args ...string) string {
+		t.Helper()
+		reply := sub.do(t, args...)
+		if strings.HasPrefix(reply, "-") && !strings.Contains(reply, "limits.max_channel_bytes") {
+			t.Fatalf("%s: %q", what, reply)
+		}
+		return reply
+	}
+	for i := range 16 {
+		if reply := subscribe("a channel of 64 KiB", "SUBSCRIBE", name("one", i)); strings.HasPrefix(reply, "-") {
+			t.Fatalf("channel %d of 64 KiB, within 1 MiB: %q", i+1, reply)
+		}
+	}
+	if reply := subscribe("the 17th", "SUBSCRIBE", name("one", 16)); !strings.HasPrefix(reply, "-ERR") {
+		t.Fatalf("the 17th channel of 64 KiB, past 1 MiB: %q, want the bound's error", reply[:min(len(reply), 80)])
+	}
+	if reply := subscribe("an UNSUBSCRIBE", "UNSUBSCRIBE", name("one", 0)); strings.HasPrefix(reply, "-") {
+		t.Fatalf("UNSUBSCRIBE: %q", reply)
+	}
+	if reply := subscribe("after room was made", "SUBSCRIBE", name("one", 16)); strings.HasPrefix(reply, "-") {
+		t.Fatalf("a channel after an UNSUBSCRIBE made room: %q", reply)
+	}
+	if reply := sub.do(t, "PING"); !strings.Contains(reply, "pong") {
+		t.Fatalf("the subscriber's PING after the refusals: %q", reply)
 	}
 }

@@ -253,8 +253,12 @@ func (l *loop) clientEvent(c *client, ev uint32, rbuf []byte) {
 		return
 	}
 	if c.rd.Buffered() > 0 {
+		held := c.rd.Cap()
 		c.rd.Commit(n)
 		l.core.process(c)
+		if held >= bigBuffer && c.rd.Cap() < held {
+			l.s.mem.freed() // a big command, served: its memory may go back (memrelease.go)
+		}
 	} else {
 		l.core.clientRead(c, rbuf[:n])
 	}

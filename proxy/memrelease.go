@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // A client that sends or is sent one huge value (a PING or GET of 64 MiB) makes the proxy
@@ -21,13 +21,35 @@ const (
 	releaseDelay = 100 * time.Millisecond
 )
 
-// memReleaser runs debug.FreeOSMemory at most once per releaseEvery. Safe for concurrent
-// use; the zero value is not usable, see newMemReleaser.
-type memReleaser struct{ s *rate.Sometimes }
+// memReleaser runs debug.FreeOSMemory at most once per releaseEvery, and once more after the
+// last buffer freed within one (4 clients' 64 MiB commands, freed a moment apart, stayed
+// held when only the first asked). Safe for concurrent use; the zero value is not usable, see
+// newMemReleaser.
+type memReleaser struct {
+	mu      sync.Mutex
+	last    time.Time   // when it last ran
+	pending *time.Timer // a run to come
+	runs    atomic.Int64
+}
 
-func newMemReleaser() *memReleaser { return &memReleaser{s: &rate.Sometimes{Interval: releaseEvery}} }
+func newMemReleaser() *memReleaser { return &memReleaser{} }
 
 // freed tells the releaser that a buffer of at least bigBuffer bytes was let go.
 func (m *memReleaser) freed() {
-	m.s.Do(func() { time.AfterFunc(releaseDelay, debug.FreeOSMemory) })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending != nil {
+		return // the run to come frees this one too
+	}
+	wait := releaseDelay
+	if since := time.Since(m.last); since < releaseEvery {
+		wait = max(wait, releaseEvery-since)
+	}
+	m.pending = time.AfterFunc(wait, func() {
+		debug.FreeOSMemory()
+		m.runs.Add(1)
+		m.mu.Lock()
+		m.last, m.pending = time.Now(), nil
+		m.mu.Unlock()
+	})
 }

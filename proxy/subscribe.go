@@ -63,6 +63,11 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		return s.outcomeBridge(c, first, rest)
 	}
 	write := lockedWrite(c) // the pump and the command loop both write to c
+	names := subNames{limit: s.limits.MaxChannelBytes}
+	if msg := names.take(strings.ToLower(string(first[0])), first); msg != "" {
+		write(func(w *redcon.Writer) { w.WriteError(msg) })
+		return append([][][]byte{}, rest...)
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, subscribeDialTimeout)
 	resp3 := c.sess.Proto == 3
 	sub, err := s.upstream.For(c.sess.Proto).Subscribe(ctx, first)
@@ -109,6 +114,9 @@ func (s *Server) bridge(c *clientConn, first [][]byte, rest [][][]byte) [][][]by
 		case (name == "subscribe" || name == "ssubscribe") && namesOutcomeChannel(args):
 			return write(func(w *redcon.Writer) { w.WriteError(errOutcomeMixed) })
 		case subscriberCommands[name]:
+			if msg := names.take(name, args); msg != "" {
+				return write(func(w *redcon.Writer) { w.WriteError(msg) })
+			}
 			return sub.Send(c.ctx, args) == nil
 		case name == "reset" && len(args) == 1:
 			// Redis unsubscribes from everything and answers +RESET: the subscription is

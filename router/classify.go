@@ -115,8 +115,8 @@ func (r *Router) Peek(s *Session, args [][]byte) Class {
 	case len(args) == 0:
 	case r.isBuyFor(s, &cl, args):
 		cl.Kind = KindBuy
-	case c != nil && c.flags&flagSubscribe != 0:
-		cl.Kind = KindOwnGoroutine
+	case c != nil && c.flags&flagSubscribe != 0 && (c.name == "monitor" || r.channelBytes(args) == nil):
+		cl.Kind = KindOwnGoroutine // (over limits.max_channel_bytes: Serve refuses it)
 	}
 	return cl
 }

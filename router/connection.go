@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"seckill-proxy/conf"
@@ -155,9 +156,12 @@ func (u unsubscribed) write(w Writer) {
 	}
 }
 
-func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
+func (r *Router) cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 	if s.inTx() {
 		return nil, respError("ERR Command not allowed inside a transaction")
+	}
+	if err := r.channelBytes(args); err != nil {
+		return nil, err
 	}
 	if !s.Admin && !strings.EqualFold(string(args[0]), "psubscribe") {
 		for _, ch := range args[1:] {
@@ -168,4 +172,27 @@ func cmdSubscribe(_ context.Context, s *Session, args [][]byte) (Reply, error) {
 	}
 	s.Subscribe = CopyArgs(args)
 	return noReply{}, nil
+}
+
+// channelBytes refuses a (P|S)SUBSCRIBE whose names pass limits.max_channel_bytes.
+func (r *Router) channelBytes(args [][]byte) error {
+	if n := NamesBytes(args); r.opt.MaxChannelBytes > 0 && n > r.opt.MaxChannelBytes {
+		return respError(ChannelBytesError(n, r.opt.MaxChannelBytes))
+	}
+	return nil
+}
+
+// NamesBytes is the bytes of a (P|S)SUBSCRIBE's channel or pattern names.
+func NamesBytes(args [][]byte) int {
+	n := 0
+	for _, a := range args[1:] {
+		n += len(a)
+	}
+	return n
+}
+
+// ChannelBytesError refuses channel names of n bytes past limit (limits.max_channel_bytes).
+func ChannelBytesError(n, limit int) string {
+	return "ERR the channel names would take this connection's subscriptions to " + strconv.Itoa(n) +
+		" bytes, over limits.max_channel_bytes (" + strconv.Itoa(limit) + ")"
 }

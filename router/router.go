@@ -148,6 +148,9 @@ type Options struct {
 	// MaxAllocBytes is the most one command may make Redis allocate by its arguments
 	// (alloc.go); 0 means no bound.
 	MaxAllocBytes int
+	// MaxChannelBytes bounds the channel names of one (P|S)SUBSCRIBE (the server bounds what a
+	// connection holds in all); 0 means no bound.
+	MaxChannelBytes int
 	// AdminAllow names refused commands that an admin user may run all the same.
 	AdminAllow []string
 	// AppScripts are the SHA1s of the scripts an app user may run; "*": any (conf's
@@ -245,9 +248,9 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 		{name: "discard", arity: 1, flags: flagTx, handler: r.cmdDiscard},
 		{name: "watch", arity: -2, flags: flagTx, handler: r.cmdWatch},
 		{name: "unwatch", arity: 1, flags: flagTx, handler: r.cmdUnwatch},
-		{name: "subscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
-		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
-		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: cmdSubscribe},
+		{name: "subscribe", arity: -2, flags: flagTx | flagSubscribe, handler: r.cmdSubscribe},
+		{name: "psubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: r.cmdSubscribe},
+		{name: "ssubscribe", arity: -2, flags: flagTx | flagSubscribe, handler: r.cmdSubscribe},
 		{name: "reset", arity: 1, flags: flagNoAuth, handler: r.cmdReset},
 		{name: "monitor", arity: 1, flags: flagSubscribe, handler: r.cmdMonitor},
 		{name: "wait", arity: 3, flags: flagQueued | flagBlocks, handler: r.cmdWait},

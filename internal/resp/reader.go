@@ -168,10 +168,15 @@ func (r *Reader) Held() int {
 	return cap(r.buf)
 }
 
+// Cap is the capacity of the buffer the Reader holds (a caller's own, while lent).
+func (r *Reader) Cap() int { return cap(r.buf) }
+
 // Release lets go of a large buffer once nothing is pending.
 func (r *Reader) Release() {
 	if !r.lent && r.start == len(r.buf) && cap(r.buf) > 4*readSize {
 		r.buf, r.start, r.pos, r.last = nil, 0, 0, 0
+		clear(r.args) // the last command's arguments point into the buffer, and would keep it
+		r.args = r.args[:0]
 	}
 }
 
