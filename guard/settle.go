@@ -107,10 +107,7 @@ func (g *Guard) settle(a *Attempt, res *BuyResult, round int) (retry bool) {
 		g.stats.busy.Add(1)
 		res.Err = reservedErr(a.req.SKU, arg)
 	case "LIMIT":
-		res.Err = badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
-		if n, err := strconv.ParseInt(arg, 10, 64); err == nil {
-			g.learnLimit(a.req.SKU, a.version, n)
-		}
+		res.Err = g.limitAnswer(a, arg)
 	case "DRIFT":
 		res.Err = g.drifted(a.req.SKU, arg)
 	case "STALE":
@@ -161,4 +158,13 @@ func (g *Guard) settleOwnDuplicate(a *Attempt, res *BuyResult, c *skuCounters) b
 	res.OrderID = a.orderID
 	c.known.add(a.req.UID, a.orderID, a.version, g.opt.Now(), g.opt.Buy.SoldOutBuyers)
 	return false
+}
+
+// limitAnswer is the answer to a buy the script found over the sale's per-user limit (arg),
+// which this proxy learns for the sale version the buy knew (overLimit).
+func (g *Guard) limitAnswer(a *Attempt, arg string) error {
+	if n, err := strconv.ParseInt(arg, 10, 64); err == nil {
+		g.learnLimit(a.req.SKU, a.version, n)
+	}
+	return badArgs("qty %d is above the per-user limit %s", a.req.Qty, arg)
 }
