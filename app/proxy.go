@@ -157,7 +157,7 @@ func Start(cfg conf.Config, opt Options) (*Proxy, error) {
 		LegacyUIDLess: cfg.Buy.LegacyUIDLess, LegacyUIDLessPerConn: int64(cfg.Buy.LegacyUIDLessPerConn),
 		MaxArgBytes: cfg.Limits.MaxArgBytes, MaxAllocBytes: cfg.Limits.MaxAllocBytes, MaxChannelBytes: cfg.Limits.MaxChannelBytes, AdminAllow: cfg.Redis.AdminAllow, AppScripts: cfg.Redis.AppScripts, AppScriptFuel: cfg.Redis.AppScriptFuel, AppScriptBytes: cfg.Redis.AppScriptBytes, AppScriptTime: cfg.Redis.AppScriptTime,
 		ProtectedMode: cfg.ProtectedMode, MaxStatusWait: cfg.Status.MaxWait,
-		WaitShare:   int(cfg.Limits.ClientShare * float64(cfg.Status.MaxWaiters)),
+		WaitShare: int(cfg.Limits.ClientShare * float64(cfg.Status.MaxWaiters)), MaxWaiters: cfg.Status.MaxWaiters,
 		Clients:     func() int64 { return p.Server.Clients() },
 		ObservePass: func(args [][]byte, reply []byte, d time.Duration) { p.Metrics.ObservePass(args, reply, d) }}
 	ropt.Extra = func() []guard.Field {

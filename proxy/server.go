@@ -80,7 +80,7 @@ func New(r *router.Router, up *upstream.Cluster, log *zap.Logger, limits conf.Li
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{router: r, upstream: up, log: log, limits: limits, ctx: ctx, cancel: cancel,
 		open: map[net.Conn]struct{}{}, drained: make(chan struct{}), loops: 1, mem: newMemReleaser(),
-		outcomeShares: guard.NewShares(int(limits.ClientShare * float64(limits.OutcomeChannels))),
+		outcomeShares: guard.NewShares(int(limits.ClientShare*float64(limits.OutcomeChannels)), limits.OutcomeChannels),
 		replies:       replyBudget{limit: int64(limits.ReplyBuffers), log: rate.Sometimes{Interval: time.Second}},
 		asks:          newSharedAsk(int64(limits.ReplyBuffers)), acceptLog: rate.Sometimes{Interval: time.Second}}
 }

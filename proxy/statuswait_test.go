@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/resp"
 	"seckill-proxy/sale"
@@ -299,16 +301,23 @@ func TestOutcomeChannelBounds(t *testing.T) {
 	}
 }
 
-// TestOutcomeChannelShares: one user at one address holds at most limits.client_share of the
-// proxy's outcome channels, over all its connections; past it SUBSCRIBE answers -BUSY naming
-// the setting, and a channel let go is taken again. Before, 100 connections of one user took
-// all 100,000 of the proxy's channels with made-up buyers', and every real buyer got BUSY.
+// TestOutcomeChannelShares: one user at one address holds limits.client_share of the proxy's
+// outcome channels, over all its connections, and past it as many as leave one share free for
+// others (a sidecar serves one user from one address: its own clients may take all but a
+// share); past that SUBSCRIBE answers -BUSY naming the setting, another user at another
+// address takes the share left, and a channel let go is taken again. Before, 100 connections
+// of one user took all 100,000 of the proxy's channels with made-up buyers', and every real
+// buyer got BUSY; then, 26 connections of one user took its share and every other client of
+// that user got BUSY.
 func TestOutcomeChannelShares(t *testing.T) {
 	s := start(t, func(c *conf.Config) {
 		c.Limits.OutcomeChannelsPerConn, c.Limits.OutcomeChannels, c.Limits.ClientShare = 1000, 80, 0.25
+		c.Users = []conf.User{{Name: "shop", Password: "shop-pw", Role: conf.RoleApp}, {Name: "ops", Password: "ops-pw", Role: conf.RoleAdmin}}
 	})
 	sku := newSKU("chanshare")
-	s.sale(t, s.client(t, 1), sku, 10)
+	ops := redis.NewClient(&redis.Options{Addr: s.addr, Username: "ops", Password: "ops-pw"})
+	t.Cleanup(func() { _ = ops.Close() })
+	s.sale(t, ops, sku, 10)
 	subscribe := func(sub *rawClient, from, n int) (ok, busy int) {
 		args := []string{"SUBSCRIBE"}
 		for i := from; i < from+n; i++ {
@@ -328,9 +337,22 @@ func TestOutcomeChannelShares(t *testing.T) {
 		}
 		return ok, busy
 	}
-	first, second := dialRaw(t, s.addr), dialRaw(t, s.addr)
-	if ok, busy := subscribe(first, 0, 30); ok != 20 || busy != 10 {
-		t.Fatalf("30 channels of one user: %d held, %d refused; want 20 and 10 (a quarter of 80)", ok, busy)
+	login := func(from, user, pw string) *rawClient {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, err := d.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		rc := &rawClient{c: c, r: bufio.NewReader(c)}
+		if got := rc.do(t, "AUTH", user, pw); got != "+OK\r\n" {
+			t.Fatalf("AUTH %s: %q", user, got)
+		}
+		return rc
+	}
+	first, second := login("127.0.0.1", "shop", "shop-pw"), login("127.0.0.1", "shop", "shop-pw")
+	if ok, busy := subscribe(first, 0, 70); ok != 60 || busy != 10 {
+		t.Fatalf("70 channels of one user: %d held, %d refused; want 60 and 10 (80 less a quarter)", ok, busy)
 	}
 	if ok, busy := subscribe(second, 100, 5); ok != 0 || busy != 5 {
 		t.Fatalf("5 more on the same user's second connection: %d held, %d refused; want 0 and 5", ok, busy)
@@ -344,10 +366,14 @@ func TestOutcomeChannelShares(t *testing.T) {
 	if ok, busy := subscribe(second, 200, 3); ok != 2 || busy != 1 {
 		t.Fatalf("3 more after 2 let go: %d held, %d refused; want 2 and 1", ok, busy)
 	}
+	other := login("127.0.0.2", "ops", "ops-pw")
+	if ok, busy := subscribe(other, 400, 25); ok != 20 || busy != 5 {
+		t.Fatalf("25 of another user at another address: %d held, %d refused; want the share left, 20", ok, busy)
+	}
 	_ = first.c.Close()
-	eventually(t, 5*time.Second, "the first connection's channels let go", func() bool { return s.field("outcome_channels") == 2 })
-	if ok, busy := subscribe(second, 300, 18); ok != 18 || busy != 0 {
-		t.Fatalf("18 more after the first connection left: %d held, %d refused", ok, busy)
+	eventually(t, 5*time.Second, "the first connection's channels let go", func() bool { return s.field("outcome_channels") == 22 })
+	if ok, busy := subscribe(second, 300, 40); ok != 38 || busy != 2 {
+		t.Fatalf("40 more after the first connection left: %d held, %d refused; want 38 and 2", ok, busy)
 	}
 }
 

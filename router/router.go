@@ -168,8 +168,11 @@ type Options struct {
 	// MaxStatusWait bounds SECKILL.STATUS ... WAIT (status.max_wait; 0: conf's default).
 	MaxStatusWait time.Duration
 	// WaitShare is the most SECKILL.STATUS ... WAIT one user, and one client address, may
-	// have waiting at once (limits.client_share of status.max_waiters; 0: no bound).
-	WaitShare int
+	// have waiting at once (limits.client_share of status.max_waiters; 0: no bound) while
+	// others may want them: past it, a WAIT is refused when fewer than a share of MaxWaiters
+	// (status.max_waiters; 0: the share is hard) are left.
+	WaitShare  int
+	MaxWaiters int
 }
 
 // errPassThrough marks a command for the upstream. (An error value made once: returning a
@@ -224,7 +227,7 @@ func New(g *guard.Guard, log *zap.Logger, opt Options) *Router {
 	}
 	r.auth.log = rate.Sometimes{Interval: time.Second}
 	r.scriptLog = rate.Sometimes{Interval: 10 * time.Second}
-	r.waitShares = guard.NewShares(opt.WaitShare)
+	r.waitShares = guard.NewShares(opt.WaitShare, opt.MaxWaiters)
 	r.auth.sources = newFailureLimits(authSourceEvery, authSourceBurst)
 	r.auth.users = newFailureLimits(authUserEvery, authUserBurst)
 	r.auth.now = time.Now
