@@ -81,12 +81,15 @@ type Config struct {
 	Status Status `koanf:"status"`
 }
 
-// WaitFor is the WAIT timeout in force: WaitTimeout, or half of CallTimeout when it is 0.
+// WaitFor is the WAIT timeout in force: WaitTimeout, or half of CallTimeout when it is 0,
+// in whole milliseconds and at least 1 (Redis's WAIT counts milliseconds, and WAIT n 0 waits
+// for ever: a CallTimeout under 2 ms once made half of it 0).
 func (b Buy) WaitFor() time.Duration {
+	d := b.CallTimeout / 2
 	if b.WaitTimeout > 0 {
-		return b.WaitTimeout
+		d = b.WaitTimeout
 	}
-	return b.CallTimeout / 2
+	return max(d.Truncate(time.Millisecond), time.Millisecond)
 }
 
 // Status configures the wait for an order's outcome: how long a buyer may wait, how many may

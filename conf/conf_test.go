@@ -462,8 +462,9 @@ func TestUnsafe(t *testing.T) {
 }
 
 // TestWarnings: -check-config warns about a proxy open to its network, about admin ports
-// reachable without a token and about buys answered before a replica holds them, and says
-// nothing of the defaults.
+// reachable without a token, about buys answered before a replica holds them, and about every
+// bound turned off or set past meaning (which -strict then refuses), and says nothing of the
+// defaults.
 func TestWarnings(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -477,6 +478,11 @@ func TestWarnings(t *testing.T) {
 			[]string{"admin_listen 0.0.0.0:6381", "sink.admin_listen 0.0.0.0:6382"}},
 		{"admin ports with a token", func(c *Config) { c.AdminListen, c.AdminToken = "0.0.0.0:6381", "t" }, nil},
 		{"no replica waited for", func(c *Config) { c.Buy.WaitReplicas = 0 }, []string{"buy.wait_replicas 0"}},
+		{"bounds turned off", func(c *Config) {
+			c.Redis.KeysMax, c.Redis.MaxOwnConns, c.Admission.UnknownSKURate, c.Limits.ReplyBuffers = 0, 0, 0, 0
+		}, []string{"redis.keys_max 0", "redis.max_own_conns 0", "admission.unknown_sku_rate 0", "limits.reply_buffers 0"}},
+		{"bounds that mean nothing", func(c *Config) { c.Buy.WaitReplicas, c.Limits.MaxClients = 9223372036854775807, 100000000 },
+			[]string{"buy.wait_replicas 9223372036854775807", "limits.max_clients 100000000"}},
 	} {
 		c := Default()
 		tt.mutate(&c)
@@ -582,5 +588,20 @@ func TestAnyAppScriptNeedsItsFlag(t *testing.T) {
 	c.Redis.AppScriptsAnyUnsafe = true
 	if err := c.Validate(); err != nil {
 		t.Fatalf("[\"*\"] with its flag: %v", err)
+	}
+}
+
+// TestWaitForWholeMilliseconds: the WAIT timeout in force is whole milliseconds and never 0,
+// which Redis's WAIT reads as for ever (a buy.call_timeout under 2 ms made half of it 0).
+func TestWaitForWholeMilliseconds(t *testing.T) {
+	for _, tt := range []struct{ call, wait, want time.Duration }{
+		{time.Second, 0, 500 * time.Millisecond},
+		{time.Millisecond, 0, time.Millisecond},
+		{1500 * time.Microsecond, 0, time.Millisecond},
+		{time.Second, 2500 * time.Microsecond, 2 * time.Millisecond},
+	} {
+		if got := (Buy{CallTimeout: tt.call, WaitTimeout: tt.wait}).WaitFor(); got != tt.want {
+			t.Errorf("call %v, wait %v: %v, want %v", tt.call, tt.wait, got, tt.want)
+		}
 	}
 }

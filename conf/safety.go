@@ -66,6 +66,7 @@ func (c Config) Warnings() []string {
 	if c.Buy.WaitReplicas == 0 {
 		w = append(w, "buy.wait_replicas 0: a buy is answered before any replica holds it, so a master paused or cut off past the node timeout turns some \"bought\" answers into rejected orders; set 1 (the default)")
 	}
+	w = append(w, c.offBounds()...)
 	open := c.Password == "" && len(c.Users) == 0
 	if open && !loopbackOnly(c.Listen) {
 		if c.ProtectedMode {
@@ -81,6 +82,30 @@ func (c Config) Warnings() []string {
 	}
 	return w
 }
+
+// offBounds are the settings whose value turns a bound off, or makes it mean nothing: each is
+// valid (an operator may want it) and each is a warning, which -check-config -strict refuses.
+func (c Config) offBounds() []string {
+	var w []string
+	off := func(ok bool, msg string) {
+		if !ok {
+			w = append(w, msg)
+		}
+	}
+	off(c.Redis.KeysMax > 0, "redis.keys_max 0: KEYS may name every key of the cluster in one reply, as large as the keyspace")
+	off(c.Redis.MaxOwnConns > 0, "redis.max_own_conns 0: blocking commands, transactions and subscribers may open connections to the nodes without bound, up to their maxclients")
+	off(c.Admission.UnknownSKURate > 0, "admission.unknown_sku_rate 0: buys of made-up SKUs reach Redis without bound")
+	off(c.Limits.ReplyBuffers > 0, "limits.reply_buffers 0: the replies clients leave unread, and those asked of Redis for them, have no bound")
+	off(c.Buy.WaitReplicas <= maxSensibleReplicas, "buy.wait_replicas "+strconv.Itoa(c.Buy.WaitReplicas)+": more replicas than any master has; every buy then waits buy.wait_timeout and is told UNAVAILABLE")
+	off(c.Limits.MaxClients <= maxSensibleClients, "limits.max_clients "+strconv.Itoa(c.Limits.MaxClients)+": more connections than a process can have descriptors for; the bound then holds nothing back")
+	return w
+}
+
+// maxSensibleReplicas and maxSensibleClients: past them, a bound means nothing.
+const (
+	maxSensibleReplicas = 16
+	maxSensibleClients  = 1 << 20
+)
 
 // loopbackOnly: addr listens on a loopback address only.
 func loopbackOnly(addr string) bool {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -117,11 +118,18 @@ func (s *source) stampNow() (string, error) {
 
 // ReadFile reads a PEM or secret file of at most MaxFile bytes.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// Opened without blocking, then looked at: a FIFO (or a device) in a file's place would
+	// hold the read, and a start-up with it, for ever, deaf to SIGTERM.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,5 +226,28 @@ func TestBadFilesAtStart(t *testing.T) {
 	}
 	if cfg, err := Client("kafka.tls", conf.TLS{}, zap.NewNop()); cfg != nil || err != nil {
 		t.Errorf("TLS off: %v, %v", cfg, err)
+	}
+}
+
+// TestReadFileRefusesFIFO: a FIFO in a secret's or certificate's place is refused at once,
+// not read for ever (a kafka.sasl.password_file that was one held the proxy's start-up, deaf
+// to SIGTERM); a directory too.
+func TestReadFileRefusesFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "password")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFile(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a FIFO did not return")
+	}
+	if _, err := ReadFile(t.TempDir()); err == nil {
+		t.Fatal("a directory was read")
 	}
 }
