@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // sharedAsk is the askWindow of the clients served by goroutines of their own (no event
@@ -19,7 +20,12 @@ type sharedAsk struct {
 	// stopped is closed when the server drains: a batch that waits for room goes no more.
 	stopped  chan struct{}
 	stopOnce sync.Once
+	// waiting counts the batches that wait for room.
+	waiting atomic.Int64
 }
+
+// pressed: batches wait for room (nil: never).
+func (a *sharedAsk) pressed() bool { return a != nil && a.waiting.Load() > 0 }
 
 func newSharedAsk(limit int64) *sharedAsk {
 	return &sharedAsk{w: askWindow{limit: limit}, freed: make(chan struct{}), stopped: make(chan struct{})}
@@ -39,7 +45,12 @@ type askCharge struct {
 // server drains while it waits.
 func (a *sharedAsk) take(ctx context.Context, hs []uint64, into []askCharge) ([]askCharge, bool) {
 	a.mu.Lock()
-	for !a.roomFor(hs) {
+	for waited := false; !a.roomFor(hs); {
+		if !waited {
+			waited = true
+			a.waiting.Add(1)
+			defer a.waiting.Add(-1)
+		}
 		wait := a.freed
 		a.mu.Unlock()
 		select {

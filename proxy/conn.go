@@ -180,7 +180,7 @@ func (s *Server) serveConn(nc net.Conn, sess *router.Session, pending []byte) {
 		}
 	}()
 	c := newClientConn(s.ctx, nc, sess, s.limits.MaxArgBytes, &s.replies)
-	c.mem = s.mem
+	c.mem, c.rw.asks = s.mem, s.asks
 	defer c.cancel()
 	go c.reading() // ends once nc is closed
 	_, _ = c.rd.Write(pending)
@@ -232,7 +232,12 @@ func (s *Server) serveBatch(c *clientConn, cmds [][][]byte) ([][][]byte, bool) {
 	for _, args := range cmds {
 		id := s.router.Identify(args)
 		ids, mayBlock = append(ids, id), mayBlock || id.Blocks
-		hs = append(hs, askKey(args))
+		if !id.Own() { // only what passes through asks Redis for replies of any size
+			hs = append(hs, askKey(args))
+		}
+	}
+	if mayBlock {
+		hs = hs[:0] // a blocking command may hold its charge for ever, and its key's size with it
 	}
 	c.hashes = hs
 	charges, ok := s.asks.take(c.ctx, hs, c.charges[:0])

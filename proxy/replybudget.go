@@ -69,10 +69,13 @@ var errNotReading = errors.New("the client does not read its replies, and the pr
 // a write of more than conf.ReplyBufferFloor is counted in the budget while it lasts, and
 // while the budget is past its limit it must be taken within replyGrace, or the client is
 // disconnected, as the event loops disconnect a client whose socket is full.
+// The same holds while other clients' batches wait for room in the goroutine-served clients'
+// ask window (askshared.go), which a write not taken holds.
 type replyWriter struct {
 	nc    net.Conn
 	b     *replyBudget
-	wrote int // the bytes of the last write
+	asks  *sharedAsk // nil: none
+	wrote int        // the bytes of the last write
 }
 
 func (w *replyWriter) Write(p []byte) (int, error) {
@@ -82,7 +85,7 @@ func (w *replyWriter) Write(p []byte) (int, error) {
 	}
 	held := w.b.held.Add(int64(len(p)))
 	defer w.b.held.Add(-int64(len(p)))
-	if held <= w.b.limit {
+	if held <= w.b.limit && !w.asks.pressed() {
 		return w.nc.Write(p)
 	}
 	_ = w.nc.SetWriteDeadline(time.Now().Add(replyGrace))

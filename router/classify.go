@@ -82,6 +82,10 @@ func (r *Router) Identify(args [][]byte) Class {
 	return cl
 }
 
+// Own says whether the command is one the router serves itself (SECKILL.*, AUTH, MULTI, ...),
+// not one that passes through to Redis.
+func (cl Class) Own() bool { return cl.cmd != nil }
+
 // Unbound is cl without what points into its command's arguments (Redis's description), for
 // a copy of them that Serve runs later: the router's entry stays, the description is made
 // again from the copy.
