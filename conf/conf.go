@@ -81,6 +81,13 @@ type Config struct {
 	Status Status `koanf:"status"`
 }
 
+// The values of buy.no_replica.
+const (
+	NoReplicaKafka  = "kafka"
+	NoReplicaRefuse = "refuse"
+	NoReplicaTell   = "tell"
+)
+
 // WaitFor is the WAIT timeout in force: WaitTimeout, or half of CallTimeout when it is 0,
 // in whole milliseconds and at least 1 (Redis's WAIT counts milliseconds, and WAIT n 0 waits
 // for ever: a CallTimeout under 2 ms once made half of it 0).
@@ -266,6 +273,12 @@ type Buy struct {
 	// machine, since a WAIT that times out without a fault tells buyers UNAVAILABLE, and below
 	// CallTimeout. 0: half of CallTimeout (see WaitFor).
 	WaitTimeout time.Duration `koanf:"wait_timeout"`
+	// NoReplica is what a buy on a master with no online replica gets, with WaitReplicas above
+	// 0: "kafka" (the default) answers it only once Kafka (acks=all) holds its order, the second
+	// copy there being none in Redis; "refuse" answers UNAVAILABLE until a replica is back;
+	// "tell" answers as soon as the master has it (one copy, in the master and the proxy's
+	// memory, until Kafka has it).
+	NoReplica string `koanf:"no_replica"`
 	// SoldOutReprobe is how long a local sold-out flag lasts before the next buy asks Redis
 	// again, a backstop in case a re-warm signal is missed.
 	SoldOutReprobe time.Duration `koanf:"sold_out_reprobe"`
@@ -403,6 +416,7 @@ func Default() Config {
 			CallTimeout:          time.Second,
 			WaitReplicas:         1,
 			WaitTimeout:          0,
+			NoReplica:            NoReplicaKafka,
 			SoldOutReprobe:       2 * time.Second,
 			SoldOutBuyers:        100000,
 			PipelinesPerMaster:   1,

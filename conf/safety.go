@@ -63,6 +63,9 @@ func (c Config) Warnings() []string {
 	if CertificateWarnings != nil {
 		w = append(w, CertificateWarnings(c)...)
 	}
+	if c.Buy.WaitReplicas > 0 && c.Buy.NoReplica == NoReplicaTell {
+		w = append(w, "buy.no_replica tell: a buy on a master with no replica is told bought while one copy of it exists (the master, and the proxy's memory until Kafka has it): that master and its proxy lost together lose it; set kafka (the default)")
+	}
 	if c.Buy.WaitReplicas == 0 {
 		w = append(w, "buy.wait_replicas 0: a buy is answered before any replica holds it, so a master paused or cut off past the node timeout turns some \"bought\" answers into rejected orders; set 1 (the default)")
 	}

@@ -193,6 +193,11 @@ func (v *validator) checkBuy(c *Config) {
 			v.fail("buy.wait_timeout", c.Buy.WaitTimeout, "must be below buy.call_timeout "+c.Buy.CallTimeout.String())
 		}
 	}
+	switch c.Buy.NoReplica {
+	case NoReplicaKafka, NoReplicaRefuse, NoReplicaTell:
+	default:
+		v.fail("buy.no_replica", c.Buy.NoReplica, "must be kafka, refuse or tell")
+	}
 	v.between("buy.sold_out_reprobe", c.Buy.SoldOutReprobe, time.Millisecond, time.Hour)
 	v.atLeast("buy.sold_out_buyers", c.Buy.SoldOutBuyers, 0)
 	v.atLeast("buy.legacy_uidless_per_conn", c.Buy.LegacyUIDLessPerConn, 1)

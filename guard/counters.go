@@ -59,12 +59,17 @@ type Stats struct {
 	// Donated counts the buys of split sales whose units a donor bucket gave (guard.Donate),
 	// and Settled the reservations left between the donor steps that the sweeper settled.
 	Donated, Settled int64
+	// ToldByKafka counts the buys on a master with no replica online told their order once
+	// Kafka held it (buy.no_replica kafka), RefusedNoReplica those refused (refuse), and
+	// ToldUnreplicated those told with one copy (tell).
+	ToldByKafka, RefusedNoReplica, ToldUnreplicated int64
 }
 
 type counters struct {
 	buys, localSoldOut, scripts, noScript                     atomic.Int64
 	successes, duplicates, soldOut, closed, unavailable, busy atomic.Int64
 	waitShort, waitOff, noSale, drift, notKnown               atomic.Int64
+	toldByKafka, refusedNoReplica, toldUnreplicated           atomic.Int64
 	events, eventsIgnored                                     atomic.Int64
 	donated, settled                                          atomic.Int64
 }
@@ -84,6 +89,7 @@ func (g *Guard) Stats() Stats {
 		RateStarved: time.Duration(g.adm.starvedNs.Load()), RateStarvedLongest: time.Duration(g.adm.starvedLongestNs.Load()), RateReads: g.adm.rateReads.Load(),
 		Denied: int64(g.adm.deny.Len()), Busy: c.busy.Load(), Drift: c.drift.Load(),
 		Donated: c.donated.Load(), Settled: c.settled.Load(),
+		ToldByKafka: c.toldByKafka.Load(), RefusedNoReplica: c.refusedNoReplica.Load(), ToldUnreplicated: c.toldUnreplicated.Load(),
 	}
 }
 

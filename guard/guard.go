@@ -230,6 +230,8 @@ type Attempt struct {
 	// flagGen is the flags' generation when the attempt began: a CLOSED it gets flags the
 	// sale closed only if no Clear (a re-open, a re-warm) came since.
 	flagGen uint64
+	// noReplica: its call went to a master with no replica online (NoReplica).
+	noReplica uint8
 }
 
 // release takes the attempt off its SKU's waiting buys.

@@ -79,15 +79,22 @@ func (l *Loop) Settle(as []*Attempt, raw []byte, round int, replicated bool, lat
 	for i, o := range l.outs {
 		a := as[i]
 		s := Step{Retry: o.Retry, Addr: o.Addr, Ask: o.Ask}
+		if a.noReplica == noReplicaKafka {
+			o.Result = l.g.heldOnce(o.Result)
+		}
 		switch {
 		case o.Retry:
 		case o.Donate:
 			s.Later = true
 			l.g.Donate(a, func(res BuyResult) { l.g.Finish(a); later(a, a.req.AppendReply(nil, res)) })
-		case o.Sold && l.g.ReplyAfterKafka():
+		case o.Sold && (l.g.ReplyAfterKafka() || a.noReplica == noReplicaKafka):
 			s.Later = true
 			l.g.Tee(a, func(err error) {
-				reply := a.req.AppendReply(nil, l.g.AfterKafka(a, err))
+				res := l.g.AfterKafka(a, err)
+				if err == nil && a.noReplica == noReplicaKafka {
+					l.g.stats.toldByKafka.Add(1)
+				}
+				reply := a.req.AppendReply(nil, res)
 				l.g.Finish(a)
 				later(a, reply)
 			})
@@ -95,6 +102,9 @@ func (l *Loop) Settle(as []*Attempt, raw []byte, round int, replicated bool, lat
 			if o.Sold {
 				l.sold = append(l.sold, a)
 				s.Sold = true
+				if a.noReplica == noReplicaTell {
+					l.g.stats.toldUnreplicated.Add(1)
+				}
 			}
 			s.Reply = a.req.AppendReply(nil, o.Result)
 			l.g.Finish(a)

@@ -324,7 +324,13 @@ func (g *Guard) SettleCall(as []*Attempt, raw []byte, round int, replicated bool
 // script may still run: a retry by the buyer answers DUPLICATE with its order.
 func (g *Guard) TimedOut(*Attempt) BuyResult {
 	g.stats.unavailable.Add(1)
-	return BuyResult{Err: unavailable(errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String()))}
+	return BuyResult{Err: notKnown(errors.New("redis did not answer within " + g.opt.Buy.CallTimeout.String()))}
+}
+
+// notKnown is the UNAVAILABLE of a buy that may have run: it says so, and how to learn what
+// came of it.
+func notKnown(err error) error {
+	return unavailable(fmt.Errorf("%v: the outcome is not known; send the same buy again (it answers DUPLICATE with the order if there is one) or ask SECKILL.STATUS", err))
 }
 
 // Unreached answers an attempt whose call could not reach Redis (no master known for its
@@ -332,7 +338,10 @@ func (g *Guard) TimedOut(*Attempt) BuyResult {
 // then the script may have run, and a retry by the buyer answers DUPLICATE with its order.
 func (g *Guard) Unreached(_ *Attempt, err error) BuyResult {
 	g.stats.unavailable.Add(1)
-	return BuyResult{Err: unavailable(fmt.Errorf("redis: %w", err))}
+	if errors.Is(err, ErrNoReplica) || errors.Is(err, ErrNoCopy) {
+		return BuyResult{Err: unavailable(err)} // it did not run
+	}
+	return BuyResult{Err: notKnown(fmt.Errorf("redis: %w", err))}
 }
 
 // Late takes the reply of a call whose attempts were answered TimedOut already: what it sold
@@ -393,7 +402,7 @@ func (g *Guard) AfterKafka(a *Attempt, err error) BuyResult {
 		return BuyResult{OrderID: a.sold.OrderID}
 	}
 	g.stats.unavailable.Add(1)
-	return BuyResult{Err: unavailable(fmt.Errorf("kafka: order %s is in the outbox, not yet in Kafka (%v)", a.sold.OrderID, err))}
+	return BuyResult{Err: notKnown(fmt.Errorf("kafka: order %s is in the outbox, not yet in Kafka (%v)", a.sold.OrderID, err))}
 }
 
 // redirectOf reads a MOVED or ASK error: the node to send the call to.

@@ -3,11 +3,13 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/tidwall/redcon"
 
+	"seckill-proxy/conf"
 	"seckill-proxy/internal/resp"
 )
 
@@ -48,12 +50,14 @@ func (g *Guard) watchReplicas(ctx context.Context) {
 
 // WaitCommand is the WAIT that follows the script calls to the master at addr, and how many
 // replicas it asks for: buy.wait_replicas, or fewer if the master has fewer in the cluster's
-// view; nil when none is configured, or the master has no replica.
+// view; nil when none is configured (0), or the master has no replica online (-1: its calls'
+// buys go as buy.no_replica says, NoReplica).
 func (g *Guard) WaitCommand(addr string) ([]byte, int) {
 	n, _ := g.ReplicasToWait(addr)
 	if n == 0 {
 		if g.opt.Buy.WaitReplicas > 0 {
 			g.stats.waitOff.Add(1)
+			return nil, -1
 		}
 		return nil, 0
 	}
@@ -73,6 +77,45 @@ func (g *Guard) ReplicasToWait(addr string) (int, time.Duration) {
 	}
 	return n, g.opt.Buy.WaitFor()
 }
+
+// ErrNoReplica refuses a buy on a master with no replica online (buy.no_replica: refuse).
+// With ErrNoCopy, the buy did not run: its UNAVAILABLE says so.
+var ErrNoReplica = errors.New("its master has no replica online to hold the buy, and buy.no_replica is refuse; the buy did not run: send it again once a replica is back")
+
+// NoReplica takes the attempts of calls to a master with no replica online, as buy.no_replica
+// says: kafka marks them to be answered once Kafka holds their orders; tell marks them to be
+// counted as told with one copy; refuse returns ErrNoReplica, and they go nowhere.
+func (g *Guard) NoReplica(as []*Attempt) error {
+	switch g.opt.Buy.NoReplica {
+	case conf.NoReplicaRefuse:
+		g.stats.refusedNoReplica.Add(int64(len(as)))
+		return ErrNoReplica
+	case conf.NoReplicaTell:
+		for _, a := range as {
+			a.noReplica = noReplicaTell
+		}
+	default:
+		if g.opt.Publisher == nil || !g.opt.Publisher.Healthy() {
+			g.stats.refusedNoReplica.Add(int64(len(as)))
+			return ErrNoCopy
+		}
+		for _, a := range as {
+			a.noReplica = noReplicaKafka
+		}
+	}
+	return nil
+}
+
+// ErrNoCopy refuses a buy on a master with no replica online while Kafka, its second copy
+// (buy.no_replica kafka), is not taking orders.
+var ErrNoCopy = errors.New("its master has no replica online and Kafka is not taking orders: nothing could hold the buy twice; the buy did not run: send it again shortly")
+
+// How an attempt on a master with no replica online is answered (Attempt.noReplica).
+const (
+	noReplicaNone  uint8 = iota // the master has a replica, or none is waited for
+	noReplicaKafka              // told once Kafka holds the order
+	noReplicaTell               // told at once, and counted
+)
 
 // WaitReply takes the reply of a WAIT that asked for want replicas: whether they
 // acknowledged (if not, the calls before it are not known; see ErrNotKnown).
@@ -95,4 +138,17 @@ func (g *Guard) WaitReply(raw []byte, want int) bool {
 func (g *Guard) shortWait() {
 	g.stats.waitShort.Add(1)
 	g.replicaView.Kick()
+}
+
+// heldOnce is the answer to a buy on a master with no replica online (buy.no_replica kafka)
+// whose script named an order it did not sell (DUPLICATE): that order may be held once yet,
+// in the master alone, so it is not told; its buyer learns it from SECKILL.STATUS once the
+// sink has it, or from a retry once a replica holds it.
+func (g *Guard) heldOnce(res BuyResult) BuyResult {
+	var d *DuplicateError
+	if !errors.As(res.Err, &d) {
+		return res
+	}
+	g.stats.unavailable.Add(1)
+	return BuyResult{Err: notKnown(fmt.Errorf("order %s of this buyer's is held by its master alone (no replica online) and may not be in Kafka yet", d.OrderID))}
 }

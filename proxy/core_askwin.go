@@ -58,10 +58,11 @@ type askSize struct {
 // nearly every command that passes through as it is).
 func askKey(args [][]byte) uint64 {
 	var buf [64]byte
-	h := xxhash.New()
+	var h xxhash.Digest // on the stack: a command costs no allocation here
+	h.Reset()
 	_, _ = h.Write(resp.AppendLower(buf[:0], args[0][:min(len(args[0]), 32)]))
 	if len(args) > 1 {
-		_, _ = h.Write([]byte{0})
+		_, _ = h.WriteString("\x00")
 		_, _ = h.Write(args[1])
 	}
 	return h.Sum64()

@@ -62,3 +62,13 @@ func TestAskWindow(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAskKey: the ask window's hash of a command, which every pass-through command of an
+// event loop pays: no allocation.
+func BenchmarkAskKey(b *testing.B) {
+	args := [][]byte{[]byte("GET"), []byte("user:1000:profile")}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = askKey(args)
+	}
+}

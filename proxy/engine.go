@@ -98,9 +98,14 @@ type buyNodes interface {
 	// ReloadSlots: the connection to a master failed; where slots live may have changed.
 	ReloadSlots()
 	// WaitCommand is the WAIT that follows the calls to the master at addr (nil: none) and
-	// the replicas it asks for; WaitReply takes its reply: whether they acknowledged.
+	// the replicas it asks for (below 0: the master has none online, see NoReplica);
+	// WaitReply takes its reply: whether they acknowledged.
 	WaitCommand(addr string) ([]byte, int)
 	WaitReply(raw []byte, want int) bool
+	// NoReplica marks attempts whose calls go to a master with no replica online, as
+	// buy.no_replica says (their orders told once Kafka holds them, or told at once); an
+	// error: they are refused, and go nowhere (Fail answers them with it).
+	NoReplica(as []*guard.Attempt) error
 	// CallTimeout is how long a script call is waited for (buy.call_timeout).
 	CallTimeout() time.Duration
 }
@@ -313,6 +318,9 @@ func (e *engine) writeCalls(nc *nodeCalls) {
 	if wait != nil {
 		w = &buyWait{calls: nc.calls, want: want}
 	}
+	if want < 0 && !e.unreplicated(nc) {
+		return
+	}
 	deadline := e.k.now.Add(e.nodes.CallTimeout())
 	for _, call := range e.merge(nc) {
 		if nc.ask {
@@ -332,6 +340,27 @@ func (e *engine) writeCalls(nc *nodeCalls) {
 			return append(out, wait...)
 		})
 	}
+}
+
+// unreplicated hands a node's calls, which go to a master with no replica online, to the
+// guard (buyNodes.NoReplica); false: they are refused, and their buys answered here.
+func (e *engine) unreplicated(nc *nodeCalls) bool {
+	var as []*guard.Attempt
+	for _, call := range nc.calls {
+		for _, b := range call.buys {
+			as = append(as, b.a)
+		}
+	}
+	err := e.nodes.NoReplica(as)
+	if err == nil {
+		return true
+	}
+	for _, call := range nc.calls {
+		for _, b := range call.buys {
+			e.buyDone(b, e.buyer.Fail(b.a, err))
+		}
+	}
+	return false
 }
 
 // appendAsking appends ASKING, which goes before a call to the node a slot is moving to.

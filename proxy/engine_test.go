@@ -85,6 +85,7 @@ func (b *fakeBuyer) Late(as []*guard.Attempt, _ []byte, _ bool) { b.finished += 
 func (b *fakeBuyer) Flush()                                     { b.sold, b.toTee = append(b.sold, b.toTee...), nil }
 func (b *fakeBuyer) ReloadSlots()                               { b.down++ }
 func (b *fakeBuyer) WaitCommand(string) ([]byte, int)           { return nil, 0 }
+func (b *fakeBuyer) NoReplica([]*guard.Attempt) error           { return nil }
 func (b *fakeBuyer) WaitReply([]byte, int) bool                 { return true }
 func (b *fakeBuyer) CallTimeout() time.Duration                 { return 500 * time.Millisecond }
 
