@@ -6,8 +6,9 @@ import (
 )
 
 // TestWaitCommand: a WAIT asks for buy.wait_replicas, or fewer when the master has fewer in
-// the cluster's view, and none on a master with none; a master the view does not know is
-// taken to have them. WaitReply says whether the count came back.
+// the cluster's view, and none on a master with none (-1: its buys go as buy.no_replica
+// says); a master the view does not know is taken to have them. WaitReply says whether the
+// count came back.
 func TestWaitCommand(t *testing.T) {
 	g := &Guard{}
 	g.opt.Buy.WaitReplicas = 2
@@ -20,14 +21,14 @@ func TestWaitCommand(t *testing.T) {
 		{nil, "a", 2},
 		{map[string]int{"a": 1}, "a", 1},
 		{map[string]int{"a": 3}, "a", 2},
-		{map[string]int{"a": 0}, "a", 0},
+		{map[string]int{"a": 0}, "a", -1},
 		{map[string]int{"a": 0}, "b", 2},
 	} {
 		if tt.view != nil {
 			g.replicaView.Set(tt.view)
 		}
 		cmd, n := g.WaitCommand(tt.addr)
-		if n != tt.want || (n == 0) != (cmd == nil) {
+		if n != tt.want || (n <= 0) != (cmd == nil) {
 			t.Fatalf("view %v, master %s: WAIT %q for %d, want %d", tt.view, tt.addr, cmd, n, tt.want)
 		}
 		if n > 0 && !strings.HasSuffix(string(cmd), "$3\r\n500\r\n") {
