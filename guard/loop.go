@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -149,10 +150,26 @@ func (l *Loop) Flush() {
 	}
 }
 
-// MasterOfTag is MasterOf for an engine's turn: the slot map is go-redis's, loaded in the
-// background; a load this waits for (the first, or after a failover) is bounded by the
-// client's own read and dial timeouts, so no context with a timer of its own is made.
-func (g *Guard) MasterOfTag(tag string) (string, error) { return g.MasterOf(context.Background(), tag) }
+// MasterOfTag is MasterOf for an engine's turn, which an event loop runs: from the slot map
+// go-redis holds, never waiting for one to load (with none yet, at start or with the cluster
+// unreachable, a load is started in the background and the buy is refused, not run).
+func (g *Guard) MasterOfTag(tag string) (string, error) {
+	m, err := g.MasterOf(noWait, tag)
+	if err != nil {
+		g.rc.ReloadState(context.Background()) // in the background; the buy is told UNAVAILABLE now
+		return "", fmt.Errorf("the slot map is not loaded: %w", err)
+	}
+	return m, nil
+}
+
+// noWait is a context already done: go-redis answers from the slot map it holds, and loads
+// none while an event loop waits (with none loaded, it would ask the cluster there and then,
+// holding every client of the loop for as long as the cluster takes to answer, or not).
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // NoScript marks an attempt whose call Redis answered NOSCRIPT: its next call goes as EVAL,
 // a call of its own (its Group says so).

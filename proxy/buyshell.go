@@ -303,7 +303,29 @@ type buyShellEnv struct{ b *buyShell }
 
 func (e buyShellEnv) begin() bool   { return e.b.s.begin() }
 func (e buyShellEnv) end()          { e.b.s.end() }
-func (e buyShellEnv) post(f func()) { e.b.post(f) }
+func (e buyShellEnv) post(f func()) { e.b.postAside(f) }
+
+// postAside has f run by the core's runner, never by this goroutine: the core's env posts from
+// goroutines that must not wait on Redis (Kafka's acknowledgements, with buy.reply_after kafka
+// or buy.no_replica kafka, which a turn's blocking writes to a master would hold).
+func (b *buyShell) postAside(f func()) {
+	b.mu.Lock()
+	if b.shut {
+		b.mu.Unlock()
+		return
+	}
+	b.posted = append(b.posted, f)
+	if b.running {
+		b.mu.Unlock()
+		return
+	}
+	b.running = true
+	b.mu.Unlock()
+	select {
+	case b.handOff <- struct{}{}:
+	case <-b.stopped:
+	}
+}
 
 // dial connects to up's node as the proxy's own user, on a goroutine; calls queue meanwhile.
 func (e buyShellEnv) dial(up *node) {

@@ -141,6 +141,15 @@ func startProxy(t *testing.T, cfg conf.Config, withTee bool) *stack {
 		t.Fatal(err)
 	case <-time.After(3 * time.Second):
 	}
+	// A buy on a master with no replica online (the dev stack's standalone server) is told
+	// only once Kafka holds it (buy.no_replica kafka): the tee is given the time to connect,
+	// unless the test keeps Kafka away on purpose.
+	for end := time.Now().Add(10 * time.Second); withTee && p.Tee != nil && !p.Tee.Healthy() && time.Now().Before(end); {
+		if len(cfg.Kafka.Brokers) > 0 && cfg.Kafka.Brokers[0] == "127.0.0.1:1" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return s
 }
 

@@ -84,6 +84,7 @@ func TestSaleKeysCannotBeWritten(t *testing.T) {
 		onStandalone := func(m func(*conf.Config)) func(*conf.Config) {
 			return func(c *conf.Config) {
 				c.Redis.Mode, c.Redis.Addrs = conf.ModeStandalone, []string{"127.0.0.1:7010"}
+				c.Buy.NoReplica = conf.NoReplicaTell // no tee, and a server with no replica: the sale's buys are told at once
 				m(c)
 			}
 		}
