@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"seckill-proxy/internal/resp"
 )
@@ -17,8 +19,11 @@ import (
 // holding every master's data would answer them.
 
 // keysStep is the COUNT of each SCAN of a KEYS walk: how much of its keyspace a master
-// looks at in one step.
-const keysStep = "1000"
+// looks at in one step (5,000 keys: some 5 ms of its time with MATCH; SCAN costs a master
+// about four times what KEYS does per key, whatever the COUNT). The masters are walked at
+// once, each by a goroutine of its own: walked one after the other, a walk of 1.2 million
+// keys over three masters took twice as long as Redis's own KEYS, past a client's timeout.
+const keysStep = "5000"
 
 // keysAtOnce bounds the KEYS walks of one proxy at once; keysWalks holds their places.
 const keysAtOnce = 2
@@ -62,41 +67,85 @@ func (c *Cluster) keys(ctx context.Context, args [][]byte) []byte {
 	if err != nil {
 		return unavailable(err)
 	}
-	limit := c.opt.KeysMax
+	w := keysWalk{c: c, pattern: args[1], limit: int64(c.opt.KeysMax)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	found := make([][][]byte, len(ms))
+	fails := make([][]byte, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() {
+			found[i], fails[i] = w.master(ctx, m)
+			if fails[i] != nil {
+				cancel() // the walk is over: the other masters need not go on
+			}
+		})
+	}
+	wg.Wait()
+	if f := firstFail(fails, w.over.Load()); f != nil {
+		return f
+	}
 	var all [][]byte
-	held := 0
-	for _, m := range ms {
-		from := len(all) // SCAN may name a key twice; keys of two masters differ
-		cursor := []byte("0")
-		for {
-			r := c.one(ctx, m, [][]byte{[]byte("SCAN"), cursor, []byte("MATCH"), args[1], []byte("COUNT"), []byte(keysStep)})
-			els, err := resp.SplitArray(r)
-			if err != nil || len(els) != 2 {
-				return r // UNAVAILABLE, or Redis's error
-			}
-			found, err := resp.SplitArray(els[1])
-			if err != nil {
-				return errorReply("ERR upstream SCAN reply")
-			}
-			for _, k := range found {
-				held += len(k) + keyOverhead
-			}
-			all = append(all, found...)
-			if limit > 0 && len(all) > limit {
-				return errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d keys (redis.keys_max); walk them with SCAN", clipArg(args[1]), limit))
-			}
-			if held > keysMaxBytes {
-				return errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d MiB of keys, the most seckill-proxy holds for one reply; walk them with SCAN", clipArg(args[1]), keysMaxBytes>>20))
-			}
-			if cursor = bulkValue(els[0]); string(cursor) == "0" || len(cursor) == 0 {
-				break
-			}
-		}
-		mine := all[from:] // sorted and compacted: no second copy of the keys to find the twice named
-		slices.SortFunc(mine, bytes.Compare)
-		all = all[:from+len(slices.CompactFunc(mine, bytes.Equal))]
+	for _, keys := range found {
+		all = append(all, keys...)
 	}
 	return arrayReply(all)
+}
+
+// firstFail is the reply that ends a walk: with a bound passed, the bound's (the others'
+// ended by it are not the cause); else the first master's failure.
+func firstFail(fails [][]byte, over bool) []byte {
+	for _, f := range fails {
+		if f != nil && (!over || bytes.HasPrefix(f, []byte("-ERR KEYS"))) {
+			return f
+		}
+	}
+	return nil
+}
+
+// keysWalk is one KEYS walk's state, shared by its masters' goroutines.
+type keysWalk struct {
+	c          *Cluster
+	pattern    []byte
+	limit      int64 // keys_max (0: none)
+	keys, held atomic.Int64
+	over       atomic.Bool // a bound was passed: the first error says which
+}
+
+// master walks one master with SCAN: its keys, each once, or the reply that ends the walk
+// (UNAVAILABLE, Redis's error, or a bound passed).
+func (w *keysWalk) master(ctx context.Context, m string) ([][]byte, []byte) {
+	var mine [][]byte
+	cursor := []byte("0")
+	for {
+		r := w.c.one(ctx, m, [][]byte{[]byte("SCAN"), cursor, []byte("MATCH"), w.pattern, []byte("COUNT"), []byte(keysStep)})
+		els, err := resp.SplitArray(r)
+		if err != nil || len(els) != 2 {
+			return nil, r // UNAVAILABLE, or Redis's error
+		}
+		found, err := resp.SplitArray(els[1])
+		if err != nil {
+			return nil, errorReply("ERR upstream SCAN reply")
+		}
+		held := 0
+		for _, k := range found {
+			held += len(k) + keyOverhead
+		}
+		mine = append(mine, found...)
+		if n := w.keys.Add(int64(len(found))); w.limit > 0 && n > w.limit {
+			w.over.Store(true)
+			return nil, errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d keys (redis.keys_max); walk them with SCAN", clipArg(w.pattern), w.limit))
+		}
+		if w.held.Add(int64(held)) > keysMaxBytes {
+			w.over.Store(true)
+			return nil, errorReply(fmt.Sprintf("ERR KEYS %s matches more than %d MiB of keys, the most seckill-proxy holds for one reply; walk them with SCAN", clipArg(w.pattern), keysMaxBytes>>20))
+		}
+		if cursor = bulkValue(els[0]); string(cursor) == "0" || len(cursor) == 0 {
+			break
+		}
+	}
+	slices.SortFunc(mine, bytes.Compare) // SCAN may name a key twice; keys of two masters differ
+	return slices.CompactFunc(mine, bytes.Equal), nil
 }
 
 // clipArg is an argument for an error text: at most 64 bytes of it.
