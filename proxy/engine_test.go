@@ -459,3 +459,47 @@ func TestWaitPastDeadline(t *testing.T) {
 		t.Fatalf("after the WAIT's late reply: %q, finished %d, buys out %d, in flight %d", got, wb.finished, c.buysOut, h.k.inflight)
 	}
 }
+
+// loneBuyer is the fake buyer of a master with no replica online (WaitCommand -1), whose
+// guard refuses the buys (buy.no_replica refuse, or Kafka away).
+type loneBuyer struct {
+	fakeBuyer
+	asked int
+}
+
+func (b *loneBuyer) WaitCommand(string) ([]byte, int) { return nil, -1 }
+func (b *loneBuyer) NoReplica(as []*guard.Attempt) error {
+	b.asked += len(as)
+	return guard.ErrNoReplica
+}
+
+// TestCoreRefusesBuysWithNoReplica: the buys of a turn on a master with no replica online
+// that the guard refuses go nowhere: nothing is written to the master, each buyer is answered
+// with the refusal, and the client's next command is served.
+func TestCoreRefusesBuysWithNoReplica(t *testing.T) {
+	h := newCoreHarness(t, false)
+	fb := &loneBuyer{}
+	newEngine(h.k, fb, fb)
+	c := h.client(true)
+	h.send(c, cmdsOf("BUY s u1", "BUY s u2", "GET a1"))
+	h.k.flushInputs()
+	h.connect()
+	if owner := h.k.ups[upKey{addr: "a", kind: upOwner}]; owner != nil && len(owner.out) > 0 {
+		t.Fatalf("a refused turn wrote to the master: %q", owner.out)
+	}
+	for range 3 {
+		h.k.flushInputs()
+		h.connect()
+		for addr := range h.k.ups {
+			h.answer(addr, nil)
+		}
+		h.flush()
+	}
+	got := h.got[c].String()
+	if strings.Count(got, "-UNAVAILABLE") != 2 || !strings.Contains(got, "no replica online") || !strings.HasSuffix(got, echoes("GET a1")) {
+		t.Fatalf("the client got %q, want two refusals, then GET's reply", got)
+	}
+	if fb.asked != 2 || fb.unreachedN != 2 || h.k.inflight != 0 {
+		t.Fatalf("asked %d, failed %d, in flight %d", fb.asked, fb.unreachedN, h.k.inflight)
+	}
+}
