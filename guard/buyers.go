@@ -104,6 +104,10 @@ func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buye
 				return nil, err
 			}
 			for i := 0; i+1 < len(kv); i += 2 {
+				if strings.HasPrefix(kv[i+1], "r:") {
+					b.Orders[kv[i]] = "" // a reservation, not an order: its buys go to Redis
+					continue
+				}
 				b.Orders[kv[i]] = orderOf(kv[i+1])
 			}
 			if cursor = next; cursor == 0 {

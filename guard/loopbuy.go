@@ -67,6 +67,9 @@ func (g *Guard) local(r *BuyRequest, now time.Time) (res BuyResult, ok bool) {
 		}
 		return BuyResult{}, false
 	}
+	if buyers.reserved(r.UID) {
+		return BuyResult{}, false // Redis answers a reservation (RESERVED), never the flag
+	}
 	c := g.countersFor(r.SKU)
 	g.touch(r.SKU, c, now)
 	c.local.Add(1)

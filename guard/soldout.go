@@ -39,8 +39,10 @@ type Buyers struct {
 	// stand, it need not be read again.
 	Version string
 	Count   int64
-	// Orders maps uid -> order id; nil when the sale has more buyers than the proxy keeps
-	// (buy.sold_out_buyers), and then every flagged buy is answered SOLDOUT.
+	// Orders maps uid -> order id, "" for a reservation of a split sale still asking its
+	// donor buckets (never told as an order: such a buyer's buy goes to Redis); nil when the
+	// sale has more buyers than the proxy keeps (buy.sold_out_buyers), and then every flagged
+	// buy is answered SOLDOUT.
 	Orders map[string]string
 }
 
@@ -123,5 +125,14 @@ func (b *Buyers) order(uid string) (string, bool) {
 		return "", false
 	}
 	id, ok := b.Orders[uid]
-	return id, ok
+	return id, ok && id != ""
+}
+
+// reserved: uid holds a reservation, not an order (Orders).
+func (b *Buyers) reserved(uid string) bool {
+	if b == nil {
+		return false
+	}
+	id, ok := b.Orders[uid]
+	return ok && id == ""
 }

@@ -72,3 +72,23 @@ func TestFlagsNotSetAfterAClear(t *testing.T) {
 		t.Fatal("u2 is no buyer")
 	}
 }
+
+// TestReservationIsNoOrder: a buyer whose entry is a split sale's pending reservation is not
+// told an order from the sold-out flag's buyers (its buy goes to Redis, which answers
+// RESERVED); a buyer with an order is.
+func TestReservationIsNoOrder(t *testing.T) {
+	b := &Buyers{Orders: map[string]string{"u1": "order-1", "u2": ""}}
+	if id, dup := b.order("u1"); !dup || id != "order-1" {
+		t.Fatalf("u1: %q %v", id, dup)
+	}
+	if id, dup := b.order("u2"); dup || id != "" {
+		t.Fatalf("a reservation told as order %q", id)
+	}
+	if !b.reserved("u2") || b.reserved("u1") || b.reserved("u3") {
+		t.Fatal("reserved() wrong")
+	}
+	var none *Buyers
+	if none.reserved("u1") {
+		t.Fatal("nil buyers reserved")
+	}
+}
