@@ -196,7 +196,7 @@ func (c *Cluster) node(addr string) *node {
 	n, _ := v.(*node)
 	if !ok {
 		n = newNode(addr, c.opt.ConnsPerNode, c.opt.dialer(), loginCommand(c.opt.Protocol, c.opt.Username, c.opt.Password),
-			c.opt.SpareConns, c.opt.DialTimeout+c.opt.Timeout)
+			c.opt.SpareConns, c.opt.DialTimeout+c.opt.Timeout, c.opt.Log)
 		c.nodes.Store(addr, n)
 	}
 	return n

@@ -2,8 +2,13 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
+	"syscall"
 	"time"
+
+	"go.uber.org/zap"
 
 	"seckill-proxy/internal/coalesce"
 )
@@ -87,18 +92,34 @@ func (l *lanes) run() {
 		}
 		var replies [][]byte
 		var err error
-		if c == nil {
-			ctx, cancel := context.WithDeadline(context.Background(), deadline)
-			c, err = l.n.dial(ctx)
-			cancel()
-		}
-		if err == nil {
+		for try := 0; try < 2; try++ {
+			reused := c != nil
+			if c == nil {
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				c, err = l.n.dial(ctx)
+				cancel()
+			}
+			if err != nil {
+				break
+			}
 			// No context here: a timer per batch costs more than the rest of the lane's work.
 			replies, err = c.roundTripUntil(deadline, cmds)
-			if err != nil {
-				c.nc.Close()
-				c = nil
+			if err == nil {
+				c.used = time.Now()
+				break
 			}
+			stale := reused && neverReached(err)
+			c.nc.Close()
+			c = nil
+			if !stale {
+				break
+			}
+			// A connection the node closed while it idled (a restart): the batch never reached
+			// Redis, and goes once more on a new connection, not back to its callers as a
+			// dead connection's error.
+			l.n.staleLog.Do(func() {
+				l.n.log.Warn("a connection to a Redis node was closed while idle; sending on a new one (logged at most once a minute)", zap.String("addr", l.n.addr), zap.Error(err))
+			})
 		}
 		at := 0
 		for _, cl := range batch {
@@ -111,6 +132,19 @@ func (l *lanes) run() {
 			cl.done <- struct{}{}
 		}
 	}
+}
+
+// neverReached: err is a write that failed (a broken pipe, a reset) or a connection closed
+// before any reply came, on a connection Redis had closed before: the commands never ran.
+func neverReached(err error) bool {
+	var ne *net.OpError
+	switch {
+	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		return true
+	case errors.As(err, &ne) && ne.Op == "write":
+		return true
+	}
+	return errors.Is(err, errNoReply)
 }
 
 func (l *lanes) close() {

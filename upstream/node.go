@@ -3,8 +3,13 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"seckill-proxy/internal/connect"
 	"seckill-proxy/internal/resp"
@@ -17,6 +22,9 @@ type node struct {
 	dial   func(ctx context.Context) (*conn, error)
 	lanes  *lanes
 	spares spares
+	// log says when a lane's connection was found closed while idle, at most once a minute.
+	log      *zap.Logger
+	staleLog rate.Sometimes
 }
 
 type conn struct {
@@ -30,10 +38,19 @@ type conn struct {
 	ownAddr string
 	// id is the connection's CLIENT ID in Redis, once a blocking command asked (0: not known).
 	id int64
+	// used is when a lane last had its replies on it.
+	used time.Time
 }
 
-func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte, spareConns int, spareTimeout time.Duration) *node {
-	n := &node{addr: addr, spares: spares{want: spareConns, timeout: spareTimeout}}
+// errNoReply is a connection closed before the first reply of a write came: on a connection
+// that idled, the node closed it before the write (a restart), and nothing ran.
+var errNoReply = errors.New("the connection closed before any reply")
+
+func newNode(addr string, lanes int, dialer connect.Dialer, auth [][]byte, spareConns int, spareTimeout time.Duration, log *zap.Logger) *node {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	n := &node{addr: addr, spares: spares{want: spareConns, timeout: spareTimeout}, log: log, staleLog: rate.Sometimes{Interval: time.Minute}}
 	n.dial = func(ctx context.Context) (*conn, error) { return dialConn(ctx, addr, dialer, auth) }
 	n.lanes = newLanes(n, lanes)
 	return n
@@ -146,6 +163,9 @@ func (c *conn) roundTripUntil(deadline time.Time, cmds [][][]byte) ([][]byte, er
 	for i := range cmds {
 		var err error
 		if all, err = c.scan.Append(c.r, all); err != nil {
+			if i == 0 && len(all) == 0 && errors.Is(err, io.EOF) {
+				err = errNoReply
+			}
 			return nil, err
 		}
 		ends[i] = len(all)
