@@ -92,35 +92,7 @@ func (l *lanes) run() {
 		}
 		var replies [][]byte
 		var err error
-		for try := 0; try < 2; try++ {
-			reused := c != nil
-			if c == nil {
-				ctx, cancel := context.WithDeadline(context.Background(), deadline)
-				c, err = l.n.dial(ctx)
-				cancel()
-			}
-			if err != nil {
-				break
-			}
-			// No context here: a timer per batch costs more than the rest of the lane's work.
-			replies, err = c.roundTripUntil(deadline, cmds)
-			if err == nil {
-				c.used = time.Now()
-				break
-			}
-			stale := reused && neverReached(err)
-			c.nc.Close()
-			c = nil
-			if !stale {
-				break
-			}
-			// A connection the node closed while it idled (a restart): the batch never reached
-			// Redis, and goes once more on a new connection, not back to its callers as a
-			// dead connection's error.
-			l.n.staleLog.Do(func() {
-				l.n.log.Warn("a connection to a Redis node was closed while idle; sending on a new one (logged at most once a minute)", zap.String("addr", l.n.addr), zap.Error(err))
-			})
-		}
+		c, replies, err = l.send(c, deadline, cmds)
 		at := 0
 		for _, cl := range batch {
 			if err != nil {
@@ -131,6 +103,38 @@ func (l *lanes) run() {
 			at += len(cl.cmds)
 			cl.done <- struct{}{}
 		}
+	}
+}
+
+// send sends cmds on c (dialled if nil) and reads their replies: the connection to keep (nil
+// after an error), and the replies or the error. A connection the node closed while it idled
+// (a restart) is not handed back as an error: the batch never reached Redis, and goes once
+// more on a new connection.
+func (l *lanes) send(c *conn, deadline time.Time, cmds [][][]byte) (*conn, [][]byte, error) {
+	for try := 0; ; try++ {
+		reused := c != nil
+		if c == nil {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			var err error
+			c, err = l.n.dial(ctx)
+			cancel()
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		// No context here: a timer per batch costs more than the rest of the lane's work.
+		replies, err := c.roundTripUntil(deadline, cmds)
+		if err == nil {
+			return c, replies, nil
+		}
+		c.nc.Close()
+		c = nil
+		if try > 0 || !reused || !neverReached(err) {
+			return nil, nil, err
+		}
+		l.n.staleLog.Do(func() {
+			l.n.log.Warn("a connection to a Redis node was closed while idle; sending on a new one (logged at most once a minute)", zap.String("addr", l.n.addr), zap.Error(err))
+		})
 	}
 }
 

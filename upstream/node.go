@@ -38,8 +38,6 @@ type conn struct {
 	ownAddr string
 	// id is the connection's CLIENT ID in Redis, once a blocking command asked (0: not known).
 	id int64
-	// used is when a lane last had its replies on it.
-	used time.Time
 }
 
 // errNoReply is a connection closed before the first reply of a write came: on a connection
