@@ -39,6 +39,7 @@ func schemes(fs *flag.FlagSet, args []string) int {
 	from := fs.String("from", "", "read the results from this -json file of an earlier run instead of running (to draw the table and chart again)")
 	failoverJSON := fs.String("failover-json", "", "the -json file of a -failover run: the chart gets a panel of what the failover cost each scheme")
 	mdOut := fs.String("md", "", "write the markdown table to this file (\"\": standard output)")
+	accountOut := fs.String("account-md", "", "write where each scheme's order spent its CPU (by process, and Redis's commands by node) as markdown tables to this file")
 	chart := fs.String("chart", "", "write an SVG chart of the schemes side by side to this file")
 	if fs.Parse(args) != nil {
 		return 2
@@ -71,6 +72,9 @@ func schemes(fs *flag.FlagSet, args []string) int {
 	}
 	if err == nil {
 		err = writeSchemes(rs, failover, o, *jsonOut, *mdOut, *chart)
+	}
+	if err == nil && *accountOut != "" {
+		err = os.WriteFile(*accountOut, []byte(loadtest.SchemesAccountTables(rs)), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckill-bench schemes:", err)

@@ -130,6 +130,10 @@ type SchemeResult struct {
 	Failover      string  `json:"failover,omitempty"`
 	NotKept       int64   `json:"not_kept"`
 	ErrorWindowMs float64 `json:"error_window_ms"`
+	// Processes and Commands say where an order's CPU went: each process's CPU per order, by
+	// role, and each Redis node's commands per order (account.go).
+	Processes []ProcessCost `json:"processes,omitempty"`
+	Commands  []CommandCost `json:"commands,omitempty"`
 }
 
 // scheme is one scheme set up for a round: its buyer, then what it counts once the load ends.
@@ -201,6 +205,8 @@ func runScheme(ctx context.Context, o SchemesOptions, name, sku string, pace *fa
 	if o.Failover {
 		fo = newFailover(o.Services.Redis, s.stockKey, int64(o.Units/4))
 	}
+	nodes := append(slices.Clone(o.Services.Redis.Addrs), o.OneRedis)
+	procs0, cmds0 := sampleProcesses(), sampleCommands(ctx, nodes)
 	cpu0, cpuErr := machineCPU()
 	start := time.Now()
 	var lastOrder atomic.Int64 // when the last order was told, in ns from start
@@ -217,6 +223,7 @@ func runScheme(ctx context.Context, o SchemesOptions, name, sku string, pace *fa
 	}
 	units := k.units
 	cpu1, err := machineCPU()
+	procs1, cmds1 := sampleProcesses(), sampleCommands(ctx, nodes)
 	told := int64(len(res.Orders) * o.Load.Qty)
 	r := SchemeResult{Scheme: name, Holds: schemeHolds[name], Requests: res.Requests, Orders: int64(len(res.Orders)),
 		OrderUnits: units, Oversell: max(0, max(units, told)-int64(o.Units)), Unsold: max(0, int64(o.Units)-units),
@@ -231,6 +238,7 @@ func runScheme(ctx context.Context, o SchemesOptions, name, sku string, pace *fa
 	if cpuErr == nil && err == nil && r.Orders > 0 {
 		r.CPUPerOrderMs = float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(r.Orders)
 	}
+	r.Processes, r.Commands = processCosts(procs0, procs1, r.Orders), commandCosts(cmds0, cmds1, r.Orders)
 	if fo != nil {
 		r.Failover = fo.wait()
 		pace.last = time.Now()
