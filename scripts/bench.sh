@@ -64,16 +64,18 @@ echo "== (s) the seeds' stock schemes side by side, on the same sale" >&2
 # row the median; the chart (README's first screen links it) shows both.
 ./bin/seckill-bench schemes -addr 127.0.0.1:$PORT -schemes one-redis,proxy,proxy-buckets -failover -rounds 3 -sku bench_scheme_fo -json "$WORK/schemes-failover.json" -md "$WORK/schemes-failover.md"
 ./bin/seckill-bench schemes -addr 127.0.0.1:$PORT -rounds 3 -failover-json "$WORK/schemes-failover.json" -json "$WORK/schemes.json" -md "$WORK/schemes.md" -chart docs/schemes.svg
-echo "== (w) the truthful buy: one-redis, the proxy with WAIT and without, quiet and with a core busy" >&2
+echo "== (w) the truthful buy: one-redis, the seeds, the proxy with WAIT and without; 200 and 1,000 buyers at once, quiet, and with a core busy" >&2
 # A second proxy, with buy.wait_replicas 0, beside the first (the same sink); 100,000 units,
-# 300,000 buyers, three rounds alternating, each row the median; then the same with a shell
-# loop keeping a core busy.
+# 300,000 buyers, three rounds alternating, each row the median, with 200 buyers at once and
+# with 1,000, each with where an order's CPU went (by process, and Redis's commands by node);
+# then 200 at once with a shell loop keeping a core busy.
 NOWAIT_PORT=6393
 SECKILL_LISTEN=127.0.0.1:$NOWAIT_PORT SECKILL_ADMIN_LISTEN= SECKILL_LOG_LEVEL=warn SECKILL_BUY_WAIT_REPLICAS=0 ./bin/seckill-proxy &
 nowait_pid=$!
 for _ in $(seq 100); do redis-cli -p "$NOWAIT_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-TRUTH=(-addr 127.0.0.1:$PORT -addr-nowait 127.0.0.1:$NOWAIT_PORT -schemes one-redis,proxy,proxy-nowait -units 100000 -buyers 300000 -rounds 3)
-./bin/seckill-bench schemes "${TRUTH[@]}" -sku bench_truth -md "$WORK/truth.md"
+TRUTH=(-addr 127.0.0.1:$PORT -addr-nowait 127.0.0.1:$NOWAIT_PORT -schemes one-redis,seeds,proxy,proxy-nowait -units 100000 -buyers 300000 -rounds 3)
+./bin/seckill-bench schemes "${TRUTH[@]}" -sku bench_truth -md "$WORK/truth.md" -account-md "$WORK/truth-account.md"
+./bin/seckill-bench schemes "${TRUTH[@]}" -conns 1000 -sku bench_truth1k -md "$WORK/truth1k.md" -account-md "$WORK/truth1k-account.md"
 sh -c 'while :; do :; done' &
 hog=$!
 ./bin/seckill-bench schemes "${TRUTH[@]}" -sku bench_truth_busy -md "$WORK/truth-busy.md"

@@ -51,7 +51,9 @@ type benchData struct {
 	Skus                       string // scripts/bench-skus.sh: buys spread over many SKUs
 	Schemes                    string // seckill-bench schemes: the seeds' stock schemes side by side
 	SchemesFailover            string // the same with a master failover during each sale
-	Truth, TruthBusy           string // one-redis, the proxy with WAIT and without: quiet, and with a core busy
+	Truth, TruthBusy           string // one-redis, the seeds, the proxy with WAIT and without: quiet, and with a core busy
+	Truth1k                    string // the same quiet, with 1,000 buyers at once
+	TruthAccount, Truth1kAcct  string // where an order's CPU went in each (account.go)
 	Buckets                    string
 	Cost, CostRatios, Profiles string
 	Outcome                    Report // the seeds' sale with every buyer waiting for the outcome
@@ -136,6 +138,14 @@ func BenchReport(run BenchRun) (string, error) {
 	truthBusy, err := os.ReadFile(w("truth-busy.md"))
 	must(err)
 	d.TruthBusy = strings.TrimSpace(string(truthBusy))
+	for _, f := range []struct {
+		file string
+		to   *string
+	}{{"truth1k.md", &d.Truth1k}, {"truth-account.md", &d.TruthAccount}, {"truth1k-account.md", &d.Truth1kAcct}} {
+		b, err := os.ReadFile(w(f.file))
+		must(err)
+		*f.to = strings.TrimSpace(string(b))
+	}
 	hot, err := benchLines(w("hot.txt"))
 	must(err)
 	d.Hot = strings.TrimSpace(hot)

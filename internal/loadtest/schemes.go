@@ -24,6 +24,7 @@ import (
 const (
 	SchemeMySQLLock = "mysql-lock"    // the seeds' optimistic-lock UPDATE straight on MySQL
 	SchemeOneRedis  = "one-redis"     // the seeds' Lua script on one Redis, a Kafka send per order
+	SchemeSeeds     = "seeds"         // one-redis, and the seeds' consumer storing each order in MySQL
 	SchemeProxy     = "proxy"         // seckill-proxy on the cluster, the sink storing the orders
 	SchemeNoWait    = "proxy-nowait"  // the same through a proxy with buy.wait_replicas 0 (ProxyNoWait)
 	SchemeBuckets   = "proxy-buckets" // the same, the stock split over buckets
@@ -31,16 +32,17 @@ const (
 )
 
 // Schemes are every scheme, in order.
-var Schemes = []string{SchemeMySQLLock, SchemeOneRedis, SchemeProxy, SchemeNoWait, SchemeBuckets, SchemeLocal}
+var Schemes = []string{SchemeMySQLLock, SchemeOneRedis, SchemeSeeds, SchemeProxy, SchemeNoWait, SchemeBuckets, SchemeLocal}
 
 // DefaultSchemes are the schemes run when none are named: all but SchemeNoWait, which needs
 // a proxy of its own.
-var DefaultSchemes = slices.DeleteFunc(slices.Clone(Schemes), func(s string) bool { return s == SchemeNoWait })
+var DefaultSchemes = slices.DeleteFunc(slices.Clone(Schemes), func(s string) bool { return s == SchemeNoWait || s == SchemeSeeds })
 
 // schemeHolds says what a scheme's order is when the buyer is told: what its CPU pays for.
 var schemeHolds = map[string]string{
 	SchemeMySQLLock: "a MySQL row, in the buy's own transaction",
 	SchemeOneRedis:  "a Redis decrement, then a Kafka message sent synchronously",
+	SchemeSeeds:     "the same, then a MySQL row by the seeds' consumer",
 	SchemeProxy:     "a Redis decrement and outbox entry, then a MySQL row by the sink",
 	SchemeNoWait:    "the same, told before a replica holds it (no WAIT)",
 	SchemeBuckets:   "the same, the stock over buckets",
@@ -80,7 +82,7 @@ func (o SchemesOptions) Validate() error {
 		if s == SchemeNoWait && o.ProxyNoWait == "" {
 			return errors.New("scheme proxy-nowait needs the address of a proxy without WAIT (-addr-nowait)")
 		}
-		if o.Failover && (s == SchemeMySQLLock || s == SchemeLocal || s == SchemeNoWait) {
+		if o.Failover && (s == SchemeMySQLLock || s == SchemeLocal || s == SchemeNoWait || s == SchemeSeeds) {
 			return fmt.Errorf("scheme %s has no Redis master to fail over", s)
 		}
 	}

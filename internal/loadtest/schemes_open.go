@@ -29,6 +29,8 @@ func openScheme(ctx context.Context, o SchemesOptions, name, sku string) (*schem
 		return openMySQLLock(ctx, o, sku)
 	case SchemeOneRedis:
 		return openOneRedis(ctx, o, sku)
+	case SchemeSeeds:
+		return openSeedsScheme(ctx, o, sku)
 	case SchemeProxy:
 		return openProxyScheme(ctx, o, o.Proxy, sku, 1)
 	case SchemeNoWait:
