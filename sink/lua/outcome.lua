@@ -23,10 +23,18 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fields, told, incr, counted = {}, {}, {}, 0
 local delays, delaySum, delayMax = 0, 0, 0
+-- The outcomes the result hash holds already, read in one HMGET for the batch.
+local ids = {}
+for i = 2, #ARGV, 9 do ids[#ids + 1] = ARGV[i] end
+local held = redis.call('HMGET', KEYS[2], unpack(ids))
+local seen = {} -- a later outcome of the same order id in this call, against one set here
 for i = 2, #ARGV, 9 do
   -- An outcome the result hash holds already (the same call sent again, its WAIT short) is
   -- neither counted nor streamed twice.
-  if redis.call('HGET', KEYS[2], ARGV[i]) ~= ARGV[i + 1] then
+  local before = seen[ARGV[i]]
+  if before == nil then before = held[(i - 2) / 9 + 1] end
+  if before ~= ARGV[i + 1] then
+    seen[ARGV[i]] = ARGV[i + 1]
     fields[#fields + 1] = ARGV[i]
     fields[#fields + 1] = ARGV[i + 1]
     told[#told + 1] = ARGV[i + 6]
