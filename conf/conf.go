@@ -146,6 +146,10 @@ type Sink struct {
 	// AdminListen is the sink's admin HTTP address (/metrics, /livez, /readyz); empty
 	// disables it.
 	AdminListen string `koanf:"admin_listen"`
+	// Nice is the nice value (0-19) the sink runs at: its work may wait while the answers of a
+	// sale may not, on a machine it shares with the proxy, Redis or Kafka. 0 leaves it as
+	// started.
+	Nice int `koanf:"nice"`
 }
 
 // Roles of users.
@@ -410,6 +414,7 @@ func Default() Config {
 			RetryMin:    100 * time.Millisecond,
 			RetryMax:    5 * time.Second,
 			AdminListen: "127.0.0.1:6382",
+			Nice:        10,
 		},
 		Buy: Buy{
 			ReplyAfter:           ReplyAfterLua,

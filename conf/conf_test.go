@@ -307,6 +307,8 @@ func TestValidate(t *testing.T) {
 		{"sink.batch_linger", func(c *Config) { c.Sink.BatchLinger = 0 }},
 		{"sink.retry_min", func(c *Config) { c.Sink.RetryMin = 0 }},
 		{"sink.retry_max", func(c *Config) { c.Sink.RetryMax = time.Millisecond }},
+		{"sink.nice", func(c *Config) { c.Sink.Nice = -1 }},
+		{"sink.nice", func(c *Config) { c.Sink.Nice = 20 }},
 	}
 	for _, tt := range tests {
 		c := Default()

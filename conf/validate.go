@@ -273,6 +273,9 @@ func (v *validator) checkSink(c *Config) {
 	if c.Sink.RetryMax > time.Hour {
 		v.fail("sink.retry_max", c.Sink.RetryMax, "must be at most 1h")
 	}
+	if c.Sink.Nice < 0 || c.Sink.Nice > 19 {
+		v.fail("sink.nice", c.Sink.Nice, "must be 0-19 (0: as started; the sink never asks for more priority)")
+	}
 	if c.Sink.RetryMax < c.Sink.RetryMin {
 		v.fail("sink.retry_max", c.Sink.RetryMax, "below sink.retry_min "+c.Sink.RetryMin.String())
 	}

@@ -15,6 +15,7 @@ import (
 	"seckill-proxy/conf"
 	"seckill-proxy/internal/adminhttp"
 	"seckill-proxy/internal/connect"
+	"seckill-proxy/internal/niceness"
 	"seckill-proxy/internal/schema"
 	"seckill-proxy/internal/tlsfiles"
 	"seckill-proxy/sink"
@@ -43,6 +44,13 @@ func run(cl *conf.CommandLine, log *zap.Logger) error {
 	}
 	if cl.Migrate {
 		return migrate(ctx) // a one-off job fails at once, for its runner to retry
+	}
+	if n := cfg.Sink.Nice; n > 0 {
+		if threads, err := niceness.Lower(n); err != nil {
+			log.Warn("cannot lower the sink's CPU priority; it runs as started", zap.Int("nice", n), zap.Error(err))
+		} else {
+			log.Info("the sink runs at a lower CPU priority", zap.Int("nice", n), zap.Int("threads", threads))
+		}
 	}
 	redis.SetLogger(connect.RedisLogger(log))
 	if _, err := connect.RedisTLS(cfg.Redis); err != nil {
