@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"seckill-proxy/guard/admit"
@@ -15,35 +16,61 @@ import (
 )
 
 // probe is what Redis says of a sale now: its state, version, stock and buyer count (summed
-// over a split sale's buckets), and its layout.
+// over a split sale's buckets), and its layout; masters is the client of the master each
+// bucket was read from, for the reads that follow and for their fence (fence.go).
 type probe struct {
 	state, version string
 	stock, buyers  int64
 	layout         sale.Layout
+	masters        []*redis.Client
 }
 
 func (g *Guard) probe(ctx context.Context, sku string) (probe, error) {
-	v, err := probeScript.Run(ctx, g.rc, sale.KeysFor(sku).ScriptKeys()).Slice()
+	p := probe{layout: sale.OneBucket(sku)}
+	v, err := g.probeBucket(ctx, &p, sale.KeysFor(sku))
 	if err != nil {
 		return probe{}, err
 	}
-	p := probe{state: sale.Field(v, 0), version: sale.Field(v, 1), layout: sale.OneBucket(sku)}
-	p.stock, _ = strconv.ParseInt(sale.Field(v, 2), 10, 64)
-	p.buyers, _ = strconv.ParseInt(sale.Field(v, 3), 10, 64)
+	p.state, p.version = sale.Field(v, 0), sale.Field(v, 1)
 	if tags, err := sale.ParseBuckets(sale.Field(v, 4)); err == nil {
 		p.layout.Tags = tags
 	}
 	for b := 1; b < p.layout.K(); b++ {
-		v, err := probeScript.Run(ctx, g.rc, p.layout.Keys(b).ScriptKeys()).Slice()
-		if err != nil {
+		if _, err := g.probeBucket(ctx, &p, p.layout.Keys(b)); err != nil {
 			return probe{}, err
 		}
-		n, _ := strconv.ParseInt(sale.Field(v, 2), 10, 64)
-		m, _ := strconv.ParseInt(sale.Field(v, 3), 10, 64)
-		p.stock += n
-		p.buyers += m
 	}
 	return p, nil
+}
+
+// probeBucket runs probe.lua on the master of the bucket of keys, adds its stock and buyers to
+// p's, and keeps that master in p.masters.
+func (g *Guard) probeBucket(ctx context.Context, p *probe, keys sale.Keys) ([]any, error) {
+	m, err := g.rc.MasterForKey(ctx, keys.Meta)
+	if err != nil {
+		return nil, err
+	}
+	v, err := probeScript.Run(ctx, m, keys.ScriptKeys()).Slice()
+	if err != nil {
+		return nil, err
+	}
+	n, _ := strconv.ParseInt(sale.Field(v, 2), 10, 64)
+	b, _ := strconv.ParseInt(sale.Field(v, 3), 10, 64)
+	p.stock += n
+	p.buyers += b
+	p.masters = append(p.masters, m)
+	return v, nil
+}
+
+// fenced returns nil once replicas hold everything p's masters had written when it was
+// called: every read made of them since the probe rests on replicated state (fence.go).
+func (g *Guard) fenced(ctx context.Context, p probe) error {
+	for b, m := range p.masters {
+		if err := g.fence(ctx, m, p.layout.Keys(b).Fence); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // soldOut flags sku sold out once its buyers are read, so that a buyer who holds an order is
@@ -75,8 +102,9 @@ func (g *Guard) soldOut(sku string) {
 	})
 }
 
-// readBuyers reads sku's buyers if its sale is sold out (nil if it is not). While the sale's
-// version and buyer count stand, prev still holds, and is returned without reading them again.
+// readBuyers reads sku's buyers if its sale is sold out (nil if it is not), fenced (fence.go):
+// an error if no replica is known to hold what was read. While the sale's version and buyer
+// count stand, prev still holds, and is returned without reading them again.
 func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buyers, error) {
 	p, err := g.probe(ctx, sku)
 	if err != nil {
@@ -86,20 +114,20 @@ func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buye
 		return nil, nil
 	}
 	if prev != nil && prev.Version == p.version && prev.Count == p.buyers {
-		return prev, nil
+		return prev, g.fenced(ctx, p)
 	}
 	b := &Buyers{Version: p.version, Count: p.buyers}
 	if p.buyers > int64(g.opt.Buy.SoldOutBuyers) {
 		g.log.Warn("a sold-out sale has more buyers than buy.sold_out_buyers: its buyers are told SOLDOUT, not DUPLICATE, while the local flag stands",
 			zap.String("sku", sku), zap.Int64("buyers", p.buyers), zap.Int("sold_out_buyers", g.opt.Buy.SoldOutBuyers))
-		return b, nil
+		return b, g.fenced(ctx, p)
 	}
 	b.Orders = make(map[string]string, p.buyers)
 	for bucket := range p.layout.Tags {
 		key := p.layout.Keys(bucket).Buyers
 		var cursor uint64
 		for {
-			kv, next, err := g.rc.HScan(ctx, key, cursor, "", 1000).Result()
+			kv, next, err := p.masters[bucket].HScan(ctx, key, cursor, "", 1000).Result()
 			if err != nil {
 				return nil, err
 			}
@@ -115,7 +143,7 @@ func (g *Guard) readBuyers(ctx context.Context, sku string, prev *Buyers) (*Buye
 			}
 		}
 	}
-	return b, nil
+	return b, g.fenced(ctx, p)
 }
 
 // orderOf is the order id in a buyers hash value: "<id>:<qty>", "released:<id>:<qty>", or

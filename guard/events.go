@@ -143,6 +143,11 @@ func (g *Guard) recheck(ctx context.Context, sku, payload string) {
 		g.stats.eventsIgnored.Add(1)
 		g.log.Warn("could not check a sale event against Redis; ignoring it", zap.String("payload", payload), zap.Error(err))
 	case p.state == sale.StateClosed:
+		if err := g.fenced(ctx, p); err != nil {
+			g.stats.eventsIgnored.Add(1)
+			g.log.Info("a closed sale that no replica is known to hold yet; its buys keep going to Redis", zap.String("sku", sku), zap.Error(err))
+			return
+		}
 		g.flags.SetClosed(sku, sale.StateClosed, g.opt.Now(), gen)
 	case p.state == sale.StateOpen && p.stock <= 0:
 		g.soldOut(sku)

@@ -32,6 +32,10 @@ type Keys struct {
 	// Donated is a hash order id -> "<home tag>:<uid>:<qty>" for the units this bucket gave
 	// to another bucket's buyer, or "tomb" for an order id the sweeper closed to donations.
 	Donated string
+	// Fence is written and deleted again in one atomic step, never held: a write in the sale's
+	// slot with no data, so that a WAIT after a read that wrote nothing covers what it read
+	// (buy.lua, when a call sold nothing; the sold-out flag's reads).
+	Fence string
 }
 
 // KeysFor returns the keys of sku's sale. sku must already be valid (see ValidID).
@@ -56,6 +60,7 @@ func keysTagged(tag string) Keys {
 		LateLease:  base + "late",
 		Reserved:   base + "reserved",
 		Donated:    base + "donated",
+		Fence:      base + "fence",
 	}
 }
 
@@ -74,11 +79,11 @@ func TagOfKey(key string) (tag string, ok bool) {
 }
 
 // Named is every key of the sale by its name (meta, stock, buyers, outbox, result, outcomes,
-// sweep, dead, late, reserved, donated), for tools that read or remove one.
+// sweep, dead, late, reserved, donated, fence), for tools that read or remove one.
 func (k Keys) Named() [][2]string {
 	return [][2]string{{"meta", k.Meta}, {"stock", k.Stock}, {"buyers", k.Buyers}, {"outbox", k.Outbox},
 		{"result", k.Result}, {"outcomes", k.Outcomes}, {"sweep", k.SweepLease}, {"dead", k.Dead},
-		{"late", k.LateLease}, {"reserved", k.Reserved}, {"donated", k.Donated}}
+		{"late", k.LateLease}, {"reserved", k.Reserved}, {"donated", k.Donated}, {"fence", k.Fence}}
 }
 
 // OutcomesKept is about how many entries (sink batches, up to 500 outcomes each) a sale's

@@ -23,7 +23,7 @@
 --   {"RESERVED", order id}        the buyer's earlier buy is still asking the other buckets
 --   {"LIMIT", per-user limit}
 --   {"DRIFT", the sale's route}  the sale sends its orders elsewhere than this proxy would
-local function buy(KEYS, ARGV)
+local function decide(KEYS, ARGV)
   local buys = (#ARGV - 3) / 4
   if buys < 1 or buys ~= math.floor(buys) then
     return redis.error_reply('ERR buy.lua takes a version, a route, donors and then uid, qty, order id, instance per buy')
@@ -96,6 +96,7 @@ local function buy(KEYS, ARGV)
       out[b] = {'OK', id, version, tostring(stock), false, ts}
     end
   end
+  local wrote = taken > 0 or #fields > 0 or #reserved > 0
   -- The decrement comes first: should a later write fail, stock is lost, never oversold.
   if taken > 0 then redis.call('DECRBY', KEYS[2], taken) end
   if #fields > 0 then redis.call('HSET', KEYS[3], unpack(fields)) end
@@ -105,6 +106,20 @@ local function buy(KEYS, ARGV)
       out[b][5] = redis.call('XADD', KEYS[4], '*', 'order', ARGV[4 * b + 2], 'version', version,
         'uid', uids[b], 'qty', ARGV[4 * b + 1], 'ts', ts, 'by', ARGV[4 * b + 3])
     end
+  end
+  return out, wrote
+end
+
+-- A call that wrote nothing (every buy DUPLICATE, SOLDOUT, CLOSED...) still writes, with no
+-- data: the sale's fence key, set and deleted. WAIT counts a connection's last write, so the
+-- WAIT after this call then covers what it read, and a DUPLICATE's order id or a SOLDOUT is
+-- told only once a replica holds what it rests on.
+local function buy(KEYS, ARGV)
+  local out, wrote = decide(KEYS, ARGV)
+  if not wrote and not out.err then
+    local fence = string.sub(KEYS[1], 1, -5) .. 'fence'
+    redis.call('SET', fence, '1')
+    redis.call('DEL', fence)
   end
   return out
 end
